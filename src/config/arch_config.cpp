@@ -1,0 +1,130 @@
+#include "config/arch_config.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/file_io.h"
+#include "isa/program.h"
+
+namespace tpu {
+namespace {
+
+// Largest memory an address field can reach, so every row is addressable.
+constexpr std::uint64_t addressable(isa::Field f) {
+  return static_cast<std::uint64_t>(isa::field_spec(f).max) + 1;
+}
+
+struct Preset {
+  std::string_view name;
+  std::string_view description;
+  ArchConfig cfg;
+};
+
+// TPUv1 (Jouppi et al., ISCA 2017): 256x256 array, 24 MiB unified buffer
+// (96Ki rows of 256 B), 4096 accumulator rows, a weight FIFO four tiles deep.
+// Host and weight memory here are address spaces sized for the workloads
+// tpu-sim runs, not the board's 8 GiB DDR3.
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> kPresets = {
+      {"tpuv1", "TPUv1: N=256, 24 MiB UB, 4096 ACC rows",
+       {"tpuv1", 256, 1u << 18, 1024, 96u * 1024, 4096, 4}},
+      {"small4", "N=4 array for tests", {"small4", 4, 1u << 20, 1u << 16, 1u << 14, 4096, 4}},
+      {"small8", "N=8 array for tests", {"small8", 8, 1u << 20, 1u << 16, 1u << 14, 4096, 4}},
+      {"small16", "N=16 array for tests", {"small16", 16, 1u << 20, 1u << 16, 1u << 14, 4096, 4}},
+  };
+  return kPresets;
+}
+
+}  // namespace
+
+std::uint64_t ArchConfig::size_of(isa::Space space) const {
+  switch (space) {
+    case isa::Space::HostMem: return host_rows;
+    case isa::Space::WeightMem: return weight_tiles;
+    case isa::Space::UnifiedBuffer: return ub_rows;
+    case isa::Space::Accumulators: return acc_rows;
+  }
+  return 0;
+}
+
+const std::vector<ArchParam>& arch_params() {
+  using isa::Field;
+  static const std::vector<ArchParam> kParams = {
+      {"array_n", "systolic array size N (N x N MACs)", &ArchConfig::array_n, isa::kMinArrayN,
+       isa::kMaxArrayN},
+      {"host_rows", "host memory size in rows of N int8", &ArchConfig::host_rows, 1,
+       addressable(Field::HostRow)},
+      {"weight_tiles", "weight memory size in tiles of N x N int8", &ArchConfig::weight_tiles, 1,
+       addressable(Field::WeightTile)},
+      {"ub_rows", "unified buffer size in rows of N int8", &ArchConfig::ub_rows, 1,
+       addressable(Field::UbRow)},
+      {"acc_rows", "accumulator size in rows of N int32", &ArchConfig::acc_rows, 1,
+       addressable(Field::AccRow)},
+      {"fifo_depth", "weight FIFO depth in tiles", &ArchConfig::fifo_depth, 1, 64},
+  };
+  return kParams;
+}
+
+std::vector<std::string_view> preset_names() {
+  std::vector<std::string_view> names;
+  for (const Preset& p : presets()) names.push_back(p.name);
+  return names;
+}
+
+ArchConfig preset_config(std::string_view name) {
+  for (const Preset& p : presets())
+    if (p.name == name) return p.cfg;
+  throw ConfigError(fmt::format("unknown preset '{}' (known: {})", name,
+                                fmt::join(preset_names(), ", ")));
+}
+
+void validate(const ArchConfig& cfg) {
+  for (const ArchParam& p : arch_params()) {
+    const std::uint64_t v = cfg.*p.member;
+    if (v < p.min || v > p.max)
+      throw ConfigError(fmt::format("{} = {} is out of range [{}, {}]", p.name, v, p.min, p.max));
+  }
+}
+
+void apply_json_overrides(ArchConfig& cfg, std::string_view json_text, std::string_view origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(fmt::format("{}: invalid JSON: {}", origin, e.what()));
+  }
+  if (!j.is_object()) throw ConfigError(fmt::format("{}: expected a JSON object", origin));
+  // A preset named in the file replaces the base before the other fields apply.
+  if (const auto it = j.find("preset"); it != j.end()) {
+    if (!it->is_string()) throw ConfigError(fmt::format("{}: 'preset' must be a string", origin));
+    cfg = preset_config(it->get<std::string>());
+  }
+  for (const auto& [key, value] : j.items()) {
+    if (key == "preset") continue;
+    const ArchParam* param = nullptr;
+    for (const ArchParam& p : arch_params())
+      if (p.name == key) param = &p;
+    if (param == nullptr) throw ConfigError(fmt::format("{}: unknown field '{}'", origin, key));
+    if (!value.is_number_unsigned())
+      throw ConfigError(fmt::format("{}: '{}' must be a non-negative integer", origin, key));
+    cfg.*param->member = value.get<std::uint64_t>();
+  }
+  try {
+    validate(cfg);
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("{}: {}", origin, e.what()));
+  }
+}
+
+ArchConfig resolve_config(std::string_view preset, const std::optional<std::string>& config_path,
+                          std::optional<std::uint64_t> array_n) {
+  ArchConfig cfg = preset_config(preset);
+  if (config_path) apply_json_overrides(cfg, read_file_text(*config_path), *config_path);
+  if (array_n) cfg.array_n = *array_n;
+  validate(cfg);
+  return cfg;
+}
+
+}  // namespace tpu

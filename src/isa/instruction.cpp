@@ -1,0 +1,169 @@
+#include "isa/instruction.h"
+
+#include <fmt/format.h>
+
+namespace tpu::isa {
+namespace {
+
+// Bit access on the little-endian 128-bit instruction word; width <= 64.
+std::uint64_t get_bits(const EncodedInstr& b, unsigned lsb, unsigned width) {
+  std::uint64_t v = 0;
+  for (unsigned i = 0; i < width; ++i) {
+    const unsigned bit = lsb + i;
+    v |= std::uint64_t{(b[bit / 8] >> (bit % 8)) & 1u} << i;
+  }
+  return v;
+}
+
+void put_bits(EncodedInstr& b, unsigned lsb, unsigned width, std::uint64_t v) {
+  for (unsigned i = 0; i < width; ++i) {
+    const unsigned bit = lsb + i;
+    const auto mask = static_cast<std::uint8_t>(1u << (bit % 8));
+    if ((v >> i) & 1u)
+      b[bit / 8] |= mask;
+    else
+      b[bit / 8] &= static_cast<std::uint8_t>(~mask);
+  }
+}
+
+std::uint64_t field_mask(unsigned width) {
+  return width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
+}
+
+// Two's complement in `width` bits <-> value.
+std::uint64_t to_field_bits(const FieldSpec& f, std::int64_t v) {
+  return static_cast<std::uint64_t>(v) & field_mask(f.width);
+}
+
+std::int64_t from_field_bits(const FieldSpec& f, std::uint64_t raw) {
+  if (f.is_signed && ((raw >> (f.width - 1)) & 1u))
+    return static_cast<std::int64_t>(raw | ~field_mask(f.width));
+  return static_cast<std::int64_t>(raw);
+}
+
+std::string flag_letters(const InstrSpec& spec, std::uint8_t flags) {
+  std::string s;
+  for (unsigned k = 0; k < spec.num_flags; ++k)
+    if (flags & (1u << spec.flags[k].bit)) s += spec.flags[k].letter;
+  return s;
+}
+
+std::string check_flags(const InstrSpec& spec, std::uint8_t flags) {
+  const std::uint8_t unknown = flags & static_cast<std::uint8_t>(~valid_flag_mask(spec));
+  if (unknown != 0)
+    return fmt::format("flag bits 0x{:02x} are not defined for {}", unknown, spec.mnemonic);
+  const std::uint8_t excl = flags & spec.exclusive_flags;
+  if ((excl & (excl - 1)) != 0)
+    return fmt::format("flags {} of {} cannot be combined", flag_letters(spec, excl), spec.mnemonic);
+  return {};
+}
+
+}  // namespace
+
+std::string validate(const Instruction& instr) {
+  const InstrSpec* spec = find_instr(instr.opcode);
+  if (spec == nullptr)
+    return fmt::format("unknown opcode 0x{:02x}", static_cast<unsigned>(instr.opcode));
+  if (std::string e = check_flags(*spec, instr.flags); !e.empty()) return e;
+  for (unsigned i = 0; i < kNumSlots; ++i) {
+    const std::int64_t v = instr.operands[i];
+    if (i >= spec->num_operands) {
+      if (v != 0) return fmt::format("{} has no operand {}", spec->mnemonic, i + 1);
+      continue;
+    }
+    const FieldSpec& f = field_spec(spec->operands[i]);
+    if (v < f.min || v > f.max)
+      return fmt::format("{} = {} is out of range [{}, {}]", f.name, v, f.min, f.max);
+  }
+  return {};
+}
+
+EncodedInstr encode(const Instruction& instr) {
+  if (std::string e = validate(instr); !e.empty()) throw std::invalid_argument(e);
+  const InstrSpec& spec = spec_of(instr.opcode);
+  EncodedInstr b{};
+  put_bits(b, kOpcodeLsb, kOpcodeBits, static_cast<std::uint8_t>(instr.opcode));
+  put_bits(b, kFlagsLsb, kFlagsBits, instr.flags);
+  for (unsigned i = 0; i < spec.num_operands; ++i) {
+    const FieldSpec& f = field_spec(spec.operands[i]);
+    put_bits(b, slot_lsb(i), f.width, to_field_bits(f, instr.operands[i]));
+  }
+  return b;
+}
+
+Instruction decode(const EncodedInstr& b) {
+  const auto op = static_cast<std::uint8_t>(get_bits(b, kOpcodeLsb, kOpcodeBits));
+  const InstrSpec* spec = find_instr(op);
+  if (spec == nullptr) throw DecodeError(fmt::format("unknown opcode 0x{:02x}", op));
+  Instruction instr;
+  instr.opcode = spec->opcode;
+  instr.flags = static_cast<std::uint8_t>(get_bits(b, kFlagsLsb, kFlagsBits));
+  if (std::string e = check_flags(*spec, instr.flags); !e.empty()) throw DecodeError(e);
+  for (unsigned i = 0; i < kNumSlots; ++i) {
+    const unsigned width = i < spec->num_operands ? field_spec(spec->operands[i]).width : 0;
+    if (get_bits(b, slot_lsb(i) + width, kSlotBits - width) != 0)
+      throw DecodeError(fmt::format("{}: unused bits of operand slot {} are not zero",
+                                    spec->mnemonic, i));
+    if (width == 0) continue;
+    const FieldSpec& f = field_spec(spec->operands[i]);
+    instr.operands[i] = from_field_bits(f, get_bits(b, slot_lsb(i), width));
+    if (instr.operands[i] < f.min || instr.operands[i] > f.max)
+      throw DecodeError(fmt::format("{}: {} = {} is out of range [{}, {}]", spec->mnemonic, f.name,
+                                    instr.operands[i], f.min, f.max));
+  }
+  if (get_bits(b, kReservedLsb, kReservedBits) != 0)
+    throw DecodeError(fmt::format("{}: reserved bits are not zero", spec->mnemonic));
+  return instr;
+}
+
+std::string disassemble(const Instruction& instr) {
+  const InstrSpec* spec = find_instr(instr.opcode);
+  if (spec == nullptr) return fmt::format("<opcode 0x{:02x}>", static_cast<unsigned>(instr.opcode));
+  std::string s(spec->mnemonic);
+  if (const std::string f = flag_letters(*spec, instr.flags); !f.empty()) s += "." + f;
+  for (unsigned i = 0; i < spec->num_operands; ++i)
+    s += fmt::format("{}{}", i == 0 ? " " : ", ", instr.operands[i]);
+  return s;
+}
+
+const char* space_name(Space s) {
+  switch (s) {
+    case Space::HostMem: return "host memory";
+    case Space::WeightMem: return "weight memory";
+    case Space::UnifiedBuffer: return "unified buffer";
+    case Space::Accumulators: return "accumulators";
+  }
+  return "?";
+}
+
+std::vector<Access> accesses(const Instruction& in) {
+  const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
+  const auto& op = in.operands;
+  switch (in.opcode) {
+    case Opcode::RHM:
+      return {{Space::HostMem, u(op[0]), u(op[2]), false, 0},
+              {Space::UnifiedBuffer, u(op[1]), u(op[2]), true, 1}};
+    case Opcode::WHM:
+      if (in.has(kFlagWhmAcc))
+        return {{Space::Accumulators, u(op[0]), u(op[2]), false, 0},
+                {Space::HostMem, u(op[1]), u(op[2]) * kHostRowsPerAccRow, true, 1}};
+      return {{Space::UnifiedBuffer, u(op[0]), u(op[2]), false, 0},
+              {Space::HostMem, u(op[1]), u(op[2]), true, 1}};
+    case Opcode::RW:
+      return {{Space::WeightMem, u(op[0]), 1, false, 0}};
+    case Opcode::MMC:
+      return {{Space::UnifiedBuffer, u(op[0]), u(op[2]), false, 0},
+              {Space::Accumulators, u(op[1]), u(op[2]), true, 1}};
+    case Opcode::ACT:
+      return {{Space::Accumulators, u(op[0]), u(op[2]), false, 0},
+              {Space::UnifiedBuffer, u(op[1]), u(op[2]), true, 1}};
+    case Opcode::NOP:
+    case Opcode::SETQ:
+    case Opcode::SYNC:
+    case Opcode::HLT:
+      return {};
+  }
+  return {};
+}
+
+}  // namespace tpu::isa

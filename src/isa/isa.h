@@ -1,0 +1,162 @@
+// The tpu-sim instruction set: the one table every other part derives from.
+//
+// The encoder, decoder, assembler, disassembler, the documentation tables and
+// the generated Verilog package (rtl/tpu_isa_pkg.sv) all read this file; no
+// opcode, flag bit, field position or width is written anywhere else.
+//
+// Encoding (docs/isa.md): every instruction is kInstrBytes bytes, little-endian
+// as one 128-bit word. Bits [7:0] opcode, [15:8] flags, then kNumSlots operand
+// slots of kSlotBits bits each (operand i in slot i, encoded in its field's
+// width and zero-extended), then reserved bits that must be zero.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace tpu::isa {
+
+// ---- Encoding geometry ---------------------------------------------------
+inline constexpr unsigned kInstrBytes = 16;
+inline constexpr unsigned kInstrBits = kInstrBytes * 8;
+inline constexpr unsigned kOpcodeLsb = 0;
+inline constexpr unsigned kOpcodeBits = 8;
+inline constexpr unsigned kFlagsLsb = kOpcodeLsb + kOpcodeBits;
+inline constexpr unsigned kFlagsBits = 8;
+inline constexpr unsigned kSlotsLsb = kFlagsLsb + kFlagsBits;
+inline constexpr unsigned kSlotBits = 32;
+inline constexpr unsigned kNumSlots = 3;
+inline constexpr unsigned kReservedLsb = kSlotsLsb + kNumSlots * kSlotBits;
+inline constexpr unsigned kReservedBits = kInstrBits - kReservedLsb;
+
+constexpr unsigned slot_lsb(unsigned slot) { return kSlotsLsb + slot * kSlotBits; }
+
+// ---- Operand fields ------------------------------------------------------
+enum class Field : std::uint8_t {
+  HostRow,     // row address in host memory (rows of N int8)
+  UbRow,       // row address in the unified buffer
+  AccRow,      // row address in the accumulators
+  SrcRow,      // WHM source: a UB row, or an ACC row with .A
+  WeightTile,  // tile address in weight memory (tiles of N x N int8)
+  Rows,        // row count, at least 1
+  QMul,        // requantization multiplier M
+  QShift,      // requantization shift S
+  QZero,       // requantization zero point Z
+};
+
+struct FieldSpec {
+  Field field;
+  std::string_view name;  // as the assembler's messages and the docs say it
+  unsigned width;         // bits in the encoding
+  bool is_signed;         // two's complement in `width` bits
+  std::int64_t min;       // legal values, inside what `width` can hold
+  std::int64_t max;
+  std::string_view description;
+};
+
+inline constexpr std::array<FieldSpec, 9> kFields{{
+    {Field::HostRow, "host_row", 32, false, 0, (std::int64_t{1} << 32) - 1, "host memory row"},
+    {Field::UbRow, "ub_row", 24, false, 0, (1 << 24) - 1, "unified buffer row"},
+    {Field::AccRow, "acc_row", 24, false, 0, (1 << 24) - 1, "accumulator row"},
+    {Field::SrcRow, "src_row", 24, false, 0, (1 << 24) - 1,
+     "WHM source row: UB row, or ACC row with .A"},
+    {Field::WeightTile, "weight_tile", 24, false, 0, (1 << 24) - 1, "weight memory tile"},
+    {Field::Rows, "rows", 24, false, 1, (1 << 24) - 1, "number of rows, at least 1"},
+    {Field::QMul, "M", 32, true, INT32_MIN, INT32_MAX, "requantization multiplier (int32)"},
+    {Field::QShift, "S", 6, false, 0, 62, "requantization right shift"},
+    {Field::QZero, "Z", 8, true, -128, 127, "requantization zero point (int8)"},
+}};
+
+constexpr const FieldSpec& field_spec(Field f) { return kFields[static_cast<unsigned>(f)]; }
+
+// ---- Flags ---------------------------------------------------------------
+struct FlagSpec {
+  char letter;       // written after the mnemonic and a dot, upper case
+  std::uint8_t bit;  // bit index inside the flags byte
+  std::string_view meaning;
+};
+
+// ---- Instructions ----------------------------------------------------------
+enum class Opcode : std::uint8_t {
+  NOP = 0x00,
+  RHM = 0x01,
+  WHM = 0x02,
+  RW = 0x03,
+  MMC = 0x04,
+  ACT = 0x05,
+  SETQ = 0x06,
+  SYNC = 0x07,
+  HLT = 0x0F,
+};
+
+// The unit that executes an instruction once the controller issues it.
+enum class Unit : std::uint8_t { Controller, HostDma, WeightDma, MatrixUnit, ActivationUnit };
+
+struct InstrSpec {
+  Opcode opcode;
+  std::string_view mnemonic;
+  Unit unit;
+  std::uint8_t num_flags;
+  std::array<FlagSpec, 3> flags;
+  std::uint8_t exclusive_flags;  // bit mask of flags of which at most one may be set
+  std::uint8_t num_operands;
+  std::array<Field, kNumSlots> operands;
+  std::string_view summary;
+};
+
+inline constexpr Field kNone = Field::Rows;  // filler for unused operand slots
+
+inline constexpr std::array<InstrSpec, 9> kInstrs{{
+    {Opcode::NOP, "NOP", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone}, "do nothing"},
+    {Opcode::RHM, "RHM", Unit::HostDma, 0, {}, 0, 3, {Field::HostRow, Field::UbRow, Field::Rows},
+     "copy rows host memory -> unified buffer"},
+    {Opcode::WHM, "WHM", Unit::HostDma, 1,
+     {{{'A', 0, "source is the accumulators, written raw as int32 little-endian"}}}, 0, 3,
+     {Field::SrcRow, Field::HostRow, Field::Rows}, "copy rows unified buffer -> host memory"},
+    {Opcode::RW, "RW", Unit::WeightDma, 0, {}, 0, 1, {Field::WeightTile, kNone, kNone},
+     "push one weight tile into the weight FIFO"},
+    {Opcode::MMC, "MMC", Unit::MatrixUnit, 2,
+     {{{'S', 0, "switch to the next weight tile from the FIFO first"},
+       {'O', 1, "overwrite the accumulators instead of adding"}}},
+     0, 3, {Field::UbRow, Field::AccRow, Field::Rows}, "matrix multiply UB rows into ACC rows"},
+    {Opcode::ACT, "ACT", Unit::ActivationUnit, 3,
+     {{{'R', 0, "ReLU"}, {'Q', 1, "sigmoid"}, {'T', 2, "tanh"}}}, 0b111, 3,
+     {Field::AccRow, Field::UbRow, Field::Rows},
+     "requantize and activate ACC rows into UB rows"},
+    {Opcode::SETQ, "SETQ", Unit::Controller, 0, {}, 0, 3, {Field::QMul, Field::QShift, Field::QZero},
+     "set the requantization registers"},
+    {Opcode::SYNC, "SYNC", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone},
+     "wait until every earlier instruction has completed"},
+    {Opcode::HLT, "HLT", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone},
+     "stop once every earlier instruction has completed"},
+}};
+
+// Looks up a flag's bit mask at compile time; 0 if the instruction has no such flag.
+constexpr std::uint8_t flag_mask(Opcode op, char letter) {
+  for (const InstrSpec& s : kInstrs) {
+    if (s.opcode != op) continue;
+    for (unsigned i = 0; i < s.num_flags; ++i)
+      if (s.flags[i].letter == letter) return static_cast<std::uint8_t>(1u << s.flags[i].bit);
+  }
+  return 0;
+}
+
+// Flag masks by name, for the code that gives them meaning.
+inline constexpr std::uint8_t kFlagWhmAcc = flag_mask(Opcode::WHM, 'A');
+inline constexpr std::uint8_t kFlagMmcSwitch = flag_mask(Opcode::MMC, 'S');
+inline constexpr std::uint8_t kFlagMmcOverwrite = flag_mask(Opcode::MMC, 'O');
+inline constexpr std::uint8_t kFlagActRelu = flag_mask(Opcode::ACT, 'R');
+inline constexpr std::uint8_t kFlagActSigmoid = flag_mask(Opcode::ACT, 'Q');
+inline constexpr std::uint8_t kFlagActTanh = flag_mask(Opcode::ACT, 'T');
+
+const InstrSpec* find_instr(Opcode op);
+const InstrSpec* find_instr(std::uint8_t opcode_byte);
+const InstrSpec* find_instr(std::string_view mnemonic);  // case-insensitive
+const InstrSpec& spec_of(Opcode op);                     // op must be in the table
+std::optional<std::uint8_t> flag_bit(const InstrSpec& spec, char letter);  // case-insensitive
+
+// Mask of all flag bits the instruction accepts.
+std::uint8_t valid_flag_mask(const InstrSpec& spec);
+
+}  // namespace tpu::isa
