@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Command-line tests of tpu-as, tpu-dis and tpu-gen; one case per CTest test.
+#   cli_test.sh CASE BIN_DIR SOURCE_DIR [ARG]
+set -euo pipefail
+case_name=$1
+bin=$2
+src=$3
+arg=${4:-}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect_status WANT CMD... : runs CMD, stderr to $tmp/err, checks the exit status.
+expect_status() {
+  local want=$1
+  shift
+  local got=0
+  "$@" >"$tmp/out" 2>"$tmp/err" || got=$?
+  [ "$got" -eq "$want" ] || { cat "$tmp/err" >&2; fail "'$*' exited $got, want $want"; }
+}
+
+case "$case_name" in
+  roundtrip)  # assemble, disassemble, re-assemble: identical bytes
+    expect_status 0 "$bin/tpu-as" "$arg" -o "$tmp/a.tpu"
+    expect_status 0 "$bin/tpu-dis" "$tmp/a.tpu" -o "$tmp/a.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/a.s" -o "$tmp/b.tpu"
+    cmp "$tmp/a.tpu" "$tmp/b.tpu" || fail "re-assembled bytes differ"
+    # The listing with encodings assembles too (the bytes are comments).
+    expect_status 0 "$bin/tpu-dis" --encoding "$tmp/a.tpu" -o "$tmp/c.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/c.s" -o "$tmp/c.tpu"
+    cmp "$tmp/a.tpu" "$tmp/c.tpu" || fail "--encoding listing re-assembles differently"
+    ;;
+  asm_errors)  # every error reported as file:line:col with a caret; no output file
+    printf 'RHM 0, 0, 8\nFOO 1\nMMC.SX 0, 0, 1\n  RW 1 +\n' >"$tmp/bad.s"
+    expect_status 1 "$bin/tpu-as" "$tmp/bad.s" -o "$tmp/bad.tpu"
+    [ ! -e "$tmp/bad.tpu" ] || fail "an output file was written despite errors"
+    grep -qx "$tmp/bad.s:2:1: error: unknown instruction 'FOO'" "$tmp/err" || fail "FOO"
+    grep -q "^$tmp/bad.s:3:6: error: unknown flag 'X' for MMC" "$tmp/err" || fail "flag X"
+    grep -q "^$tmp/bad.s:4:9: error: expected an expression" "$tmp/err" || fail "expression"
+    grep -qx "     ^" "$tmp/err" || fail "caret under column 6"
+    grep -qx "3 errors generated." "$tmp/err" || fail "error count"
+    ;;
+  asm_memory_check)  # ranges are checked against memory sizes only with a config
+    printf 'RHM 0, 16383, 2\n' >"$tmp/m.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/m.s" -o "$tmp/m.tpu"
+    expect_status 1 "$bin/tpu-as" "$tmp/m.s" -o "$tmp/m.tpu" --preset small8
+    grep -q "m.s:1:8: error: rows 16383..16384 is past the end of unified buffer (16384 rows)" \
+      "$tmp/err" || { cat "$tmp/err"; fail "UB range message"; }
+    echo '{"ub_rows": 32768}' >"$tmp/big.json"
+    expect_status 0 "$bin/tpu-as" "$tmp/m.s" -o "$tmp/m.tpu" --config "$tmp/big.json"
+    ;;
+  array_size)  # --array and .array set the header's N; a conflict is an error
+    printf '.array 16\nHLT\n' >"$tmp/n.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/n.s" -o "$tmp/n.tpu"
+    [ "$(od -An -tu2 -j6 -N2 "$tmp/n.tpu" | tr -d ' ')" = 16 ] || fail ".array 16 not in header"
+    expect_status 1 "$bin/tpu-as" "$tmp/n.s" -o "$tmp/n.tpu" --array 32
+    printf 'HLT\n' >"$tmp/m.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/m.s" -o "$tmp/m.tpu" --array 32
+    [ "$(od -An -tu2 -j6 -N2 "$tmp/m.tpu" | tr -d ' ')" = 32 ] || fail "--array 32 not in header"
+    expect_status 2 "$bin/tpu-as" "$tmp/m.s" --array 3
+    ;;
+  usage)  # usage errors exit 2, missing files exit 3 with one line
+    expect_status 2 "$bin/tpu-as"
+    expect_status 2 "$bin/tpu-dis"
+    expect_status 2 "$bin/tpu-as" x.s --no-such-option
+    expect_status 3 "$bin/tpu-as" "$tmp/missing.s"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "missing source: not one line"
+    expect_status 3 "$bin/tpu-dis" "$tmp/missing.tpu"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "missing program: not one line"
+    ;;
+  dis_malformed)  # malformed program files get exactly one line and exit 3
+    printf 'HLT\nHLT\n' >"$tmp/ok.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/ok.s" -o "$tmp/ok.tpu"
+    head -c 40 "$tmp/ok.tpu" >"$tmp/truncated.tpu"
+    { printf 'XXXX'; tail -c +5 "$tmp/ok.tpu"; } >"$tmp/magic.tpu"
+    { head -c 4 "$tmp/ok.tpu"; printf '\x02\x00'; tail -c +7 "$tmp/ok.tpu"; } >"$tmp/version.tpu"
+    { head -c 16 "$tmp/ok.tpu"; printf '\x0e'; tail -c +18 "$tmp/ok.tpu"; } >"$tmp/opcode.tpu"
+    { head -c 17 "$tmp/ok.tpu"; printf '\x01'; tail -c +19 "$tmp/ok.tpu"; } >"$tmp/flag.tpu"
+    : >"$tmp/empty.tpu"
+    for f in truncated magic version opcode flag empty; do
+      expect_status 3 "$bin/tpu-dis" "$tmp/$f.tpu"
+      [ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "$f: not one line"; }
+      grep -q "^tpu-dis: error: $tmp/$f.tpu: " "$tmp/err" || fail "$f: message does not name the file"
+    done
+    grep -q "unknown opcode 0x0e" <("$bin/tpu-dis" "$tmp/opcode.tpu" 2>&1) || fail "opcode message"
+    ;;
+  isa_pkg_fresh)  # the committed SystemVerilog package matches the instruction table
+    "$bin/tpu-gen" isa-pkg >"$tmp/pkg.sv"
+    diff -u "$src/rtl/tpu_isa_pkg.sv" "$tmp/pkg.sv" ||
+      fail "rtl/tpu_isa_pkg.sv is stale: run tpu-gen isa-pkg -o rtl/tpu_isa_pkg.sv"
+    ;;
+  isa_pkg_lint)  # the generated package is clean Verilog
+    # UNUSEDPARAM is waived because a package linted on its own uses none of its parameters.
+    verilator --lint-only -Wall -Wno-UNUSEDPARAM "$src/rtl/tpu_isa_pkg.sv"
+    ;;
+  *)
+    fail "unknown case $case_name"
+    ;;
+esac
+echo "ok: $case_name $arg"

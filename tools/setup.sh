@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Sets tpu-sim up on a Debian 12 machine and runs one job.
+#
+#   tools/setup.sh demo    install, build, run the example program      (default)
+#   tools/setup.sh test    install, build (plain and ASan/UBSan), run every test through CTest
+#   tools/setup.sh build   install and build only
+#
+# Installing is idempotent: only Debian packages that are missing are
+# installed (with sudo when not root). Builds go to build/ and build-asan/.
+set -euo pipefail
+
+job=${1:-demo}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+jobs=$(nproc 2>/dev/null || echo 2)
+
+# Exactly the Debian packages the project builds and tests with.
+packages=(
+  g++ cmake make pkg-config
+  libfmt-dev libcli11-dev nlohmann-json3-dev catch2
+  verilator
+)
+
+install_packages() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "setup: installing ${missing[*]}"
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}"
+}
+
+build() {  # build DIR [cmake options...]
+  local dir=$1
+  shift
+  cmake -S "$root" -B "$root/$dir" -DTPU_WERROR=ON "$@" >/dev/null
+  cmake --build "$root/$dir" -j "$jobs"
+}
+
+run_tests() {  # run_tests DIR
+  (cd "$root/$1" && ctest --output-on-failure -j "$jobs")
+}
+
+case "$job" in
+  demo)
+    install_packages
+    build build
+    exec "$root/tools/demo.sh" "$root/build"
+    ;;
+  test)
+    install_packages
+    build build
+    build build-asan -DTPU_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+    echo "== tests =="
+    run_tests build
+    echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer =="
+    run_tests build-asan
+    ;;
+  build)
+    install_packages
+    build build
+    ;;
+  *)
+    echo "usage: tools/setup.sh [demo|test|build]" >&2
+    exit 2
+    ;;
+esac
