@@ -9,9 +9,11 @@
 namespace tpu::cli {
 
 void ConfigOptions::add_to(CLI::App& app) {
+  const std::vector<std::string_view> names = preset_names();
   app.add_option("--preset", preset,
-                 fmt::format("named configuration ({})", fmt::join(preset_names(), ", ")))
-      ->capture_default_str();
+                 fmt::format("named configuration ({})", fmt::join(names, ", ")))
+      ->capture_default_str()
+      ->check(CLI::IsMember(std::vector<std::string>(names.begin(), names.end())));
   app.add_option("--config", config_path, "JSON file overriding configuration fields")
       ->check(CLI::ExistingFile);
   app.add_option("--array", array_n, "systolic array size N")

@@ -25,8 +25,9 @@ int main(int argc, char** argv) {
 
   try {
     const isa::Program prog = isa::load_program(program_path);
-    std::string text = fmt::format("; tpu-dis {}: {} instructions\n.array {}\n", program_path,
-                                   prog.code.size(), prog.array_n);
+    std::string text =
+        fmt::format("; tpu-dis {}: {} instruction{}\n.array {}\n", program_path, prog.code.size(),
+                    prog.code.size() == 1 ? "" : "s", prog.array_n);
     for (std::size_t pc = 0; pc < prog.code.size(); ++pc) {
       const std::string line = isa::disassemble(prog.code[pc]);
       if (show_encoding)

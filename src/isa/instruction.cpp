@@ -68,7 +68,7 @@ std::string validate(const Instruction& instr) {
   for (unsigned i = 0; i < kNumSlots; ++i) {
     const std::int64_t v = instr.operands[i];
     if (i >= spec->num_operands) {
-      if (v != 0) return fmt::format("{} has no operand {}", spec->mnemonic, i + 1);
+      if (v != 0) return fmt::format("{} has no operand slot {}", spec->mnemonic, i);
       continue;
     }
     const FieldSpec& f = field_spec(spec->operands[i]);

@@ -56,9 +56,10 @@ Program parse_program(const std::vector<std::uint8_t>& bytes) {
   if (get_le(bytes, 12, 4) != 0) throw DecodeError("reserved header bytes are not zero");
   const std::uint64_t expect = kHeaderBytes + count * kInstrBytes;
   if (bytes.size() != expect)
-    throw DecodeError(fmt::format("{}: header says {} instructions ({} bytes) but the file has {} bytes",
-                                  bytes.size() < expect ? "truncated" : "trailing bytes", count,
-                                  expect, bytes.size()));
+    throw DecodeError(fmt::format(
+        "{}: header says {} instruction{} ({} bytes) but the file has {} bytes",
+        bytes.size() < expect ? "truncated" : "trailing bytes", count, count == 1 ? "" : "s",
+        expect, bytes.size()));
   prog.code.reserve(count);
   for (std::uint64_t pc = 0; pc < count; ++pc) {
     EncodedInstr e;
