@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# The main job: assemble an example program, show its encoding, and check
-# that the disassembly assembles back to the same bytes.
+# The main job: assemble programs/one_tile.s, run it on the SystemC model with
+# random inputs, check the result against an independent NumPy reference and
+# print the run's statistics.
 #   tools/demo.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: tools/demo.sh BUILD_DIR}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-src="$root/programs/one_tile.s"
+n=8
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-echo "== tpu-as $src =="
-"$build/sim/tpu-as" "$src" -o "$out/one_tile.tpu"
-echo "== tpu-dis --encoding =="
+echo "== tpu-as programs/one_tile.s --array $n =="
+"$build/sim/tpu-as" "$root/programs/one_tile.s" -o "$out/one_tile.tpu" --array "$n"
 "$build/sim/tpu-dis" --encoding "$out/one_tile.tpu"
-"$build/sim/tpu-dis" "$out/one_tile.tpu" -o "$out/again.s"
-"$build/sim/tpu-as" "$out/again.s" -o "$out/again.tpu"
-cmp "$out/one_tile.tpu" "$out/again.tpu"
-echo "== round trip: disassembly re-assembles to identical bytes =="
+/usr/bin/python3 "$root/tests/cli/one_tile_check.py" make "$out" "$n"
+echo "== tpu-sim run --trace =="
+"$build/sim/tpu-sim" run "$out/one_tile.tpu" --hostmem "$out/host.npy" \
+  --weights "$out/weights.npy" --out "$out/out.npy" --trace
+echo "== check =="
+/usr/bin/python3 "$root/tests/cli/one_tile_check.py" check "$out" "$n"

@@ -17,7 +17,9 @@ jobs=$(nproc 2>/dev/null || echo 2)
 packages=(
   g++ cmake make pkg-config
   libfmt-dev libcli11-dev nlohmann-json3-dev catch2
+  libsystemc-dev libeigen3-dev
   verilator
+  python3 python3-numpy
 )
 
 install_packages() {

@@ -22,17 +22,22 @@ struct Preset {
   ArchConfig cfg;
 };
 
+ArchConfig small_preset(std::string_view name, std::uint64_t n) {
+  return {std::string(name), n, 1u << 20, 1u << 16, 1u << 14, 4096, 4, 4, 8, 4, 16, 2};
+}
+
 // TPUv1 (Jouppi et al., ISCA 2017): 256x256 array, 24 MiB unified buffer
 // (96Ki rows of 256 B), 4096 accumulator rows, a weight FIFO four tiles deep.
 // Host and weight memory here are address spaces sized for the workloads
-// tpu-sim runs, not the board's 8 GiB DDR3.
+// tpu-sim runs, not the board's 8 GiB DDR3. Host DMA: PCIe Gen3 x16, about
+// 14 GB/s at 700 MHz = 20 B/cycle; weight DMA: 30 GB/s DDR3 = 44 B/cycle.
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> kPresets = {
       {"tpuv1", "TPUv1: N=256, 24 MiB UB, 4096 ACC rows",
-       {"tpuv1", 256, 1u << 18, 1024, 96u * 1024, 4096, 4}},
-      {"small4", "N=4 array for tests", {"small4", 4, 1u << 20, 1u << 16, 1u << 14, 4096, 4}},
-      {"small8", "N=8 array for tests", {"small8", 8, 1u << 20, 1u << 16, 1u << 14, 4096, 4}},
-      {"small16", "N=16 array for tests", {"small16", 16, 1u << 20, 1u << 16, 1u << 14, 4096, 4}},
+       {"tpuv1", 256, 1u << 18, 1024, 96u * 1024, 4096, 4, 100, 20, 100, 44, 2}},
+      {"small4", "N=4 array for tests", small_preset("small4", 4)},
+      {"small8", "N=8 array for tests", small_preset("small8", 8)},
+      {"small16", "N=16 array for tests", small_preset("small16", 16)},
   };
   return kPresets;
 }
@@ -63,6 +68,16 @@ const std::vector<ArchParam>& arch_params() {
       {"acc_rows", "accumulator size in rows of N int32", &ArchConfig::acc_rows, 1,
        addressable(Field::AccRow)},
       {"fifo_depth", "weight FIFO depth in tiles", &ArchConfig::fifo_depth, 1, 64},
+      {"host_latency", "cycles before a host DMA transfer moves its first byte",
+       &ArchConfig::host_latency, 0, 1u << 20},
+      {"host_bytes_per_cycle", "host DMA bandwidth in bytes per cycle",
+       &ArchConfig::host_bytes_per_cycle, 1, 1u << 20},
+      {"weight_latency", "cycles before a weight DMA transfer moves its first byte",
+       &ArchConfig::weight_latency, 0, 1u << 20},
+      {"weight_bytes_per_cycle", "weight DMA bandwidth in bytes per cycle",
+       &ArchConfig::weight_bytes_per_cycle, 1, 1u << 20},
+      {"act_latency", "activation unit pipeline depth in cycles", &ArchConfig::act_latency, 1,
+       64},
   };
   return kParams;
 }

@@ -30,6 +30,11 @@ struct ArchConfig {
   std::uint64_t ub_rows = 0;      // unified buffer, rows of array_n int8
   std::uint64_t acc_rows = 0;     // accumulators, rows of array_n int32
   std::uint64_t fifo_depth = 0;   // weight FIFO depth in tiles
+  std::uint64_t host_latency = 0;          // cycles before a host DMA moves its first byte
+  std::uint64_t host_bytes_per_cycle = 0;  // host DMA bandwidth
+  std::uint64_t weight_latency = 0;        // cycles before a weight DMA moves its first byte
+  std::uint64_t weight_bytes_per_cycle = 0;
+  std::uint64_t act_latency = 0;           // activation unit pipeline depth
 
   // Size of a memory in its own units (rows or tiles).
   std::uint64_t size_of(isa::Space space) const;

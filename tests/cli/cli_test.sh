@@ -85,6 +85,36 @@ case "$case_name" in
     done
     grep -q "unknown opcode 0x0e" <("$bin/tpu-dis" "$tmp/opcode.tpu" 2>&1) || fail "opcode message"
     ;;
+  sim_one_tile)  # programs/one_tile.s on the model equals an independent NumPy reference
+    for n in 4 8 16; do
+      /usr/bin/python3 "$src/tests/cli/one_tile_check.py" make "$tmp" "$n"
+      expect_status 0 "$bin/tpu-as" "$src/programs/one_tile.s" -o "$tmp/p.tpu" --array "$n"
+      expect_status 0 "$bin/tpu-sim" run "$tmp/p.tpu" --hostmem "$tmp/host.npy" \
+        --weights "$tmp/weights.npy" --out "$tmp/out.npy" --stats "$tmp/s.json"
+      /usr/bin/python3 "$src/tests/cli/one_tile_check.py" check "$tmp" "$n"
+    done
+    ;;
+  sim_faults)  # faults and bad inputs: a clear message and a defined exit status
+    printf 'RHM 0, 16380, 8\nHLT\n' >"$tmp/f.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/f.s" -o "$tmp/f.tpu"
+    expect_status 4 "$bin/tpu-sim" run "$tmp/f.tpu"
+    grep -q "fault at pc 0 (RHM 0, 16380, 8), cycle 0: unified buffer rows 16380..16387" \
+      "$tmp/err" || { cat "$tmp/err"; fail "bounds fault message"; }
+    printf 'MMC.S 0, 0, 1\nHLT\n' >"$tmp/d.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/d.s" -o "$tmp/d.tpu"
+    expect_status 4 "$bin/tpu-sim" run "$tmp/d.tpu"
+    grep -q "deadlock" "$tmp/err" || fail "deadlock message"
+    printf 'NOP\n' >"$tmp/e.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/e.s" -o "$tmp/e.tpu"
+    expect_status 4 "$bin/tpu-sim" run "$tmp/e.tpu"
+    grep -q "without HLT" "$tmp/err" || fail "run-off message"
+    printf 'RW 0\nRW 0\nRW 0\nRW 0\nRW 0\nRW 0\nHLT\n' >"$tmp/c.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/c.s" -o "$tmp/c.tpu"
+    expect_status 4 "$bin/tpu-sim" run "$tmp/c.tpu" --max-cycles 50
+    grep -q "cycle limit 50" "$tmp/err" || fail "cycle limit message"
+    expect_status 3 "$bin/tpu-sim" run "$tmp/c.tpu" --hostmem "$tmp/c.s"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "bad npy: not one line"
+    ;;
   isa_pkg_fresh)  # the committed SystemVerilog package matches the instruction table
     "$bin/tpu-gen" isa-pkg >"$tmp/pkg.sv"
     diff -u "$src/rtl/tpu_isa_pkg.sv" "$tmp/pkg.sv" ||

@@ -1,0 +1,31 @@
+// Requantization and activation functions of the activation unit (isa.md,
+// ACT). The sigmoid and tanh tables come from one generator that every model
+// uses; the RTL's table is generated from it too.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+namespace tpu::model {
+
+struct Requant {
+  std::int32_t multiplier = 1;  // M
+  std::uint32_t shift = 0;      // S, 0..62
+  std::int8_t zero_point = 0;   // Z
+};
+
+enum class ActFunction : std::uint8_t { None, Relu, Sigmoid, Tanh };
+
+// q(a) = sat8(((a * M + r) >> S) + Z), r = S ? 1 << (S - 1) : 0, 64-bit,
+// arithmetic shift.
+std::int8_t requantize(std::int32_t acc, const Requant& q);
+
+// f(y) for a requantized y; ReLU clamps at the zero point.
+std::int8_t activate(std::int8_t y, ActFunction f, std::int8_t zero_point);
+
+// 256-entry tables indexed by y + 128: round(127 * f(y / 16)), rounding half
+// away from zero.
+const std::array<std::int8_t, 256>& sigmoid_table();
+const std::array<std::int8_t, 256>& tanh_table();
+
+}  // namespace tpu::model

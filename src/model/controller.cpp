@@ -1,0 +1,164 @@
+#include "model/controller.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "model/timing.h"
+
+namespace tpu::model {
+namespace {
+
+bool overlaps(const isa::Access& a, const isa::Access& b) {
+  return a.space == b.space && a.base < b.base + b.count && b.base < a.base + a.count;
+}
+
+}  // namespace
+
+Controller::Controller(sc_module_name name, const ArchConfig& cfg, const isa::Program& prog,
+                       RunLog& log, Cycle max_cycles)
+    : sc_module(name), cfg_(cfg), prog_(prog), log_(log), max_cycles_(max_cycles) {
+  SC_METHOD(tick);
+  sensitive << clk.pos();
+  dont_initialize();
+}
+
+sc_out<UnitCommand>* Controller::port_for(isa::Unit unit) {
+  switch (unit) {
+    case isa::Unit::HostDma: return &host_dma_cmd;
+    case isa::Unit::WeightDma: return &weight_dma_cmd;
+    case isa::Unit::MatrixUnit: return &array_cmd;
+    case isa::Unit::ActivationUnit: return &act_cmd;
+    case isa::Unit::Controller: break;
+  }
+  return nullptr;
+}
+
+void Controller::fault(Cycle now, std::string reason) {
+  Fault f;
+  f.pc = pc_;
+  f.instruction = pc_ < prog_.code.size() ? isa::disassemble(prog_.code[pc_]) : "-";
+  f.cycle = now;
+  f.reason = std::move(reason);
+  log_.fault = f;
+  log_.stats.cycles = now;
+  stopped_ = true;
+  sc_stop();
+}
+
+bool Controller::check_bounds(const isa::Instruction& in, Cycle now) {
+  for (const isa::Access& a : isa::accesses(in)) {
+    const std::uint64_t size = cfg_.size_of(a.space);
+    if (a.base + a.count <= size) continue;
+    fault(now, fmt::format("{} {} {}..{} past the end ({} {})", isa::space_name(a.space),
+                           a.space == isa::Space::WeightMem ? "tiles" : "rows", a.base,
+                           a.base + a.count - 1, size,
+                           a.space == isa::Space::WeightMem ? "tiles" : "rows"));
+    return false;
+  }
+  return true;
+}
+
+std::optional<StallCause> Controller::stall_cause(const isa::Instruction& in, Cycle now) {
+  const isa::Unit unit = isa::spec_of(in.opcode).unit;
+  // Hazards against in-flight instructions of other units.
+  const std::vector<isa::Access> mine = isa::accesses(in);
+  for (const InFlight& f : scoreboard_) {
+    if (f.unit == unit) continue;
+    for (const isa::Access& a : mine)
+      for (const isa::Access& b : f.accesses) {
+        if (!overlaps(a, b) || (!a.is_write && !b.is_write)) continue;
+        if (a.is_write && b.is_write) return StallCause::Waw;
+        return a.is_write ? StallCause::War : StallCause::Raw;
+      }
+  }
+  switch (in.opcode) {
+    case isa::Opcode::SYNC:
+    case isa::Opcode::HLT:
+      if (!scoreboard_.empty()) return StallCause::Drain;
+      return std::nullopt;
+    case isa::Opcode::NOP:
+    case isa::Opcode::SETQ: return std::nullopt;
+    default: break;
+  }
+  if (now < unit_free_at_[static_cast<unsigned>(unit)]) return StallCause::UnitBusy;
+  if (in.opcode == isa::Opcode::RW && rw_issued_ - tiles_popped.read() >= cfg_.fifo_depth)
+    return StallCause::FifoFull;
+  if (in.opcode == isa::Opcode::MMC && in.has(isa::kFlagMmcSwitch) &&
+      tiles_loaded.read() <= switches_issued_)
+    return StallCause::WeightsNotReady;
+  return std::nullopt;
+}
+
+void Controller::issue(const isa::Instruction& in, Cycle now) {
+  const isa::InstrSpec& spec = isa::spec_of(in.opcode);
+  const auto seq = static_cast<std::uint32_t>(log_.retired.size());
+  RetireRecord rec;
+  rec.pc = pc_;
+  rec.issue = now;
+  ++log_.stats.instructions;
+  if (spec.unit == isa::Unit::Controller) {
+    rec.start = rec.completion = now;
+    rec.completed = true;
+    log_.retired.push_back(rec);
+    if (in.opcode == isa::Opcode::SETQ) {
+      requant_.multiplier = static_cast<std::int32_t>(in.operands[0]);
+      requant_.shift = static_cast<std::uint32_t>(in.operands[1]);
+      requant_.zero_point = static_cast<std::int8_t>(in.operands[2]);
+    } else if (in.opcode == isa::Opcode::HLT) {
+      log_.halted = true;
+      log_.stats.cycles = now + 1;
+      stopped_ = true;
+      sc_stop();
+    }
+    return;
+  }
+  rec.start = now + 1;
+  log_.retired.push_back(rec);
+  UnitCommand cmd;
+  cmd.valid = true;
+  cmd.pc = pc_;
+  cmd.seq = seq;
+  cmd.instr = in;
+  cmd.requant = requant_;
+  port_for(spec.unit)->write(cmd);
+  scoreboard_.push_back({spec.unit, isa::accesses(in), now + duration(cfg_, in)});
+  unit_free_at_[static_cast<unsigned>(spec.unit)] = now + occupancy(cfg_, in);
+  if (in.opcode == isa::Opcode::RW) ++rw_issued_;
+  if (in.opcode == isa::Opcode::MMC && in.has(isa::kFlagMmcSwitch)) ++switches_issued_;
+  if (in.opcode == isa::Opcode::MMC)
+    log_.stats.macs += static_cast<std::uint64_t>(in.operands[2]) * cfg_.array_n * cfg_.array_n;
+}
+
+void Controller::tick() {
+  if (stopped_) return;
+  const Cycle now = current_cycle();
+  // Commands are valid for one cycle.
+  for (auto* port : {&host_dma_cmd, &weight_dma_cmd, &array_cmd, &act_cmd})
+    if (port->read().valid) port->write(UnitCommand{});
+  // In flight until the completion cycle: a dependent may issue at completion + 1.
+  scoreboard_.erase(std::remove_if(scoreboard_.begin(), scoreboard_.end(),
+                                   [now](const InFlight& f) { return f.completion < now; }),
+                    scoreboard_.end());
+  issue_out.write(false);
+  stall_out.write(false);
+  pc_out.write(pc_);
+
+  if (now >= max_cycles_) return fault(now, fmt::format("cycle limit {} reached", max_cycles_));
+  if (pc_ >= prog_.code.size())
+    return fault(now, "ran past the last instruction without HLT");
+  const isa::Instruction& in = prog_.code[pc_];
+  if (!check_bounds(in, now)) return;
+  if (const auto cause = stall_cause(in, now)) {
+    if (*cause == StallCause::WeightsNotReady && rw_issued_ == switches_issued_)
+      return fault(now, "deadlock: MMC.S waits for a weight tile but no RW is pending");
+    ++log_.stats.stall_cycles[static_cast<unsigned>(*cause)];
+    stall_out.write(true);
+    return;
+  }
+  issue(in, now);
+  issue_out.write(true);
+  ++pc_;
+}
+
+}  // namespace tpu::model

@@ -1,0 +1,66 @@
+// controller: fetches and issues one instruction per cycle, in order, with
+// hardware interlocks (docs/microarchitecture.md, "Controller").
+//
+// It keeps a scoreboard of in-flight instructions with the completion cycle
+// each will have (model/timing.h) and stalls issue on RAW/WAR/WAW hazards
+// between units, a busy unit, a full weight FIFO, weights not yet loaded for
+// MMC.S, and SYNC/HLT drains. Faults (bad address, deadlock, running past the
+// program, the cycle limit) stop the simulation.
+#pragma once
+
+#include <systemc.h>
+
+#include <array>
+#include <vector>
+
+#include "config/arch_config.h"
+#include "isa/program.h"
+#include "model/run_log.h"
+#include "model/signals.h"
+
+namespace tpu::model {
+
+SC_MODULE(Controller) {
+  sc_in<bool> clk;
+  sc_out<UnitCommand> host_dma_cmd;
+  sc_out<UnitCommand> weight_dma_cmd;
+  sc_out<UnitCommand> array_cmd;
+  sc_out<UnitCommand> act_cmd;
+  sc_in<std::uint32_t> tiles_popped;  // from systolic_array: tiles taken out of the FIFO
+  sc_in<std::uint32_t> tiles_loaded;  // from systolic_array: tiles fully in the shadow
+  sc_out<std::uint32_t> pc_out;       // for waveforms
+  sc_out<bool> issue_out;
+  sc_out<bool> stall_out;
+
+  Controller(sc_module_name name, const ArchConfig& cfg, const isa::Program& prog, RunLog& log,
+             Cycle max_cycles);
+  SC_HAS_PROCESS(Controller);
+
+ private:
+  struct InFlight {
+    isa::Unit unit;
+    std::vector<isa::Access> accesses;
+    Cycle completion;
+  };
+
+  void tick();
+  bool check_bounds(const isa::Instruction& in, Cycle now);
+  std::optional<StallCause> stall_cause(const isa::Instruction& in, Cycle now);
+  void issue(const isa::Instruction& in, Cycle now);
+  void fault(Cycle now, std::string reason);
+  sc_out<UnitCommand>* port_for(isa::Unit unit);
+
+  const ArchConfig& cfg_;
+  const isa::Program& prog_;
+  RunLog& log_;
+  Cycle max_cycles_;
+  std::uint32_t pc_ = 0;
+  Requant requant_;
+  std::vector<InFlight> scoreboard_;
+  std::array<Cycle, 5> unit_free_at_{};  // by isa::Unit: first cycle it accepts again
+  std::uint32_t rw_issued_ = 0;
+  std::uint32_t switches_issued_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace tpu::model

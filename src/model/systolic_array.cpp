@@ -1,0 +1,160 @@
+#include "model/systolic_array.h"
+
+#include <algorithm>
+
+namespace tpu::model {
+
+SystolicArray::SystolicArray(sc_module_name name, const ArchConfig& cfg, Memories& mem,
+                             RunLog& log)
+    : sc_module(name),
+      cfg_(cfg),
+      mem_(mem),
+      log_(log),
+      stats_(log.stats.units["systolic_array"]),
+      n_(cfg.array_n),
+      history_(2 * cfg.array_n + 2),
+      x_reg_(n_ * n_),
+      x_set_(n_ * n_),
+      psum_reg_(n_ * n_) {
+  weights_[0].assign(n_ * n_, 0);
+  weights_[1].assign(n_ * n_, 0);
+  for (RowSlot& s : history_) s.x.assign(n_, 0);
+  SC_METHOD(tick);
+  sensitive << clk.pos();
+  dont_initialize();
+}
+
+// Column j's sum left PE (N-1, j) last cycle, for the row read at now - 1 - N - j.
+void SystolicArray::write_accumulators(Cycle now) {
+  bool wrote = false;
+  for (std::size_t j = 0; j < n_; ++j) {
+    if (now < 1 + n_ + j) break;
+    const Cycle u = now - 1 - n_ - j;
+    const RowSlot& s = slot(u);
+    if (!s.valid) continue;
+    std::int32_t* acc = mem_.acc.row(s.acc_row);
+    const auto sum = static_cast<std::uint32_t>(psum_reg_[(n_ - 1) * n_ + j]);
+    // Two's-complement wrap-around, without signed overflow.
+    acc[j] = static_cast<std::int32_t>(s.overwrite ? sum : static_cast<std::uint32_t>(acc[j]) + sum);
+    wrote = true;
+    if (j + 1 == n_ && !jobs_.empty()) {
+      const Job& job = jobs_.front();
+      if (u + 1 == job.start + static_cast<Cycle>(job.cmd.instr.operands[2])) {
+        log_.complete(job.cmd.seq, now);
+        jobs_.pop_front();
+      }
+    }
+  }
+  acc_write.write(wrote);
+}
+
+void SystolicArray::handle_command(Cycle now) {
+  const UnitCommand& c = cmd.read();
+  if (!c.valid) return;
+  ++stats_.instructions;
+  if (c.instr.has(isa::kFlagMmcSwitch)) {
+    // The controller issued this only with the shadow loaded.
+    const std::uint8_t old = active_;
+    active_ = static_cast<std::uint8_t>(1 - active_);
+    shadow_ = Shadow::Free;
+    shadow_free_from_ = used_[old] ? std::max<Cycle>(now, last_use_[old] + n_ + 1) : now;
+  }
+  jobs_.push_back({c, now});
+}
+
+void SystolicArray::run_loader(Cycle now) {
+  if (shadow_ == Shadow::Loading && now == load_start_ + n_ - 1) {
+    weights_[1 - active_] = std::move(loading_tile_);
+    shadow_ = Shadow::Loaded;
+    used_[1 - active_] = false;
+    ++loaded_;
+  }
+  if (shadow_ == Shadow::Free && now >= shadow_free_from_ && !fifo_.empty()) {
+    loading_tile_ = std::move(fifo_.front());
+    fifo_.pop_front();
+    ++popped_;
+    shadow_ = Shadow::Loading;
+    load_start_ = now;
+  }
+}
+
+void SystolicArray::read_row(Cycle now) {
+  RowSlot& s = slot(now);
+  s.valid = false;
+  row_valid.write(false);
+  // The newest MMC whose rows are still being read (at most one).
+  for (const Job& job : jobs_) {
+    const auto rows = static_cast<Cycle>(job.cmd.instr.operands[2]);
+    if (now < job.start || now >= job.start + rows) continue;
+    const Cycle i = now - job.start;
+    s.valid = true;
+    s.overwrite = job.cmd.instr.has(isa::kFlagMmcOverwrite);
+    s.weight_set = active_;
+    s.acc_row = static_cast<std::uint64_t>(job.cmd.instr.operands[1]) + i;
+    const std::int8_t* ub = mem_.ub.row(static_cast<std::uint64_t>(job.cmd.instr.operands[0]) + i);
+    std::copy(ub, ub + n_, s.x.begin());
+    last_use_[active_] = now;
+    used_[active_] = true;
+    ++log_.stats.array_active_cycles;
+    row_valid.write(true);
+    any_rows_ = true;
+    rows_in_flight_until_ = now + 2 * n_ + 1;
+    break;
+  }
+}
+
+// One clock of every PE. Updating from the bottom-right corner backwards lets
+// each PE read its neighbours' values from the previous cycle in place.
+void SystolicArray::step_pes(Cycle now) {
+  if (!any_rows_) return;
+  if (now > rows_in_flight_until_) {
+    any_rows_ = false;
+    return;
+  }
+  for (std::size_t k = n_; k-- > 0;) {
+    // x entering PE (k, 0) was read from the UB at now - 1 - k.
+    std::int8_t x_in = 0;
+    std::uint8_t set_in = 0;
+    if (now >= 1 + k) {
+      const RowSlot& s = slot(now - 1 - k);
+      if (s.valid) {
+        x_in = s.x[k];
+        set_in = s.weight_set;
+      }
+    }
+    std::int8_t* xr = &x_reg_[k * n_];
+    std::uint8_t* xs = &x_set_[k * n_];
+    std::int32_t* ps = &psum_reg_[k * n_];
+    const std::int32_t* ps_above = k ? &psum_reg_[(k - 1) * n_] : nullptr;
+    const std::int8_t* w0 = &weights_[0][k * n_];
+    const std::int8_t* w1 = &weights_[1][k * n_];
+    for (std::size_t j = n_; j-- > 0;) {
+      const std::int8_t x = j ? xr[j - 1] : x_in;
+      const std::uint8_t set = j ? xs[j - 1] : set_in;
+      const std::int32_t w = set ? w1[j] : w0[j];
+      const auto above = ps_above ? static_cast<std::uint32_t>(ps_above[j]) : 0u;
+      ps[j] = static_cast<std::int32_t>(above + static_cast<std::uint32_t>(x * w));
+      xr[j] = x;
+      xs[j] = set;
+    }
+  }
+}
+
+void SystolicArray::tick() {
+  const Cycle now = current_cycle();
+  write_accumulators(now);
+  if (tile_push.read().valid) {
+    const std::int8_t* t = mem_.weights.row(tile_push.read().tile);
+    fifo_.emplace_back(t, t + n_ * n_);
+  }
+  handle_command(now);
+  run_loader(now);
+  read_row(now);
+  step_pes(now);
+  if (any_rows_) ++stats_.busy_cycles;
+  tiles_popped.write(popped_);
+  tiles_loaded.write(loaded_);
+  fifo_count.write(static_cast<std::uint32_t>(fifo_.size()));
+}
+
+}  // namespace tpu::model

@@ -1,0 +1,91 @@
+// systolic_array: the matrix unit. An N x N weight-stationary array of int8
+// MACs with int32 partial sums, the weight FIFO that feeds it, and two weight
+// register sets per PE (active and shadow). Executes MMC
+// (docs/microarchitecture.md, "Weight buffers" and "Systolic array").
+//
+// Timing, for row i of an MMC started at s: UB row read at u = s + i; x[k]
+// enters PE (k, 0) at u + 1 + k; PE (k, j) works at u + 1 + k + j; column j's
+// sum is written to the accumulators at u + N + j + 1.
+//
+// The array is one module whose PE registers are flat arrays updated in tight
+// loops each cycle, not one module per PE.
+#pragma once
+
+#include <systemc.h>
+
+#include <deque>
+#include <vector>
+
+#include "config/arch_config.h"
+#include "model/memories.h"
+#include "model/run_log.h"
+#include "model/signals.h"
+
+namespace tpu::model {
+
+SC_MODULE(SystolicArray) {
+  sc_in<bool> clk;
+  sc_in<UnitCommand> cmd;
+  sc_in<TilePush> tile_push;
+  sc_out<std::uint32_t> tiles_popped;  // tiles taken from the FIFO so far
+  sc_out<std::uint32_t> tiles_loaded;  // tiles completely shifted into the shadow so far
+  sc_out<bool> row_valid;              // a UB row enters the array this cycle
+  sc_out<std::uint32_t> fifo_count;
+  sc_out<bool> acc_write;              // the accumulator port writes this cycle
+
+  SystolicArray(sc_module_name name, const ArchConfig& cfg, Memories& mem, RunLog& log);
+  SC_HAS_PROCESS(SystolicArray);
+
+ private:
+  enum class Shadow { Free, Loading, Loaded };
+
+  // One UB row in the array, remembered by the cycle it was read.
+  struct RowSlot {
+    bool valid = false;
+    bool overwrite = false;
+    std::uint8_t weight_set = 0;
+    std::uint64_t acc_row = 0;
+    std::vector<std::int8_t> x;
+  };
+
+  struct Job {
+    UnitCommand cmd;
+    Cycle start;
+  };
+
+  void tick();
+  void write_accumulators(Cycle now);
+  void handle_command(Cycle now);
+  void run_loader(Cycle now);
+  void read_row(Cycle now);
+  void step_pes(Cycle now);
+  RowSlot& slot(Cycle read_cycle) { return history_[read_cycle % history_.size()]; }
+
+  const ArchConfig& cfg_;
+  Memories& mem_;
+  RunLog& log_;
+  UnitStats& stats_;
+  const std::size_t n_;
+
+  std::deque<std::vector<std::int8_t>> fifo_;
+  std::vector<std::int8_t> weights_[2];  // two register sets, W[k * N + j]
+  std::uint8_t active_ = 0;
+  Shadow shadow_ = Shadow::Free;
+  Cycle shadow_free_from_ = 0;
+  Cycle load_start_ = 0;
+  std::vector<std::int8_t> loading_tile_;
+  Cycle last_use_[2] = {0, 0};  // last cycle a row using each set was read
+  bool used_[2] = {false, false};
+  std::uint32_t popped_ = 0;
+  std::uint32_t loaded_ = 0;
+
+  std::vector<RowSlot> history_;        // rows by read cycle, 2N + 2 deep
+  std::vector<std::int8_t> x_reg_;      // x[k] held in PE (k, j)
+  std::vector<std::uint8_t> x_set_;     // the weight set that x uses
+  std::vector<std::int32_t> psum_reg_;  // partial sum leaving PE (k, j)
+  std::deque<Job> jobs_;                // MMCs whose rows are still in the array
+  Cycle rows_in_flight_until_ = 0;      // last cycle any PE has work
+  bool any_rows_ = false;
+};
+
+}  // namespace tpu::model

@@ -1,0 +1,48 @@
+// The closed-form latencies of docs/microarchitecture.md, in one place. The
+// controller's scoreboard predicts completion cycles with them; the units move
+// data cycle by cycle and check that they finish exactly then.
+#pragma once
+
+#include <cstdint>
+
+#include "config/arch_config.h"
+#include "isa/instruction.h"
+
+namespace tpu::model {
+
+using Cycle = std::uint64_t;
+
+constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+// Bytes one host DMA row moves: N, or 4N for WHM.A.
+inline std::uint64_t host_row_bytes(const ArchConfig& c, const isa::Instruction& in) {
+  const bool acc = in.opcode == isa::Opcode::WHM && in.has(isa::kFlagWhmAcc);
+  return acc ? isa::kHostRowsPerAccRow * c.array_n : c.array_n;
+}
+
+// Cycles from start to completion, inclusive (completion = start + duration - 1).
+inline std::uint64_t duration(const ArchConfig& c, const isa::Instruction& in) {
+  const auto rows = static_cast<std::uint64_t>(in.operands[2]);
+  switch (in.opcode) {
+    case isa::Opcode::RHM:
+    case isa::Opcode::WHM:
+      return c.host_latency + ceil_div(rows * host_row_bytes(c, in), c.host_bytes_per_cycle);
+    case isa::Opcode::RW:
+      return c.weight_latency + ceil_div(c.array_n * c.array_n, c.weight_bytes_per_cycle);
+    case isa::Opcode::MMC: return rows + 2 * c.array_n;
+    case isa::Opcode::ACT: return rows + c.act_latency;
+    default: return 0;
+  }
+}
+
+// Cycles the unit's input is occupied: the next instruction of the same unit
+// may issue this many cycles after this one.
+inline std::uint64_t occupancy(const ArchConfig& c, const isa::Instruction& in) {
+  switch (in.opcode) {
+    case isa::Opcode::MMC:
+    case isa::Opcode::ACT: return static_cast<std::uint64_t>(in.operands[2]);
+    default: return duration(c, in);
+  }
+}
+
+}  // namespace tpu::model

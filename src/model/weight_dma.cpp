@@ -1,0 +1,34 @@
+#include "model/weight_dma.h"
+
+#include "model/timing.h"
+
+namespace tpu::model {
+
+WeightDma::WeightDma(sc_module_name name, const ArchConfig& cfg, RunLog& log)
+    : sc_module(name), cfg_(cfg), log_(log), stats_(log.stats.units["weight_dma"]) {
+  SC_METHOD(tick);
+  sensitive << clk.pos();
+  dont_initialize();
+}
+
+void WeightDma::tick() {
+  const Cycle now = current_cycle();
+  if (cmd.read().valid) {
+    job_.emplace(cmd.read(), now + duration(cfg_, cmd.read().instr) - 1);
+    ++stats_.instructions;
+  }
+  busy.write(job_.has_value());
+  TilePush push;
+  if (job_) {
+    ++stats_.busy_cycles;
+    if (now == job_->second) {
+      push.valid = true;
+      push.tile = static_cast<std::uint32_t>(job_->first.instr.operands[0]);
+      log_.complete(job_->first.seq, now);
+      job_.reset();
+    }
+  }
+  tile_push.write(push);
+}
+
+}  // namespace tpu::model

@@ -1,0 +1,460 @@
+// The assembler's and lexer's error messages: every message at its exact
+// line:col, several errors per file, no program on error, memory-range checks
+// against a configuration, and the GCC-style formatted form.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "asm/assembler.h"
+#include "asm/diagnostics.h"
+#include "config/arch_config.h"
+
+namespace {
+
+using Catch::Matchers::Contains;
+using tpu::ArchConfig;
+using tpu::assembler::assemble;
+using tpu::assembler::Diagnostic;
+using tpu::assembler::format_diagnostic;
+using tpu::assembler::format_diagnostics;
+using tpu::assembler::Options;
+using tpu::assembler::Result;
+
+struct Expected {
+  std::string source;
+  int line;
+  int col;
+  std::string message;  // a substring of the diagnostic
+};
+
+// The source must produce exactly this one error and no program.
+void check_error(const Expected& e, const Options& options = {}) {
+  const Result r = assemble(e.source, options);
+  INFO("source: " << e.source);
+  INFO(format_diagnostics("test.s", e.source, r.diagnostics));
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].loc.line == e.line);
+  CHECK(r.diagnostics[0].loc.col == e.col);
+  CHECK_THAT(r.diagnostics[0].message, Contains(e.message));
+  CHECK_FALSE(r.program.has_value());
+}
+
+void check_errors(const std::vector<Expected>& cases, const Options& options = {}) {
+  for (const Expected& e : cases) check_error(e, options);
+}
+
+// "line:col" of each diagnostic, in the order reported.
+std::vector<std::string> positions(const Result& r) {
+  std::vector<std::string> out;
+  for (const Diagnostic& d : r.diagnostics)
+    out.push_back(std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col));
+  return out;
+}
+
+// Small memories so that range errors are easy to provoke.
+ArchConfig small_memories() {
+  ArchConfig cfg;
+  cfg.preset = "test";
+  cfg.array_n = 8;
+  cfg.host_rows = 1000;
+  cfg.weight_tiles = 10;
+  cfg.ub_rows = 100;
+  cfg.acc_rows = 50;
+  cfg.fifo_depth = 4;
+  return cfg;
+}
+
+}  // namespace
+
+// ---- Lexer -----------------------------------------------------------------
+
+TEST_CASE("malformed numbers are reported at the number", "[asm][diag][lexer]") {
+  check_errors({
+      {"RW 0x", 1, 4, "invalid number '0x': no digits"},
+      {"RW 0b", 1, 4, "invalid number '0b': no digits"},
+      {"RW 0x1g", 1, 4, "invalid digit 'g' in hexadecimal number '0x1g'"},
+      {"RW 0b102", 1, 4, "invalid digit '2' in binary number '0b102'"},
+      {"RW 12a", 1, 4, "invalid digit 'a' in decimal number '12a'"},
+      {"SETQ 9223372036854775808, 0, 0", 1, 6,
+       "number '9223372036854775808' does not fit in 64 bits"},
+      {"SETQ 0x8000000000000000, 0, 0", 1, 6, "number '0x8000000000000000' does not fit in 64 bits"},
+      {"RW 99999999999999999999", 1, 4, "number '99999999999999999999' does not fit in 64 bits"},
+  });
+}
+
+TEST_CASE("stray characters are reported where they are", "[asm][diag][lexer]") {
+  check_errors({
+      {"SETQ 1 < 2, 0, 0", 1, 8, "unexpected character '<' (did you mean '<<'?)"},
+      {"RW 8 > 1", 1, 6, "unexpected character '>' (did you mean '>>'?)"},
+      {"RW 1 <", 1, 6, "unexpected character '<' (did you mean '<<'?)"},
+      {"RW @", 1, 4, "unexpected character '@'"},
+      {"RW 1 % 2", 1, 6, "unexpected character '%'"},
+      {"RW \x01", 1, 4, "unexpected byte 0x01"},
+      {"RW \xc3\xa9", 1, 4, "unexpected byte 0xc3"},
+  });
+}
+
+// ---- Parser ----------------------------------------------------------------
+
+TEST_CASE("malformed expressions are reported at the offending token", "[asm][diag]") {
+  check_errors({
+      {"RW (1", 1, 6, "expected ')', found end of line"},
+      {"RW (1 2", 1, 7, "expected ')', found '2'"},
+      {"RHM 1, , 3", 1, 8, "expected an expression, found ','"},
+      {"RW 1,", 1, 6, "expected an expression, found end of line"},
+      {"RW )", 1, 4, "expected an expression, found ')'"},
+      {"RW 1 + # comment", 1, 8, "expected an expression, found end of line"},
+  });
+}
+
+TEST_CASE("malformed directives are reported at the offending token", "[asm][diag]") {
+  check_errors({
+      {".5", 1, 2, "expected a directive name after '.', found '5'"},
+      {".", 1, 2, "expected a directive name after '.', found end of line"},
+      {". equ A, 1", 1, 1, "expected a directive name after '.'"},
+      {".equ 5, 1", 1, 6, "expected a symbol name, found '5'"},
+      {".equ A 1", 1, 8, "expected ',', found '1'"},
+      {".equ A", 1, 7, "expected ',', found end of line"},
+      {".foo 1", 1, 1, "unknown directive '.foo' (known: .equ, .array)"},
+      {".equ A, 1 2", 1, 11, "unexpected '2' after the statement"},
+      {".array 8 )", 1, 10, "unexpected ')' after the statement"},
+      {".array 8\n.array 8", 2, 1, ".array is already given at line 1"},
+  });
+}
+
+TEST_CASE("a line that is not an instruction is reported at its start", "[asm][diag]") {
+  check_errors({
+      {"5", 1, 1, "expected a mnemonic or directive, found '5'"},
+      {"lbl: ,", 1, 6, "expected a mnemonic or directive, found ','"},
+      {"  FOO 1", 1, 3, "unknown instruction 'FOO'"},
+      {"RW 1 2", 1, 6, "expected ',' or end of line, found '2'"},
+      {"RHM 1, 2 3", 1, 10, "expected ',' or end of line, found '3'"},
+  });
+}
+
+TEST_CASE("bad flags are reported at the offending letter", "[asm][diag]") {
+  check_errors({
+      {"MMC. S 0, 0, 1", 1, 4, "expected flag letters after 'MMC.'"},
+      {"mmc.5 0, 0, 1", 1, 4, "expected flag letters after 'MMC.'"},
+      {"NOP.X", 1, 5, "NOP takes no flags"},
+      {"RHM.A 0, 0, 1", 1, 5, "RHM takes no flags"},
+      {"MMC.SX 0, 0, 1", 1, 6, "unknown flag 'X' for MMC (valid: SO)"},
+      {"ACT.z 0, 0, 1", 1, 5, "unknown flag 'z' for ACT (valid: RQT)"},
+      {"MMC.SOS 0, 0, 1", 1, 7, "flag 'S' is given twice"},
+      {"ACT.RQ 0, 0, 1", 1, 6, "flag 'Q' cannot be combined with the other ACT flags given"},
+      {"ACT.TR 0, 0, 1", 1, 6, "flag 'R' cannot be combined with the other ACT flags given"},
+  });
+}
+
+TEST_CASE("a wrong operand count is reported at the mnemonic", "[asm][diag]") {
+  check_errors({
+      {"HLT 1", 1, 1, "HLT takes no operands, got 1"},
+      {"  NOP 1, 2", 1, 3, "NOP takes no operands, got 2"},
+      {"RW", 1, 1, "RW expects 1 operands (weight_tile), got 0"},
+      {"RHM", 1, 1, "RHM expects 3 operands (host_row, ub_row, rows), got 0"},
+      {"WHM 0, 0", 1, 1, "WHM expects 3 operands (src_row, host_row, rows), got 2"},
+      {"MMC 0, 0", 1, 1, "MMC expects 3 operands (ub_row, acc_row, rows), got 2"},
+      {"ACT 1", 1, 1, "ACT expects 3 operands (acc_row, ub_row, rows), got 1"},
+      {"SETQ 1, 2, 3, 4", 1, 1, "SETQ expects 3 operands (M, S, Z), got 4"},
+  });
+}
+
+// ---- Symbols and evaluation --------------------------------------------------
+
+TEST_CASE("symbol errors are reported at the definition or use", "[asm][diag]") {
+  check_errors({
+      {"x: NOP\nx: NOP", 2, 1, "'x' is already defined at line 1, column 1"},
+      {".equ A, 1\n  .equ A, 2", 2, 8, "'A' is already defined at line 1, column 6"},
+      {"L: NOP\n.equ L, 1", 2, 6, "'L' is already defined at line 1, column 1"},
+      {"RW foo", 1, 4, "undefined symbol 'foo'"},
+      {".equ x, 1\nRW X", 2, 4, "undefined symbol 'X'"},
+      {".equ UNUSED, nothing", 1, 14, "undefined symbol 'nothing'"},
+      {".equ A, A + 1", 1, 9, "'A' is defined in terms of itself"},
+      {".equ A, B\n.equ B, A", 2, 9, "'A' is defined in terms of itself"},
+  });
+}
+
+TEST_CASE("arithmetic overflow is reported at the operator", "[asm][diag]") {
+  const std::string msg = "arithmetic overflow: the result does not fit in 64 bits";
+  check_errors({
+      {"SETQ 9223372036854775807 + 1, 0, 0", 1, 26, msg},
+      {".equ X, -9223372036854775807 - 2", 1, 30, msg},
+      {".equ X, 4611686018427387904 * 2", 1, 29, msg},
+      {".equ X, (-9223372036854775807 - 1) / -1", 1, 36, msg},
+      {".equ X, -(-9223372036854775807 - 1)", 1, 9, msg},
+      {".equ X, 1 << 63", 1, 11, msg},
+      {".equ X, 3 << 62", 1, 11, msg},
+  });
+}
+
+TEST_CASE("division by zero and bad shift counts are reported at the operator", "[asm][diag]") {
+  check_errors({
+      {".equ X, 1 / 0", 1, 11, "division by zero"},
+      {"RW 1/(2-2)", 1, 5, "division by zero"},
+      {".equ X, 1 << 64", 1, 11, "shift count 64 is outside 0..63"},
+      {".equ X, 1 >> -1", 1, 11, "shift count -1 is outside 0..63"},
+  });
+}
+
+// ---- Operands and the array size ---------------------------------------------
+
+TEST_CASE("out-of-range operands are reported at the operand", "[asm][diag]") {
+  check_errors({
+      {"RHM 0, 0, 0", 1, 11, "rows must be at least 1, got 0"},
+      {"RHM 0, 0, -1", 1, 11, "-1 is out of range for rows (24-bit unsigned field, 1..16777215)"},
+      {"RHM 0, -1, 1", 1, 8, "-1 is out of range for ub_row (24-bit unsigned field, 0..16777215)"},
+      {"RHM 4294967296, 0, 1", 1, 5,
+       "4294967296 is out of range for host_row (32-bit unsigned field, 0..4294967295)"},
+      {"WHM 16777216, 0, 1", 1, 5, "16777216 is out of range for src_row"},
+      {"MMC 0, 16777216, 1", 1, 8, "16777216 is out of range for acc_row"},
+      {"RW 1 + 0xFFFFFF", 1, 4,
+       "16777216 is out of range for weight_tile (24-bit unsigned field, 0..16777215)"},
+      {"SETQ 2147483648, 0, 0", 1, 6,
+       "2147483648 is out of range for M (32-bit signed field, -2147483648..2147483647)"},
+      {"SETQ 0x80000000, 0, 0", 1, 6, "2147483648 is out of range for M"},
+      {"SETQ 0, 63, 0", 1, 9, "63 is out of range for S (6-bit unsigned field, 0..62)"},
+      {"SETQ 0, 0, -129", 1, 12, "-129 is out of range for Z (8-bit signed field, -128..127)"},
+  });
+}
+
+TEST_CASE("an .array outside 4..256 is reported at its value", "[asm][diag]") {
+  check_errors({
+      {".array 3", 1, 8, "array size 3 is outside 4..256"},
+      {".array 257", 1, 8, "array size 257 is outside 4..256"},
+  });
+}
+
+TEST_CASE("an .array that conflicts with Options.array_n is an error", "[asm][diag]") {
+  Options o;
+  o.array_n = 32;
+  check_error({"HLT\n.array 16\n", 2, 1, ".array 16 conflicts with --array 32"}, o);
+}
+
+// ---- Memory ranges -------------------------------------------------------------
+
+TEST_CASE("with a config, operands past the end of a memory are errors", "[asm][diag][memory]") {
+  const ArchConfig cfg = small_memories();
+  Options o;
+  o.config = &cfg;
+  check_errors(
+      {
+          {"RHM 0, 95, 10", 1, 8, "rows 95..104 is past the end of unified buffer (100 rows)"},
+          {"RHM 0, 100, 1", 1, 8, "row 100 is past the end of unified buffer (100 rows)"},
+          {"RHM 995, 0, 10", 1, 5, "rows 995..1004 is past the end of host memory (1000 rows)"},
+          {"RW 10", 1, 4, "tile 10 is past the end of weight memory (10 tiles)"},
+          {"MMC 95, 0, 10", 1, 5, "rows 95..104 is past the end of unified buffer (100 rows)"},
+          {"MMC 0, 45, 10", 1, 8, "rows 45..54 is past the end of accumulators (50 rows)"},
+          {"ACT 45, 0, 10", 1, 5, "rows 45..54 is past the end of accumulators (50 rows)"},
+          {"ACT 0, 95, 10", 1, 8, "rows 95..104 is past the end of unified buffer (100 rows)"},
+          {"WHM 99, 0, 2", 1, 5, "rows 99..100 is past the end of unified buffer (100 rows)"},
+          {"WHM 0, 999, 2", 1, 8, "rows 999..1000 is past the end of host memory (1000 rows)"},
+          {"WHM.A 48, 0, 3", 1, 7, "rows 48..50 is past the end of accumulators (50 rows)"},
+      },
+      o);
+}
+
+TEST_CASE("WHM.A writes four host rows per accumulator row", "[asm][diag][memory]") {
+  const ArchConfig cfg = small_memories();
+  Options o;
+  o.config = &cfg;
+  // 3 accumulator rows fill 12 host rows: 990..1001 passes the end of 1000.
+  check_error({"WHM.A 0, 990, 3", 1, 10,
+               "rows 990..1001 is past the end of host memory (1000 rows)"},
+              o);
+  // Without .A the same operands only write host rows 990..992.
+  CHECK(assemble("WHM 0, 990, 3", o).diagnostics.empty());
+}
+
+TEST_CASE("memory ranges are checked only when every operand is in range", "[asm][diag][memory]") {
+  const ArchConfig cfg = small_memories();
+  Options o;
+  o.config = &cfg;
+  // Host rows 995.. and UB rows 95.. would pass the ends, but rows = 0 is
+  // already an error.
+  check_error({"RHM 995, 95, 0", 1, 14, "rows must be at least 1, got 0"}, o);
+}
+
+TEST_CASE("the documented WHM.A example reports both memories", "[asm][diag][memory]") {
+  // docs/isa.md section 7, with the small8 preset.
+  const ArchConfig cfg = tpu::preset_config("small8");
+  Options o;
+  o.config = &cfg;
+  const Result r = assemble("WHM.A 4095, 1048572, 2\n", o);
+  REQUIRE(r.diagnostics.size() == 2);
+  CHECK(positions(r) == std::vector<std::string>{"1:7", "1:13"});
+  CHECK(r.diagnostics[0].message == "rows 4095..4096 is past the end of accumulators (4096 rows)");
+  CHECK(r.diagnostics[1].message ==
+        "rows 1048572..1048579 is past the end of host memory (1048576 rows)");
+}
+
+TEST_CASE("operands that end exactly at the end of a memory are accepted", "[asm][diag][memory]") {
+  const ArchConfig cfg = small_memories();
+  Options o;
+  o.config = &cfg;
+  const Result r = assemble(
+      "RHM 990, 90, 10\n"
+      "RW 9\n"
+      "MMC 90, 40, 10\n"
+      "ACT 40, 90, 10\n"
+      "WHM 99, 999, 1\n"
+      "WHM.A 47, 988, 3\n",
+      o);
+  INFO(format_diagnostics("test.s", "", r.diagnostics));
+  CHECK(r.diagnostics.empty());
+  CHECK(r.program.has_value());
+}
+
+TEST_CASE("without a config no memory range is checked", "[asm][diag][memory]") {
+  const Result r = assemble(
+      "RHM 4294967295, 16777215, 16777215\n"
+      "RW 16777215\n"
+      "MMC 16777215, 16777215, 16777215\n"
+      "ACT 16777215, 16777215, 16777215\n"
+      "WHM.A 16777215, 4294967295, 16777215\n",
+      Options{});
+  CHECK(r.diagnostics.empty());
+  CHECK(r.program.has_value());
+}
+
+// ---- Several errors ---------------------------------------------------------
+
+TEST_CASE("every error in a file is reported, sorted by position", "[asm][diag]") {
+  // The errors are found in different passes (parsing, .equ evaluation, the
+  // array size, operand evaluation), so the order is the sort's doing.
+  const char* source =
+      "RW 99999999      # operand range\n"
+      "FOO              # syntax\n"
+      ".equ X, 1/0      # .equ evaluation\n"
+      "MMC.SS 0, 0, 1   # flags\n"
+      "RHM -1, -1, 0    # three operands\n"
+      ".array 2         # array size\n"
+      "HLT\n";
+  const Result r = assemble(source, Options{});
+  const std::vector<std::string> where = positions(r);
+  CHECK(where == std::vector<std::string>{"1:4", "2:1", "3:10", "4:6", "5:5", "5:9", "5:13", "6:8"});
+  CHECK_FALSE(r.program.has_value());
+}
+
+TEST_CASE("only the first lexical or syntax error of a line is reported", "[asm][diag]") {
+  check_errors({
+      {"RW @ @", 1, 4, "unexpected character '@'"},
+      {"MMC.SX 0, 0, 0", 1, 6, "unknown flag 'X' for MMC"},
+      {"RW ) )", 1, 4, "expected an expression, found ')'"},
+      {"FOO 0x", 1, 5, "invalid number '0x': no digits"},
+  });
+}
+
+TEST_CASE("evaluation and range errors are reported for every operand", "[asm][diag]") {
+  const Result r = assemble("RHM -1, -1, 0\nRW foo + bar\n", Options{});
+  REQUIRE(r.diagnostics.size() == 5);
+  CHECK(positions(r) == std::vector<std::string>{"1:5", "1:9", "1:13", "2:4", "2:10"});
+  CHECK_THAT(r.diagnostics[0].message, Contains("for host_row"));
+  CHECK_THAT(r.diagnostics[1].message, Contains("for ub_row"));
+  CHECK_THAT(r.diagnostics[2].message, Contains("rows must be at least 1"));
+  CHECK_THAT(r.diagnostics[3].message, Contains("undefined symbol 'foo'"));
+  CHECK_THAT(r.diagnostics[4].message, Contains("undefined symbol 'bar'"));
+}
+
+TEST_CASE("one error among valid lines still produces no program", "[asm][diag]") {
+  const Result r = assemble("RHM 0, 0, 8\nRW 0\nMMC.SO 0, 0, 8\nACT.R 0, 0, 99999999\nHLT\n",
+                            Options{});
+  CHECK(r.diagnostics.size() == 1);
+  CHECK_FALSE(r.program.has_value());
+}
+
+TEST_CASE("a memory error and a syntax error in one file are both reported", "[asm][diag]") {
+  const ArchConfig cfg = small_memories();
+  Options o;
+  o.config = &cfg;
+  const Result r = assemble("RHM 995, 95, 10\nFOO\n", o);
+  const std::vector<std::string> where = positions(r);
+  CHECK(where == std::vector<std::string>{"1:5", "1:10", "2:1"});
+}
+
+// ---- Formatting -------------------------------------------------------------
+
+TEST_CASE("a diagnostic is formatted as file:line:col, the line and a caret", "[asm][diag][format]") {
+  CHECK(format_diagnostic("f.s", "ABC\nDEF GHI\n", Diagnostic{{2, 5}, "bad thing"}) ==
+        "f.s:2:5: error: bad thing\nDEF GHI\n    ^\n");
+  CHECK(format_diagnostic("f.s", "ABC", Diagnostic{{1, 1}, "first column"}) ==
+        "f.s:1:1: error: first column\nABC\n^\n");
+}
+
+TEST_CASE("the assembler's diagnostics format with the caret under the operand", "[asm][diag][format]") {
+  const std::string source = "HLT\nRW 99999999\n";
+  const Result r = assemble(source, Options{});
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(format_diagnostic("prog.s", source, r.diagnostics[0]) ==
+        "prog.s:2:4: error: 99999999 is out of range for weight_tile "
+        "(24-bit unsigned field, 0..16777215)\n"
+        "RW 99999999\n"
+        "   ^\n");
+}
+
+TEST_CASE("the documented bad.s example prints as documented", "[asm][diag][format]") {
+  // docs/isa.md section 8 (its first line is not shown there; any line that
+  // defines IN will do).
+  const std::string source =
+      ".equ IN, 0\n"
+      "    RHM IN, 0, 0\n"
+      "    MMC.SR 0, 0, 8\n"
+      "    ACT.R 0, OUT, 8\n"
+      "    SETQ 1, 63, 0\n"
+      "    WHM 16380, 0, 8\n";
+  const ArchConfig cfg = tpu::preset_config("small8");
+  Options o;
+  o.config = &cfg;
+  CHECK(format_diagnostics("bad.s", source, assemble(source, o).diagnostics) ==
+        "bad.s:2:16: error: rows must be at least 1, got 0\n"
+        "    RHM IN, 0, 0\n"
+        "               ^\n"
+        "bad.s:3:10: error: unknown flag 'R' for MMC (valid: SO)\n"
+        "    MMC.SR 0, 0, 8\n"
+        "         ^\n"
+        "bad.s:4:14: error: undefined symbol 'OUT'\n"
+        "    ACT.R 0, OUT, 8\n"
+        "             ^\n"
+        "bad.s:5:13: error: 63 is out of range for S (6-bit unsigned field, 0..62)\n"
+        "    SETQ 1, 63, 0\n"
+        "            ^\n"
+        "bad.s:6:9: error: rows 16380..16387 is past the end of unified buffer (16384 rows)\n"
+        "    WHM 16380, 0, 8\n"
+        "        ^\n");
+}
+
+TEST_CASE("the caret line keeps the source line's tabs", "[asm][diag][format]") {
+  const std::string source = "\tRW\t99999999\n";
+  const Result r = assemble(source, Options{});
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].loc.col == 5);
+  CHECK_THAT(format_diagnostic("t.s", source, r.diagnostics[0]),
+             Contains("t.s:1:5: error: ") && Contains("\n\tRW\t99999999\n\t  \t^\n"));
+}
+
+TEST_CASE("a caret at the end of the line follows the last character", "[asm][diag][format]") {
+  const std::string source = "RW (1";
+  const Result r = assemble(source, Options{});
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(format_diagnostic("e.s", source, r.diagnostics[0]) ==
+        "e.s:1:6: error: expected ')', found end of line\nRW (1\n     ^\n");
+}
+
+TEST_CASE("a CRLF source line is shown without its carriage return", "[asm][diag][format]") {
+  const std::string source = "HLT\r\nRW 99999999\r\nHLT\r\n";
+  const Result r = assemble(source, Options{});
+  REQUIRE(r.diagnostics.size() == 1);
+  CHECK(r.diagnostics[0].loc.line == 2);
+  CHECK_THAT(format_diagnostic("c.s", source, r.diagnostics[0]),
+             Contains("\nRW 99999999\n   ^\n"));
+  CHECK(format_diagnostic("c.s", source, r.diagnostics[0]).find('\r') == std::string::npos);
+}
+
+TEST_CASE("format_diagnostics concatenates the diagnostics in order", "[asm][diag][format]") {
+  const std::string source = "FOO\nBAR\n";
+  const Result r = assemble(source, Options{});
+  REQUIRE(r.diagnostics.size() == 2);
+  CHECK(format_diagnostics("m.s", source, r.diagnostics) ==
+        "m.s:1:1: error: unknown instruction 'FOO'\nFOO\n^\n"
+        "m.s:2:1: error: unknown instruction 'BAR'\nBAR\n^\n");
+}

@@ -1,0 +1,207 @@
+// Disassembly and round trips: instruction -> bytes -> text -> assembler ->
+// the same bytes, for hand-picked and for many random instructions, and a
+// whole program file through the parser, the disassembler and the assembler.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "asm/assembler.h"
+#include "isa/program.h"
+
+namespace {
+
+using tpu::assembler::assemble;
+using tpu::assembler::Options;
+using tpu::isa::disassemble;
+using tpu::isa::EncodedInstr;
+using tpu::isa::FieldSpec;
+using tpu::isa::Instruction;
+using tpu::isa::InstrSpec;
+using tpu::isa::kInstrs;
+using tpu::isa::Opcode;
+using Bytes = std::vector<std::uint8_t>;
+
+template <typename It>
+std::string hex(It begin, It end) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (It it = begin; it != end; ++it) {
+    if (!s.empty()) s += ' ';
+    s += digits[*it >> 4];
+    s += digits[*it & 15];
+  }
+  return s;
+}
+
+EncodedInstr from_hex(const std::string& text) {
+  EncodedInstr b{};
+  REQUIRE(text.size() == 16 * 3 - 1);
+  for (unsigned i = 0; i < b.size(); ++i)
+    b[i] = static_cast<std::uint8_t>(std::stoul(text.substr(3 * i, 2), nullptr, 16));
+  return b;
+}
+
+// Random valid instructions from a fixed seed, with operands biased towards
+// the edges of their fields.
+class RandomInstructions {
+ public:
+  explicit RandomInstructions(std::uint64_t seed) : rng_(seed) {}
+
+  Instruction next() {
+    const InstrSpec& s = kInstrs[pick(0, kInstrs.size() - 1)];
+    Instruction in;
+    in.opcode = s.opcode;
+    in.flags = flags(s);
+    for (unsigned i = 0; i < s.num_operands; ++i)
+      in.operands[i] = operand(tpu::isa::kFields[static_cast<unsigned>(s.operands[i])]);
+    return in;
+  }
+
+ private:
+  std::int64_t pick(std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng_);
+  }
+
+  // Each flag with probability 1/2, drawn again while two exclusive ones are set.
+  std::uint8_t flags(const InstrSpec& s) {
+    for (;;) {
+      unsigned f = 0;
+      for (unsigned k = 0; k < s.num_flags; ++k)
+        if (pick(0, 1) != 0) f |= 1u << s.flags[k].bit;
+      const unsigned excl = f & s.exclusive_flags;
+      if ((excl & (excl - 1)) == 0) return static_cast<std::uint8_t>(f);
+    }
+  }
+
+  std::int64_t operand(const FieldSpec& f) {
+    switch (pick(0, 7)) {
+      case 0: return f.min;
+      case 1: return f.max;
+      case 2: return f.min + 1;
+      case 3: return f.max - 1;
+      case 4: return std::max(f.min, std::min(f.max, pick(-2, 2)));  // near zero
+      default: return pick(f.min, f.max);
+    }
+  }
+
+  std::mt19937_64 rng_;
+};
+
+// Assembles error-free source and returns the program file image.
+Bytes assemble_file(const std::string& source) {
+  const tpu::assembler::Result r = assemble(source, Options{});
+  INFO(tpu::assembler::format_diagnostics("roundtrip.s", source, r.diagnostics));
+  REQUIRE(r.diagnostics.empty());
+  return tpu::isa::serialize(*r.program);
+}
+
+Instruction make(Opcode op, std::uint8_t flags = 0, std::int64_t a = 0, std::int64_t b = 0,
+                 std::int64_t c = 0) {
+  Instruction in;
+  in.opcode = op;
+  in.flags = flags;
+  in.operands = {a, b, c};
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("disassemble writes the canonical assembly text", "[asm][roundtrip]") {
+  CHECK(disassemble(make(Opcode::NOP)) == "NOP");
+  CHECK(disassemble(make(Opcode::HLT)) == "HLT");
+  CHECK(disassemble(make(Opcode::SYNC)) == "SYNC");
+  CHECK(disassemble(make(Opcode::RW, 0, 12)) == "RW 12");
+  CHECK(disassemble(make(Opcode::RHM, 0, 4294967295, 16777215, 1)) ==
+        "RHM 4294967295, 16777215, 1");
+  CHECK(disassemble(make(Opcode::MMC, 0b11, 0, 0, 10)) == "MMC.SO 0, 0, 10");
+  CHECK(disassemble(make(Opcode::MMC, 0b10, 1, 2, 3)) == "MMC.O 1, 2, 3");
+  CHECK(disassemble(make(Opcode::ACT, 0b100, 1, 2, 3)) == "ACT.T 1, 2, 3");
+  CHECK(disassemble(make(Opcode::WHM, 0b1, 4, 5, 6)) == "WHM.A 4, 5, 6");
+  CHECK(disassemble(make(Opcode::SETQ, 0, -2147483648, 62, -128)) ==
+        "SETQ -2147483648, 62, -128");
+}
+
+TEST_CASE("the documented examples assemble to their bytes and disassemble back", "[asm][roundtrip]") {
+  // docs/isa.md section 3: each example line with its 16 bytes.
+  struct Example {
+    const char* text;
+    const char* bytes;
+  };
+  const std::vector<Example> examples = {
+      {"RHM 0, 0, 8", "01 00 00 00 00 00 00 00 00 00 08 00 00 00 00 00"},
+      {"RHM 4096, 32, 16", "01 00 00 10 00 00 20 00 00 00 10 00 00 00 00 00"},
+      {"WHM 32, 512, 16", "02 00 20 00 00 00 00 02 00 00 10 00 00 00 00 00"},
+      {"WHM.A 100, 1024, 2", "02 01 64 00 00 00 00 04 00 00 02 00 00 00 00 00"},
+      {"RW 7", "03 00 07 00 00 00 00 00 00 00 00 00 00 00 00 00"},
+      {"MMC 0, 100, 16", "04 00 00 00 00 00 64 00 00 00 10 00 00 00 00 00"},
+      {"MMC.S 8, 100, 16", "04 01 08 00 00 00 64 00 00 00 10 00 00 00 00 00"},
+      {"MMC.SO 0, 0, 10", "04 03 00 00 00 00 00 00 00 00 0a 00 00 00 00 00"},
+      {"ACT 100, 32, 16", "05 00 64 00 00 00 20 00 00 00 10 00 00 00 00 00"},
+      {"ACT.R 0, 0, 10", "05 01 00 00 00 00 00 00 00 00 0a 00 00 00 00 00"},
+      {"ACT.Q 100, 48, 16", "05 02 64 00 00 00 30 00 00 00 10 00 00 00 00 00"},
+      {"ACT.T 100, 64, 16", "05 04 64 00 00 00 40 00 00 00 10 00 00 00 00 00"},
+      {"SETQ 1, 0, 0", "06 00 01 00 00 00 00 00 00 00 00 00 00 00 00 00"},
+      {"SETQ 1234, 10, -3", "06 00 d2 04 00 00 0a 00 00 00 fd 00 00 00 00 00"},
+      {"SETQ -2147483648, 62, -128", "06 00 00 00 00 80 3e 00 00 00 80 00 00 00 00 00"},
+      {"SYNC", "07 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"},
+      {"NOP", "00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"},
+      {"HLT", "0f 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"},
+  };
+  for (const Example& e : examples) {
+    INFO(e.text);
+    const Bytes file = assemble_file(std::string(e.text) + "\n");
+    REQUIRE(file.size() == 32);
+    CHECK(hex(file.begin() + 16, file.end()) == e.bytes);
+    CHECK(disassemble(tpu::isa::decode(from_hex(e.bytes))) == e.text);
+  }
+}
+
+TEST_CASE("random valid instructions decode back to themselves", "[isa][roundtrip]") {
+  RandomInstructions gen(0x5eed0001);
+  for (int i = 0; i < 5000; ++i) {
+    const Instruction in = gen.next();
+    INFO(disassemble(in));
+    CHECK(tpu::isa::decode(tpu::isa::encode(in)) == in);
+  }
+}
+
+TEST_CASE("random instructions survive encode, disassemble and assemble", "[asm][roundtrip]") {
+  RandomInstructions gen(0x5eed0002);
+  std::set<std::pair<unsigned, unsigned>> opcode_flags_seen;
+  for (int i = 0; i < 5000; ++i) {
+    const Instruction in = gen.next();
+    opcode_flags_seen.insert({static_cast<unsigned>(in.opcode), in.flags});
+    const EncodedInstr bytes = tpu::isa::encode(in);
+    const std::string text = disassemble(in);
+    INFO(text);
+    const Bytes file = assemble_file(text + "\n");
+    REQUIRE(file.size() == 16 + 16);
+    CHECK(hex(file.begin() + 16, file.end()) == hex(bytes.begin(), bytes.end()));
+  }
+  // The generator reached every opcode with every legal flag set:
+  // 6 instructions without flags, WHM 2, MMC 4, ACT 4 (none, R, Q, T).
+  CHECK(opcode_flags_seen.size() == 6 + 2 + 4 + 4);
+}
+
+TEST_CASE("a random program file survives parse, disassemble and assemble", "[asm][roundtrip]") {
+  RandomInstructions gen(0x5eed0003);
+  std::mt19937_64 rng(0x5eed0004);
+  for (int round = 0; round < 5; ++round) {
+    tpu::isa::Program prog;
+    prog.array_n = static_cast<unsigned>(std::uniform_int_distribution<unsigned>(4, 256)(rng));
+    for (int i = 0; i < 400; ++i) prog.code.push_back(gen.next());
+    const Bytes file = tpu::isa::serialize(prog);
+
+    const tpu::isa::Program parsed = tpu::isa::parse_program(file);
+    std::string source = ".array " + std::to_string(parsed.array_n) + "\n";
+    for (const Instruction& in : parsed.code) source += disassemble(in) + "\n";
+    INFO("array size " << prog.array_n);
+    CHECK(assemble_file(source) == file);
+  }
+}

@@ -1,0 +1,418 @@
+// Instruction encoding and decoding against the documented layout (isa.h):
+// one 128-bit little-endian word with bits [7:0] opcode, [15:8] flags,
+// operand slot i at bit 16 + 32*i in its field's width (two's complement for
+// signed fields, zero-extended to the slot) and bits [127:112] zero.
+//
+// Expected bytes are computed here with plain shifts on a 128-bit integer,
+// never with the library's own bit helpers.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "isa/instruction.h"
+#include "isa/isa.h"
+
+namespace tpu::isa {
+// Lets Catch print instructions in failure messages.
+static std::ostream& operator<<(std::ostream& os, const Instruction& in) {
+  return os << "{opcode 0x" << std::hex << static_cast<unsigned>(in.opcode) << " flags 0x"
+            << static_cast<unsigned>(in.flags) << std::dec << " operands " << in.operands[0]
+            << ", " << in.operands[1] << ", " << in.operands[2] << "}";
+}
+}  // namespace tpu::isa
+
+namespace {
+
+using Catch::Matchers::Contains;
+using tpu::isa::decode;
+using tpu::isa::DecodeError;
+using tpu::isa::EncodedInstr;
+using tpu::isa::encode;
+using tpu::isa::Field;
+using tpu::isa::FieldSpec;
+using tpu::isa::Instruction;
+using tpu::isa::InstrSpec;
+using tpu::isa::kInstrs;
+using tpu::isa::Opcode;
+using tpu::isa::validate;
+
+__extension__ typedef unsigned __int128 Word;
+
+const InstrSpec& spec_for(Opcode op) {
+  for (const InstrSpec& s : kInstrs)
+    if (s.opcode == op) return s;
+  FAIL("opcode not in the table");
+  return kInstrs[0];
+}
+
+const FieldSpec& field(Field f) { return tpu::isa::kFields[static_cast<unsigned>(f)]; }
+
+// The documented layout, built from the instruction's fields with shifts.
+EncodedInstr expected_bytes(const Instruction& in) {
+  const InstrSpec& spec = spec_for(in.opcode);
+  Word w = Word{static_cast<std::uint8_t>(in.opcode)} | Word{in.flags} << 8;
+  for (unsigned i = 0; i < spec.num_operands; ++i) {
+    const unsigned width = field(spec.operands[i]).width;
+    const std::uint64_t mask = (std::uint64_t{1} << width) - 1;
+    w |= Word{static_cast<std::uint64_t>(in.operands[i]) & mask} << (16 + 32 * i);
+  }
+  EncodedInstr b{};
+  for (unsigned k = 0; k < b.size(); ++k) b[k] = static_cast<std::uint8_t>(w >> (8 * k));
+  return b;
+}
+
+std::string hex(const EncodedInstr& b) {
+  static const char* digits = "0123456789abcdef";
+  std::string s;
+  for (std::uint8_t v : b) {
+    if (!s.empty()) s += ' ';
+    s += digits[v >> 4];
+    s += digits[v & 15];
+  }
+  return s;
+}
+
+EncodedInstr with_bit(EncodedInstr b, unsigned bit) {
+  b[bit / 8] = static_cast<std::uint8_t>(b[bit / 8] | (1u << (bit % 8)));
+  return b;
+}
+
+std::string decode_error(const EncodedInstr& b) {
+  try {
+    decode(b);
+  } catch (const DecodeError& e) {
+    return e.what();
+  }
+  return "<decoded without error>";
+}
+
+// Every subset of the instruction's flags with at most one exclusive flag.
+std::vector<std::uint8_t> legal_flag_sets(const InstrSpec& s) {
+  std::vector<std::uint8_t> sets;
+  for (unsigned subset = 0; subset < (1u << s.num_flags); ++subset) {
+    unsigned flags = 0;
+    unsigned exclusive = 0;
+    for (unsigned k = 0; k < s.num_flags; ++k) {
+      if (((subset >> k) & 1u) == 0) continue;
+      const unsigned mask = 1u << s.flags[k].bit;
+      flags |= mask;
+      if (s.exclusive_flags & mask) ++exclusive;
+    }
+    if (exclusive <= 1) sets.push_back(static_cast<std::uint8_t>(flags));
+  }
+  return sets;
+}
+
+// min, min + 1, the middle, max - 1 and max of a field.
+std::vector<std::int64_t> edge_values(const FieldSpec& f) {
+  return {f.min, f.min + 1, f.min + (f.max - f.min) / 2, f.max - 1, f.max};
+}
+
+// Every instruction of the table with every legal flag set and every
+// combination of edge values of its operands.
+std::vector<Instruction> all_legal_instructions() {
+  std::vector<Instruction> out;
+  for (const InstrSpec& s : kInstrs) {
+    std::vector<Instruction> partial(1);
+    partial[0].opcode = s.opcode;
+    for (unsigned i = 0; i < s.num_operands; ++i) {
+      std::vector<Instruction> next;
+      for (const Instruction& p : partial)
+        for (std::int64_t v : edge_values(field(s.operands[i]))) {
+          Instruction in = p;
+          in.operands[i] = v;
+          next.push_back(in);
+        }
+      partial = next;
+    }
+    for (std::uint8_t flags : legal_flag_sets(s))
+      for (Instruction in : partial) {
+        in.flags = flags;
+        out.push_back(in);
+      }
+  }
+  return out;
+}
+
+// A valid instruction: no flags, every operand at its field's minimum.
+Instruction minimal(const InstrSpec& s) {
+  Instruction in;
+  in.opcode = s.opcode;
+  for (unsigned i = 0; i < s.num_operands; ++i) in.operands[i] = field(s.operands[i]).min;
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("the instruction table matches the documented ISA", "[isa][encoding]") {
+  struct Doc {
+    const char* mnemonic;
+    unsigned opcode;
+    const char* flags;  // letter k is flag bit k
+    unsigned exclusive;
+    std::vector<Field> operands;
+  };
+  const std::vector<Doc> doc = {
+      {"NOP", 0x00, "", 0, {}},
+      {"RHM", 0x01, "", 0, {Field::HostRow, Field::UbRow, Field::Rows}},
+      {"WHM", 0x02, "A", 0, {Field::SrcRow, Field::HostRow, Field::Rows}},
+      {"RW", 0x03, "", 0, {Field::WeightTile}},
+      {"MMC", 0x04, "SO", 0, {Field::UbRow, Field::AccRow, Field::Rows}},
+      {"ACT", 0x05, "RQT", 0b111, {Field::AccRow, Field::UbRow, Field::Rows}},
+      {"SETQ", 0x06, "", 0, {Field::QMul, Field::QShift, Field::QZero}},
+      {"SYNC", 0x07, "", 0, {}},
+      {"HLT", 0x0F, "", 0, {}},
+  };
+  REQUIRE(kInstrs.size() == doc.size());
+  for (std::size_t i = 0; i < doc.size(); ++i) {
+    const InstrSpec& s = kInstrs[i];
+    INFO(doc[i].mnemonic);
+    CHECK(s.mnemonic == doc[i].mnemonic);
+    CHECK(static_cast<unsigned>(s.opcode) == doc[i].opcode);
+    CHECK(s.exclusive_flags == doc[i].exclusive);
+    const std::string letters = doc[i].flags;
+    REQUIRE(s.num_flags == letters.size());
+    for (unsigned k = 0; k < s.num_flags; ++k) {
+      CHECK(s.flags[k].letter == letters[k]);
+      CHECK(s.flags[k].bit == k);
+    }
+    REQUIRE(s.num_operands == doc[i].operands.size());
+    for (unsigned k = 0; k < s.num_operands; ++k) CHECK(s.operands[k] == doc[i].operands[k]);
+  }
+}
+
+TEST_CASE("the operand fields have the documented widths and ranges", "[isa][encoding]") {
+  struct Doc {
+    Field f;
+    unsigned width;
+    bool is_signed;
+    std::int64_t min, max;
+  };
+  const std::int64_t u24 = (std::int64_t{1} << 24) - 1;
+  const std::vector<Doc> doc = {
+      {Field::HostRow, 32, false, 0, 4294967295},
+      {Field::UbRow, 24, false, 0, u24},
+      {Field::AccRow, 24, false, 0, u24},
+      {Field::SrcRow, 24, false, 0, u24},
+      {Field::WeightTile, 24, false, 0, u24},
+      {Field::Rows, 24, false, 1, u24},
+      {Field::QMul, 32, true, -2147483648, 2147483647},
+      {Field::QShift, 6, false, 0, 62},
+      {Field::QZero, 8, true, -128, 127},
+  };
+  for (const Doc& d : doc) {
+    const FieldSpec& f = field(d.f);
+    INFO(f.name);
+    CHECK(f.field == d.f);
+    CHECK(f.width == d.width);
+    CHECK(f.is_signed == d.is_signed);
+    CHECK(f.min == d.min);
+    CHECK(f.max == d.max);
+  }
+}
+
+TEST_CASE("hand-written instructions encode to hand-written bytes", "[isa][encoding]") {
+  struct Golden {
+    Instruction in;
+    EncodedInstr bytes;
+  };
+  const std::vector<Golden> golden = {
+      {{Opcode::HLT, 0, {0, 0, 0}}, {0x0F, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+      {{Opcode::MMC, 0x03, {1, 2, 3}}, {0x04, 0x03, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0}},
+      {{Opcode::RHM, 0, {0x89ABCDEF, 0x123456, 0xFFFFFF}},
+       {0x01, 0, 0xEF, 0xCD, 0xAB, 0x89, 0x56, 0x34, 0x12, 0, 0xFF, 0xFF, 0xFF, 0, 0, 0}},
+      {{Opcode::SETQ, 0, {-1, 62, -128}},
+       {0x06, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0x3E, 0, 0, 0, 0x80, 0, 0, 0, 0, 0}},
+      {{Opcode::ACT, 0x04, {5, 6, 7}}, {0x05, 0x04, 5, 0, 0, 0, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0}},
+  };
+  for (const Golden& g : golden) {
+    INFO(g.in);
+    CHECK(hex(encode(g.in)) == hex(g.bytes));
+    CHECK(decode(g.bytes) == g.in);
+  }
+}
+
+TEST_CASE("every legal instruction encodes to the documented layout", "[isa][encoding]") {
+  const std::vector<Instruction> all = all_legal_instructions();
+  // NOP, SYNC, HLT: 1 each; RW: 5; RHM, SETQ: 125; WHM: 2 x 125; MMC, ACT: 4 x 125.
+  REQUIRE(all.size() == 3 + 5 + 2 * 125 + 2 * 125 + 2 * 4 * 125);
+  for (const Instruction& in : all) {
+    INFO(in);
+    CHECK(hex(encode(in)) == hex(expected_bytes(in)));
+  }
+}
+
+TEST_CASE("decoding the documented layout gives back every legal instruction", "[isa][encoding]") {
+  for (const Instruction& in : all_legal_instructions()) {
+    INFO(in);
+    CHECK(decode(expected_bytes(in)) == in);
+  }
+}
+
+TEST_CASE("decode rejects every opcode byte that is not in the table", "[isa][decode]") {
+  unsigned rejected = 0;
+  for (unsigned op = 0; op < 256; ++op) {
+    bool known = false;
+    for (const InstrSpec& s : kInstrs) known = known || static_cast<unsigned>(s.opcode) == op;
+    if (known) continue;
+    EncodedInstr b{};
+    b[0] = static_cast<std::uint8_t>(op);
+    INFO("opcode " << op);
+    CHECK_THAT(decode_error(b), Contains("unknown opcode"));
+    ++rejected;
+  }
+  CHECK(rejected == 256 - kInstrs.size());
+}
+
+TEST_CASE("decode rejects flag bits an instruction does not define", "[isa][decode]") {
+  for (const InstrSpec& s : kInstrs) {
+    unsigned defined = 0;
+    for (unsigned k = 0; k < s.num_flags; ++k) defined |= 1u << s.flags[k].bit;
+    for (unsigned bit = 0; bit < 8; ++bit) {
+      if (defined & (1u << bit)) continue;
+      INFO(s.mnemonic << " flag bit " << bit);
+      CHECK_THAT(decode_error(with_bit(expected_bytes(minimal(s)), 8 + bit)),
+                 Contains("not defined"));
+    }
+  }
+}
+
+TEST_CASE("decode rejects more than one exclusive ACT flag", "[isa][decode]") {
+  const Instruction act = minimal(spec_for(Opcode::ACT));
+  // R = bit 0, Q = bit 1, T = bit 2 of the flags byte.
+  for (std::uint8_t flags : {0b011, 0b101, 0b110, 0b111}) {
+    Instruction in = act;
+    in.flags = flags;
+    INFO("flags " << static_cast<unsigned>(flags));
+    CHECK_THAT(decode_error(expected_bytes(in)), Contains("cannot be combined"));
+  }
+}
+
+TEST_CASE("decode rejects nonzero bits above an operand field's width", "[isa][decode]") {
+  unsigned checked = 0;
+  for (const InstrSpec& s : kInstrs)
+    for (unsigned i = 0; i < s.num_operands; ++i)
+      for (unsigned bit = field(s.operands[i]).width; bit < 32; ++bit) {
+        INFO(s.mnemonic << " slot " << i << " bit " << bit);
+        CHECK_THAT(decode_error(with_bit(expected_bytes(minimal(s)), 16 + 32 * i + bit)),
+                   Contains("unused bits of operand slot"));
+        ++checked;
+      }
+  CHECK(checked > 0);
+}
+
+TEST_CASE("decode rejects nonzero bits in unused operand slots", "[isa][decode]") {
+  for (const InstrSpec& s : kInstrs)
+    for (unsigned i = s.num_operands; i < 3; ++i)
+      for (unsigned bit = 0; bit < 32; ++bit) {
+        INFO(s.mnemonic << " slot " << i << " bit " << bit);
+        CHECK_THAT(decode_error(with_bit(expected_bytes(minimal(s)), 16 + 32 * i + bit)),
+                   Contains("unused bits of operand slot"));
+      }
+}
+
+TEST_CASE("decode rejects nonzero reserved bits 112 to 127", "[isa][decode]") {
+  for (const InstrSpec& s : kInstrs)
+    for (unsigned bit = 112; bit < 128; ++bit) {
+      INFO(s.mnemonic << " bit " << bit);
+      CHECK_THAT(decode_error(with_bit(expected_bytes(minimal(s)), bit)),
+                 Contains("reserved bits are not zero"));
+    }
+}
+
+TEST_CASE("decode rejects encodable values outside a field's legal range", "[isa][decode]") {
+  SECTION("SETQ with S = 63") {
+    EncodedInstr b{};
+    b[0] = 0x06;
+    b[6] = 63;  // slot 1 starts at bit 48
+    CHECK_THAT(decode_error(b), Contains("S = 63 is out of range"));
+  }
+  SECTION("rows = 0") {
+    for (const InstrSpec& s : kInstrs)
+      for (unsigned i = 0; i < s.num_operands; ++i) {
+        if (s.operands[i] != Field::Rows) continue;
+        Instruction in = minimal(s);
+        in.operands[i] = 0;
+        INFO(s.mnemonic);
+        CHECK_THAT(decode_error(expected_bytes(in)), Contains("rows = 0 is out of range"));
+      }
+  }
+}
+
+TEST_CASE("validate and encode reject operands just outside a field's range", "[isa][validate]") {
+  for (const InstrSpec& s : kInstrs)
+    for (unsigned i = 0; i < s.num_operands; ++i) {
+      const FieldSpec& f = field(s.operands[i]);
+      for (std::int64_t v : {f.min - 1, f.max + 1}) {
+        Instruction in = minimal(s);
+        in.operands[i] = v;
+        INFO(s.mnemonic << " operand " << i << " = " << v);
+        CHECK_THAT(validate(in), Contains(std::string(f.name)) && Contains("out of range"));
+        CHECK_THROWS_AS(encode(in), std::invalid_argument);
+      }
+    }
+}
+
+TEST_CASE("validate and encode reject nonzero unused operands", "[isa][validate]") {
+  for (const InstrSpec& s : kInstrs)
+    for (unsigned i = s.num_operands; i < 3; ++i) {
+      Instruction in = minimal(s);
+      in.operands[i] = 1;
+      INFO(s.mnemonic << " operand " << i);
+      CHECK_THAT(validate(in), Contains("has no operand"));
+      CHECK_THROWS_AS(encode(in), std::invalid_argument);
+    }
+}
+
+TEST_CASE("validate and encode reject undefined flags and unknown opcodes", "[isa][validate]") {
+  SECTION("a flag bit the instruction does not define") {
+    Instruction in = minimal(spec_for(Opcode::RW));
+    in.flags = 0x01;
+    CHECK_THAT(validate(in), Contains("not defined"));
+    CHECK_THROWS_AS(encode(in), std::invalid_argument);
+    in = minimal(spec_for(Opcode::MMC));
+    in.flags = 0x04;
+    CHECK_THAT(validate(in), Contains("not defined"));
+  }
+  SECTION("two exclusive flags") {
+    Instruction in = minimal(spec_for(Opcode::ACT));
+    in.flags = 0b101;
+    CHECK_THAT(validate(in), Contains("cannot be combined"));
+    CHECK_THROWS_AS(encode(in), std::invalid_argument);
+  }
+  SECTION("an opcode outside the table") {
+    Instruction in;
+    in.opcode = static_cast<Opcode>(0x08);
+    CHECK_THAT(validate(in), Contains("unknown opcode 0x08"));
+    CHECK_THROWS_AS(encode(in), std::invalid_argument);
+  }
+}
+
+TEST_CASE("decode's messages are the documented ones", "[isa][decode]") {
+  // docs/isa.md section 4 lists one example message per rejection.
+  EncodedInstr unknown{};
+  unknown[0] = 0x08;
+  CHECK(decode_error(unknown) == "unknown opcode 0x08");
+
+  Instruction mmc = minimal(spec_for(Opcode::MMC));
+  mmc.flags = 0x04;
+  CHECK(decode_error(expected_bytes(mmc)) == "flag bits 0x04 are not defined for MMC");
+
+  Instruction act = minimal(spec_for(Opcode::ACT));
+  act.flags = 0b110;  // Q and T
+  CHECK(decode_error(expected_bytes(act)) == "flags QT of ACT cannot be combined");
+
+  const Instruction rhm = minimal(spec_for(Opcode::RHM));
+  CHECK(decode_error(with_bit(expected_bytes(rhm), 48 + 24)) ==
+        "RHM: unused bits of operand slot 1 are not zero");
+
+  Instruction no_rows = rhm;
+  no_rows.operands[2] = 0;
+  CHECK(decode_error(expected_bytes(no_rows)) == "RHM: rows = 0 is out of range [1, 16777215]");
+
+  CHECK(decode_error(with_bit(expected_bytes(minimal(spec_for(Opcode::HLT))), 127)) ==
+        "HLT: reserved bits are not zero");
+}
