@@ -450,6 +450,12 @@ TEST_CASE("a CRLF source line is shown without its carriage return", "[asm][diag
   CHECK(format_diagnostic("c.s", source, r.diagnostics[0]).find('\r') == std::string::npos);
 }
 
+TEST_CASE("errors on CRLF lines have the same columns as on LF lines", "[asm][diag]") {
+  // The carriage return is not part of the line: end of line is still column 6.
+  check_error({"HLT\r\nRW 1,\r\n", 2, 6, "expected an expression, found end of line"});
+  check_error({"RW 1,\r", 1, 6, "expected an expression, found end of line"});
+}
+
 TEST_CASE("format_diagnostics concatenates the diagnostics in order", "[asm][diag][format]") {
   const std::string source = "FOO\nBAR\n";
   const Result r = assemble(source, Options{});
