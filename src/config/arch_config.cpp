@@ -114,7 +114,11 @@ void apply_json_overrides(ArchConfig& cfg, std::string_view json_text, std::stri
   // A preset named in the file replaces the base before the other fields apply.
   if (const auto it = j.find("preset"); it != j.end()) {
     if (!it->is_string()) throw ConfigError(fmt::format("{}: 'preset' must be a string", origin));
-    cfg = preset_config(it->get<std::string>());
+    try {
+      cfg = preset_config(it->get<std::string>());
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: {}", origin, e.what()));
+    }
   }
   for (const auto& [key, value] : j.items()) {
     if (key == "preset") continue;

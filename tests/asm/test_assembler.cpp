@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "asm/assembler.h"
+#include "config/arch_config.h"
+#include "isa/program.h"
 
 namespace tpu::isa {
 // Lets Catch print instructions in failure messages.
@@ -61,7 +63,9 @@ std::int64_t value_of(const std::string& expr) {
 }
 
 ArchConfig config_with_array(std::uint64_t n) {
-  return ArchConfig{"test", n, 1000, 100, 100, 100, 4};
+  ArchConfig cfg = tpu::preset_config("small8");
+  cfg.array_n = n;
+  return cfg;
 }
 
 }  // namespace
