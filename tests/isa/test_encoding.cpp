@@ -15,14 +15,7 @@
 #include "isa/instruction.h"
 #include "isa/isa.h"
 
-namespace tpu::isa {
-// Lets Catch print instructions in failure messages.
-static std::ostream& operator<<(std::ostream& os, const Instruction& in) {
-  return os << "{opcode 0x" << std::hex << static_cast<unsigned>(in.opcode) << " flags 0x"
-            << static_cast<unsigned>(in.flags) << std::dec << " operands " << in.operands[0]
-            << ", " << in.operands[1] << ", " << in.operands[2] << "}";
-}
-}  // namespace tpu::isa
+#include "support/print_instruction.h"
 
 namespace {
 
