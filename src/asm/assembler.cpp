@@ -477,6 +477,11 @@ class Assembler {
 }  // namespace
 
 Result assemble(std::string_view source, const Options& options) {
+  // The array sizes a caller passes are its own bug, not the source's: they throw.
+  for (const std::optional<unsigned> n : {options.array_n, std::optional<unsigned>(options.default_array_n)})
+    if (n && (*n < isa::kMinArrayN || *n > isa::kMaxArrayN))
+      throw std::invalid_argument(fmt::format("array size {} is outside {}..{}", *n,
+                                              isa::kMinArrayN, isa::kMaxArrayN));
   return Assembler(source, options).run();
 }
 

@@ -35,6 +35,8 @@ struct Result {
   std::vector<int> line_of_pc;          // source line of each instruction
 };
 
+// Throws std::invalid_argument when options.array_n or default_array_n is
+// outside kMinArrayN..kMaxArrayN; errors in the source are diagnostics.
 Result assemble(std::string_view source, const Options& options);
 
 }  // namespace tpu::assembler
