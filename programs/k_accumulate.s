@@ -6,6 +6,9 @@
 # Weight memory: tiles 0..2 hold W_0..W_2.
 # Result: raw int32 accumulators written to host rows from OUT (4 host rows
 # per accumulator row).
+# Data for N = 8: programs/data/k_accumulate/ (host rows 0..11 X_0..X_2,
+# 12..27 the 4 ACC rows as int32).
+.array 8
 
 .equ TILES, 3
 .equ ROWS, 4

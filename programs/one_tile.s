@@ -3,6 +3,8 @@
 # Host memory: rows 0..7 hold X (8 rows of N int8).
 # Weight memory: tile 0 holds W (N x N int8, row k = input, column j = output).
 # Result: host rows 16..23 hold Y (8 rows of N int8).
+# No .array: the program works for any N (tests/cli runs it for N = 4, 8, 16
+# with --array). Data for N = 8: programs/data/one_tile/.
 
 .equ X_ROWS, 8
 .equ X_HOST, 0

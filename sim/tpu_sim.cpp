@@ -3,9 +3,13 @@
 //   tpu-sim run PROGRAM --hostmem H.npy --weights W.npy [--out O.npy]
 //               [--stats S.json] [--vcd T.vcd] [--trace] [--max-cycles C]
 //               [--preset P] [--config F] [--array N]
+//   tpu-sim gemm --a A.npy --b B.npy --out C.npy [--requant M,S,Z] [--act F]
+//               [--emit-asm F.s] [--check] [--stats S.json] [--trace] ...
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <map>
 #include <cstring>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -14,6 +18,8 @@
 #include "common/exit_codes.h"
 #include "common/file_io.h"
 #include "common/npy.h"
+#include "compiler/gemm.h"
+#include "compiler/reference.h"
 #include "isa/program.h"
 #include "model/tpu.h"
 
@@ -21,16 +27,37 @@ namespace {
 
 using namespace tpu;
 
-struct RunArgs {
-  std::string program;
-  std::string hostmem;
-  std::string weights;
+// Options every simulating subcommand has.
+struct SimArgs {
   std::string out;
   std::string stats;
   std::string vcd;
   bool trace = false;
   model::Cycle max_cycles = 100'000'000;
   cli::ConfigOptions cfg;
+
+  void add_to(CLI::App& app) {
+    app.add_option("--stats", stats, "write statistics as JSON here");
+    app.add_option("--vcd", vcd, "write a waveform of the units here (.vcd)");
+    app.add_flag("--trace", trace, "print one line per instruction: issue, start, completion");
+    app.add_option("--max-cycles", max_cycles, "stop with a fault after this many cycles")
+        ->capture_default_str();
+    cfg.add_to(app);
+  }
+};
+
+struct RunArgs : SimArgs {
+  std::string program;
+  std::string hostmem;
+  std::string weights;
+};
+
+struct GemmArgs : SimArgs {
+  std::string a, b;
+  std::string requant;
+  std::string act = "none";
+  std::string emit_asm;
+  bool check = false;
 };
 
 // Host rows a program can write: the input's rows, extended to the last row
@@ -110,6 +137,24 @@ void print_summary(const ArchConfig& cfg, const model::RunLog& log) {
                              log.stats.stall_cycles[c]);
 }
 
+// Simulates, prints the trace and summary, writes --stats; returns the log.
+model::RunLog simulate(const SimArgs& args, const ArchConfig& cfg, const isa::Program& prog,
+                       model::Memories& mem) {
+  model::RunOptions ropts;
+  ropts.max_cycles = args.max_cycles;
+  ropts.vcd_path = args.vcd;
+  model::RunLog log = model::run_program(cfg, prog, mem, ropts);
+  if (args.trace)
+    for (const model::RetireRecord& r : log.retired)
+      std::cout << fmt::format("pc {:>4}  {:<28} issue {:>8}  start {:>8}  complete {:>8}\n", r.pc,
+                               isa::disassemble(prog.code[r.pc]), r.issue, r.start,
+                               r.completed ? fmt::to_string(r.completion) : std::string("-"));
+  print_summary(cfg, log);
+  if (!args.stats.empty()) write_file_atomic(args.stats, stats_json(cfg, log).dump(2) + "\n");
+  if (log.fault) std::cerr << "tpu-sim: " << log.fault->message() << '\n';
+  return log;
+}
+
 int run(const RunArgs& args) {
   const isa::Program prog = isa::load_program(args.program);
   cli::ConfigOptions opts = args.cfg;
@@ -121,23 +166,8 @@ int run(const RunArgs& args) {
   model::Memories mem(cfg);
   std::uint64_t host_input_rows = 0;
   load_memories(args, cfg, mem, host_input_rows);
-
-  model::RunOptions ropts;
-  ropts.max_cycles = args.max_cycles;
-  ropts.vcd_path = args.vcd;
-  const model::RunLog log = model::run_program(cfg, prog, mem, ropts);
-
-  if (args.trace)
-    for (const model::RetireRecord& r : log.retired)
-      std::cout << fmt::format("pc {:>4}  {:<28} issue {:>8}  start {:>8}  complete {:>8}\n", r.pc,
-                               isa::disassemble(prog.code[r.pc]), r.issue, r.start,
-                               r.completed ? fmt::to_string(r.completion) : std::string("-"));
-  print_summary(cfg, log);
-  if (!args.stats.empty()) write_file_atomic(args.stats, stats_json(cfg, log).dump(2) + "\n");
-  if (log.fault) {
-    std::cerr << "tpu-sim: " << log.fault->message() << '\n';
-    return kExitFault;
-  }
+  const model::RunLog log = simulate(args, cfg, prog, mem);
+  if (log.fault) return kExitFault;
   if (!args.out.empty()) {
     const std::uint64_t rows = output_rows(prog, host_input_rows);
     std::vector<std::int8_t> host(mem.host.data().begin(),
@@ -147,27 +177,119 @@ int run(const RunArgs& args) {
   return kExitOk;
 }
 
+compiler::MatrixI8 read_matrix(const std::string& path, std::string_view what) {
+  const NpyArray arr = read_npy(path);
+  compiler::MatrixI8 m;
+  m.data = expect_int8(arr, 2, what);
+  m.rows = arr.shape[0];
+  m.cols = arr.shape[1];
+  return m;
+}
+
+// "M,S,Z" -> Requant, range-checked against the SETQ fields.
+model::Requant parse_requant(const std::string& text) {
+  long long v[3];
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%lld,%lld,%lld%c", &v[0], &v[1], &v[2], &tail) != 3)
+    throw CLI::ValidationError("--requant", "expected M,S,Z, e.g. 93,9,-3");
+  const isa::Field fields[3] = {isa::Field::QMul, isa::Field::QShift, isa::Field::QZero};
+  for (int i = 0; i < 3; ++i) {
+    const isa::FieldSpec& f = isa::field_spec(fields[i]);
+    if (v[i] < f.min || v[i] > f.max)
+      throw CLI::ValidationError("--requant", fmt::format("{} = {} is outside {}..{}", f.name, v[i],
+                                                          f.min, f.max));
+  }
+  return {static_cast<std::int32_t>(v[0]), static_cast<std::uint32_t>(v[1]),
+          static_cast<std::int8_t>(v[2])};
+}
+
+int gemm(const GemmArgs& args) {
+  const ArchConfig cfg = args.cfg.resolve();
+  const compiler::MatrixI8 a = read_matrix(args.a, "A");
+  const compiler::MatrixI8 b = read_matrix(args.b, "B");
+  compiler::GemmSpec spec;
+  if (!args.requant.empty()) spec.requant = parse_requant(args.requant);
+  static const std::map<std::string, model::ActFunction> kActs = {
+      {"none", model::ActFunction::None},
+      {"relu", model::ActFunction::Relu},
+      {"sigmoid", model::ActFunction::Sigmoid},
+      {"tanh", model::ActFunction::Tanh}};
+  spec.act = kActs.at(args.act);
+  const compiler::GemmPlan plan = compiler::compile_gemm(a, b, spec, cfg);
+  if (!args.emit_asm.empty()) write_file_atomic(args.emit_asm, plan.assembly);
+
+  model::Memories mem(cfg);
+  std::copy(plan.host.begin(), plan.host.end(), mem.host.data().begin());
+  std::copy(plan.weights.begin(), plan.weights.end(), mem.weights.data().begin());
+  std::cout << fmt::format("GEMM {}x{}x{} on a {}x{} array: {} instructions, {} output\n", plan.m,
+                           plan.k, plan.n_out, cfg.array_n, cfg.array_n, plan.program.code.size(),
+                           plan.int8_output ? "int8" : "int32");
+  const model::RunLog log = simulate(args, cfg, plan.program, mem);
+  if (log.fault) return kExitFault;
+  const std::vector<std::int32_t> c = compiler::extract_result(plan, mem.host.data().data(), cfg.array_n);
+  if (!args.out.empty()) {
+    if (plan.int8_output)
+      write_npy(args.out, NpyArray::of<std::int8_t>({plan.m, plan.n_out},
+                                                    std::vector<std::int8_t>(c.begin(), c.end())));
+    else
+      write_npy(args.out, NpyArray::of<std::int32_t>({plan.m, plan.n_out}, c));
+  }
+  if (args.check) {
+    const std::vector<std::int32_t> ref = compiler::reference_gemm(a, b, spec);
+    for (std::size_t i = 0; i < c.size(); ++i)
+      if (c[i] != ref[i]) {
+        std::cerr << fmt::format("tpu-sim: check failed: C[{}][{}] = {} but the reference gives {}\n",
+                                 i / plan.n_out, i % plan.n_out, c[i], ref[i]);
+        return kExitCheckFailed;
+      }
+    std::cout << fmt::format("check: all {} elements equal the reference GEMM (Eigen)\n", c.size());
+  }
+  return kExitOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"tpu-sim: cycle-accurate TPUv1-style accelerator simulator"};
   app.require_subcommand(1);
-  RunArgs args;
+  app.footer("Exit status: 0 ok, 2 usage error, 3 bad input file, 4 program fault, "
+             "6 result differs from the reference (--check).");
+
+  RunArgs run_args;
   CLI::App* run_cmd = app.add_subcommand("run", "run a program on the SystemC model");
-  run_cmd->add_option("program", args.program, "program file (.tpu) from tpu-as")->required();
-  run_cmd->add_option("--hostmem", args.hostmem, "host memory image: int8 .npy, rows x N");
-  run_cmd->add_option("--weights", args.weights, "weight memory image: int8 .npy, tiles x N x N");
-  run_cmd->add_option("--out", args.out, "write the final host memory here (.npy)");
-  run_cmd->add_option("--stats", args.stats, "write statistics as JSON here");
-  run_cmd->add_option("--vcd", args.vcd, "write a waveform of the units here (.vcd)");
-  run_cmd->add_flag("--trace", args.trace, "print one line per instruction: issue, start, completion");
-  run_cmd->add_option("--max-cycles", args.max_cycles, "stop with a fault after this many cycles")
+  run_cmd->add_option("program", run_args.program, "program file (.tpu) from tpu-as")->required();
+  run_cmd->add_option("--hostmem", run_args.hostmem, "host memory image: int8 .npy, rows x N");
+  run_cmd->add_option("--weights", run_args.weights, "weight memory image: int8 .npy, tiles x N x N");
+  run_cmd->add_option("--out", run_args.out, "write the final host memory here (.npy)");
+  run_args.add_to(*run_cmd);
+
+  GemmArgs gemm_args;
+  CLI::App* gemm_cmd = app.add_subcommand("gemm", "compile and run C = A . B on the model");
+  gemm_cmd->add_option("--a", gemm_args.a, "A: int8 .npy, M x K")->required();
+  gemm_cmd->add_option("--b", gemm_args.b, "B: int8 .npy, K x Nout")->required();
+  gemm_cmd->add_option("--out", gemm_args.out, "write C here: int32 .npy, or int8 with --requant");
+  gemm_cmd->add_option("--requant", gemm_args.requant,
+                       "requantize to int8 with multiplier, shift, zero point: M,S,Z");
+  gemm_cmd->add_option("--act", gemm_args.act, "activation after requantization")
+      ->check(CLI::IsMember({"none", "relu", "sigmoid", "tanh"}))
       ->capture_default_str();
-  args.cfg.add_to(*run_cmd);
-  app.footer("Exit status: 0 ok, 2 usage error, 3 bad input file, 4 program fault.");
+  gemm_cmd->add_option("--emit-asm", gemm_args.emit_asm, "write the generated program here (.s)");
+  gemm_cmd->add_flag("--check", gemm_args.check, "compare C with the reference GEMM (Eigen)");
+  gemm_args.add_to(*gemm_cmd);
+
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   try {
-    return run(args);
+    if (gemm_cmd->parsed()) {
+      if (gemm_args.act != "none" && gemm_args.requant.empty()) {
+        std::cerr << "tpu-sim: error: --act needs --requant\n";
+        return kExitUsage;
+      }
+      return gemm(gemm_args);
+    }
+    return run(run_args);
+  } catch (const CLI::ValidationError& e) {
+    std::cerr << "tpu-sim: error: " << e.what() << '\n';
+    return kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << "tpu-sim: error: " << e.what() << '\n';
     return kExitBadInput;

@@ -10,6 +10,7 @@ enum ExitCode : int {
   kExitBadInput = 3,     // a file is missing, unreadable or malformed
   kExitFault = 4,        // the simulated program faulted
   kExitDivergence = 5,   // the two models disagree
+  kExitCheckFailed = 6,  // a result differs from the reference (--check)
 };
 
 }  // namespace tpu

@@ -152,6 +152,12 @@ void Controller::tick() {
   if (const auto cause = stall_cause(in, now)) {
     if (*cause == StallCause::WeightsNotReady && rw_issued_ == switches_issued_)
       return fault(now, "deadlock: MMC.S waits for a weight tile but no RW is pending");
+    // The FIFO drains only into a free shadow, and the shadow frees only on a
+    // switch, which would have to issue after this RW.
+    if (*cause == StallCause::FifoFull && tiles_popped.read() > switches_issued_)
+      return fault(now,
+                   "deadlock: RW waits for room in the weight FIFO, which drains only when a "
+                   "later MMC.S takes the tile in the shadow weights");
     ++log_.stats.stall_cycles[static_cast<unsigned>(*cause)];
     stall_out.write(true);
     return;

@@ -110,8 +110,14 @@ case "$case_name" in
     grep -q "without HLT" "$tmp/err" || fail "run-off message"
     printf 'RW 0\nRW 0\nRW 0\nRW 0\nRW 0\nRW 0\nHLT\n' >"$tmp/c.s"
     expect_status 0 "$bin/tpu-as" "$tmp/c.s" -o "$tmp/c.tpu"
-    expect_status 4 "$bin/tpu-sim" run "$tmp/c.tpu" --max-cycles 50
-    grep -q "cycle limit 50" "$tmp/err" || fail "cycle limit message"
+    expect_status 4 "$bin/tpu-sim" run "$tmp/c.tpu"
+    grep -q "fault at pc 5 (RW 0), cycle .*: deadlock: RW waits for room in the weight FIFO" \
+      "$tmp/err" || { cat "$tmp/err"; fail "FIFO deadlock message"; }
+    printf 'RHM 0, 0, 1000\nHLT\n' >"$tmp/l.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/l.s" -o "$tmp/l.tpu"
+    expect_status 4 "$bin/tpu-sim" run "$tmp/l.tpu" --max-cycles 50
+    grep -q "fault at pc 1 (HLT), cycle 50: cycle limit 50 reached" "$tmp/err" ||
+      { cat "$tmp/err"; fail "cycle limit message"; }
     expect_status 3 "$bin/tpu-sim" run "$tmp/c.tpu" --hostmem "$tmp/c.s"
     [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "bad npy: not one line"
     ;;

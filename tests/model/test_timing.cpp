@@ -1,0 +1,1200 @@
+// Timing of the SystemC model against docs/microarchitecture.md, cycle for
+// cycle.
+//
+// Every expected cycle in this file is derived here, from the document alone:
+// its clocking conventions (issue c, start s = c + 1, completion d), the
+// controller's stall rules and their order (hazard, unit busy, FIFO full,
+// weights not ready, drain), the unit sections and the "Closed forms" table.
+// Nothing is taken from src/model/timing.h or any other model code; the model
+// is only run and observed (retire records, statistics, memories).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "asm/assembler.h"
+#include "model/tpu.h"
+
+namespace {
+
+using namespace tpu;
+using model::RunLog;
+using model::StallCause;
+using Cycle = std::uint64_t;
+
+// ---- Configurations ---------------------------------------------------------
+
+// The timing parameters varied by the tests (docs/microarchitecture.md,
+// "Parameters"): Lh, Bh, Lw, Bw, A and F.
+struct Knobs {
+  const char* name;
+  Cycle lh, bh, lw, bw, a, f;
+};
+
+const std::vector<Knobs>& knob_sets() {
+  static const std::vector<Knobs> kSets = {
+      {"small preset: Lh 4, Bh 8, Lw 4, Bw 16, A 2, F 4", 4, 8, 4, 16, 2, 4},
+      {"no latency, odd bandwidths: Lh 0, Bh 3, Lw 0, Bw 5, A 1, F 4", 0, 3, 0, 5, 1, 4},
+      {"long latency, prime bandwidths: Lh 7, Bh 13, Lw 11, Bw 7, A 5, F 3", 7, 13, 11, 7, 5, 3},
+      {"one byte per cycle: Lh 2, Bh 1, Lw 1, Bw 1, A 3, F 2", 2, 1, 1, 1, 3, 2},
+      {"wide buses: Lh 0, Bh 1000, Lw 0, Bw 1000, A 1, F 5", 0, 1000, 0, 1000, 1, 5},
+      {"deep pipelines: Lh 31, Bh 2, Lw 23, Bw 3, A 64, F 2", 31, 2, 23, 3, 64, 2},
+  };
+  return kSets;
+}
+
+constexpr unsigned kSizes[] = {4, 8, 16};
+
+ArchConfig make_config(unsigned n, const Knobs& k) {
+  ArchConfig c = preset_config("small8");
+  c.array_n = n;
+  c.host_rows = 8192;
+  c.weight_tiles = 64;
+  c.ub_rows = 16384;
+  c.acc_rows = 4096;
+  c.host_latency = k.lh;
+  c.host_bytes_per_cycle = k.bh;
+  c.weight_latency = k.lw;
+  c.weight_bytes_per_cycle = k.bw;
+  c.act_latency = k.a;
+  c.fifo_depth = k.f;
+  validate(c);
+  return c;
+}
+
+// Calls f(cfg) for every array size and every knob set.
+template <typename F>
+void for_each_config(F&& f) {
+  for (unsigned n : kSizes) {
+    for (const Knobs& k : knob_sets()) {
+      CAPTURE(n, k.name);
+      f(make_config(n, k));
+    }
+  }
+}
+
+// ---- The document's formulas ------------------------------------------------
+
+Cycle ceil_div(Cycle a, Cycle b) { return (a + b - 1) / b; }
+
+// Host DMA of `rows` rows of `bytes_per_row` bytes: D_h = Lh + ceil(rows*b/Bh).
+Cycle host_duration(const ArchConfig& c, Cycle rows, Cycle bytes_per_row) {
+  return c.host_latency + ceil_div(rows * bytes_per_row, c.host_bytes_per_cycle);
+}
+
+// One weight tile: D_w = Lw + ceil(N*N/Bw).
+Cycle weight_duration(const ArchConfig& c) {
+  return c.weight_latency + ceil_div(c.array_n * c.array_n, c.weight_bytes_per_cycle);
+}
+
+// One instruction line with the two facts the document gives about it when
+// its unit is idle and its inputs are ready: its completion cycle as a
+// function of its issue cycle c (d = s + D - 1 with s = c + 1), and the first
+// cycle its unit accepts the next instruction ("Units" table: from d for the
+// DMAs, from c + rows for the array and the activation unit).
+struct Op {
+  std::string text;
+  std::function<Cycle(Cycle)> completion;
+  std::function<Cycle(Cycle)> accept;
+};
+
+std::string line(const std::string& mnemonic, std::initializer_list<std::int64_t> operands = {}) {
+  std::ostringstream s;
+  s << mnemonic;
+  const char* sep = " ";
+  for (std::int64_t v : operands) {
+    s << sep << v;
+    sep = ", ";
+  }
+  s << '\n';
+  return s.str();
+}
+
+std::string nops(Cycle k) {
+  std::string s;
+  for (Cycle i = 0; i < k; ++i) s += "NOP\n";
+  return s;
+}
+
+Op host_op(const std::string& text, Cycle duration) {
+  return {text, [duration](Cycle c) { return c + duration; },
+          [duration](Cycle c) { return c + duration; }};
+}
+
+// RHM h, u, R: d = c + Lh + ceil(R*N/Bh).
+Op rhm(const ArchConfig& cfg, Cycle host, Cycle ub, Cycle rows) {
+  return host_op(line("RHM", {std::int64_t(host), std::int64_t(ub), std::int64_t(rows)}),
+                 host_duration(cfg, rows, cfg.array_n));
+}
+
+// WHM u, h, R: d = c + Lh + ceil(R*N/Bh).
+Op whm(const ArchConfig& cfg, Cycle ub, Cycle host, Cycle rows) {
+  return host_op(line("WHM", {std::int64_t(ub), std::int64_t(host), std::int64_t(rows)}),
+                 host_duration(cfg, rows, cfg.array_n));
+}
+
+// WHM.A a, h, R: d = c + Lh + ceil(4*R*N/Bh).
+Op whm_acc(const ArchConfig& cfg, Cycle acc, Cycle host, Cycle rows) {
+  return host_op(line("WHM.A", {std::int64_t(acc), std::int64_t(host), std::int64_t(rows)}),
+                 host_duration(cfg, rows, 4 * cfg.array_n));
+}
+
+// RW t: d = c + D_w.
+Op rw(const ArchConfig& cfg, Cycle tile) {
+  const Cycle dw = weight_duration(cfg);
+  return {line("RW", {std::int64_t(tile)}), [dw](Cycle c) { return c + dw; },
+          [dw](Cycle c) { return c + dw; }};
+}
+
+// MMC of B rows with its weights ready: d = c + B + 2N; next MMC at c + B.
+Op mmc(const ArchConfig& cfg, Cycle ub, Cycle acc, Cycle rows, const std::string& flags = "") {
+  const Cycle n = cfg.array_n;
+  return {line("MMC" + flags, {std::int64_t(ub), std::int64_t(acc), std::int64_t(rows)}),
+          [rows, n](Cycle c) { return c + rows + 2 * n; },
+          [rows](Cycle c) { return c + rows; }};
+}
+
+// ACT of B rows: d = c + B + A; next ACT at c + B.
+Op act(const ArchConfig& cfg, Cycle acc, Cycle ub, Cycle rows, const std::string& flags = "") {
+  const Cycle a = cfg.act_latency;
+  return {line("ACT" + flags, {std::int64_t(acc), std::int64_t(ub), std::int64_t(rows)}),
+          [rows, a](Cycle c) { return c + rows + a; }, [rows](Cycle c) { return c + rows; }};
+}
+
+// ---- Running programs -------------------------------------------------------
+
+isa::Program assemble(const ArchConfig& cfg, const std::string& src) {
+  assembler::Options o;
+  o.array_n = static_cast<unsigned>(cfg.array_n);
+  o.config = &cfg;
+  const assembler::Result r = assembler::assemble(src, o);
+  REQUIRE(r.diagnostics.empty());
+  return *r.program;
+}
+
+// Runs `src` on `cfg` starting from `mem`; the run must halt without a fault
+// and retire every instruction, in program order.
+RunLog run(const ArchConfig& cfg, const std::string& src, model::Memories& mem) {
+  const isa::Program prog = assemble(cfg, src);
+  RunLog log = model::run_program(cfg, prog, mem);
+  if (log.fault) FAIL("fault: " << log.fault->message());
+  REQUIRE(log.halted);
+  REQUIRE(log.retired.size() == prog.code.size());
+  for (std::size_t i = 0; i < log.retired.size(); ++i) {
+    CHECK(log.retired[i].pc == i);
+    CHECK(log.retired[i].completed);
+  }
+  return log;
+}
+
+RunLog run(const ArchConfig& cfg, const std::string& src) {
+  model::Memories mem(cfg);
+  return run(cfg, src, mem);
+}
+
+// Runs `src`, which must stop on a fault.
+model::Fault run_to_fault(const ArchConfig& cfg, const std::string& src, RunLog& log) {
+  const isa::Program prog = assemble(cfg, src);
+  model::Memories mem(cfg);
+  log = model::run_program(cfg, prog, mem);
+  REQUIRE(log.fault);
+  CHECK_FALSE(log.halted);
+  return *log.fault;
+}
+
+// A unit instruction: issue c, start c + 1, completion d.
+void check_unit(const RunLog& log, std::size_t pc, Cycle c, Cycle d) {
+  INFO("unit instruction at pc " << pc);
+  REQUIRE(pc < log.retired.size());
+  const model::RetireRecord& r = log.retired[pc];
+  CHECK(r.issue == c);
+  CHECK(r.start == c + 1);
+  CHECK(r.completion == d);
+}
+
+// A controller-only instruction (NOP, SETQ, SYNC, HLT): s = d = c.
+void check_controller(const RunLog& log, std::size_t pc, Cycle c) {
+  INFO("controller instruction at pc " << pc);
+  REQUIRE(pc < log.retired.size());
+  const model::RetireRecord& r = log.retired[pc];
+  CHECK(r.issue == c);
+  CHECK(r.start == c);
+  CHECK(r.completion == c);
+}
+
+// Expected stall cycles per cause; causes not listed must be zero.
+using Stalls = std::map<StallCause, Cycle>;
+
+void check_stalls(const RunLog& log, const Stalls& expected) {
+  for (unsigned i = 0; i < model::kNumStallCauses; ++i) {
+    const auto cause = static_cast<StallCause>(i);
+    const auto it = expected.find(cause);
+    INFO("stall cause " << model::stall_cause_name(cause));
+    CHECK(log.stats.stall_cycles[i] == (it == expected.end() ? 0 : it->second));
+  }
+}
+
+// HLT at `pc` issued at c_HLT; total cycles c_HLT + 1.
+void check_halt(const RunLog& log, std::size_t pc, Cycle c_hlt) {
+  check_controller(log, pc, c_hlt);
+  CHECK(log.stats.cycles == c_hlt + 1);
+}
+
+// ---- Reference data ----------------------------------------------------------
+
+template <typename T>
+void fill_random(model::RowMemory<T>& m, Cycle row, Cycle rows, std::mt19937& rng, int lo,
+                 int hi) {
+  std::uniform_int_distribution<int> d(lo, hi);
+  for (Cycle r = row; r < row + rows; ++r)
+    for (Cycle j = 0; j < m.width(); ++j) m.row(r)[j] = static_cast<T>(d(rng));
+}
+
+void fill_int8(model::RowMemory<std::int8_t>& m, Cycle row, Cycle rows, std::mt19937& rng) {
+  fill_random(m, row, rows, rng, -128, 127);
+}
+
+// (x . W)[j] = sum over k of x[k] * W[k][j] (isa.md, MMC); tile row-major.
+std::int32_t dot(const std::int8_t* x, const std::int8_t* tile, Cycle n, Cycle j) {
+  std::int32_t s = 0;
+  for (Cycle k = 0; k < n; ++k) s += std::int32_t{x[k]} * std::int32_t{tile[k * n + j]};
+  return s;
+}
+
+// ACC rows [acc, acc + rows) += or = UB rows [ub, ub + rows) . W (isa.md, MMC).
+void ref_mmc(std::vector<std::vector<std::int32_t>>& acc_rows, const model::Memories& mem,
+             Cycle tile, Cycle ub, Cycle acc, Cycle rows, bool overwrite, Cycle n) {
+  for (Cycle i = 0; i < rows; ++i)
+    for (Cycle j = 0; j < n; ++j) {
+      const std::int32_t p = dot(mem.ub.row(ub + i), mem.weights.row(tile), n, j);
+      std::int32_t& a = acc_rows[acc + i][j];
+      a = overwrite ? p : a + p;
+    }
+}
+
+std::vector<std::vector<std::int32_t>> acc_snapshot(const model::Memories& mem, Cycle rows) {
+  std::vector<std::vector<std::int32_t>> v(rows);
+  for (Cycle r = 0; r < rows; ++r) v[r].assign(mem.acc.row(r), mem.acc.row(r) + mem.acc.width());
+  return v;
+}
+
+template <typename A, typename B>
+bool same_row(const A* a, const B* b, Cycle n) {
+  return std::equal(a, a + n, b);
+}
+
+std::int8_t sat8(std::int32_t v) { return static_cast<std::int8_t>(std::clamp(v, -128, 127)); }
+
+// ---- Checks of one two-instruction program ----------------------------------
+
+// `first` then `second` of *different* units, then HLT, on an idle machine.
+// With a hazard between them the second issues at d_first + 1 and the stall
+// cycles 1 .. d_first are counted under `hazard`; without, it issues at 1.
+void check_dependent_pair(const ArchConfig& cfg, const Op& first, const Op& second,
+                          std::optional<StallCause> hazard) {
+  const std::string src = first.text + second.text + "HLT\n";
+  INFO("program:\n" << src);
+  const RunLog log = run(cfg, src);
+  const Cycle d0 = first.completion(0);
+  const Cycle c1 = hazard ? d0 + 1 : 1;
+  const Cycle d1 = second.completion(c1);
+  const Cycle c_hlt = std::max(d0, d1) + 1;
+  check_unit(log, 0, 0, d0);
+  check_unit(log, 1, c1, d1);
+  check_halt(log, 2, c_hlt);
+  Stalls s{{StallCause::Drain, c_hlt - c1 - 1}};
+  if (hazard) s[*hazard] = d0;
+  check_stalls(log, s);
+}
+
+// `first` then `second` of the *same* unit, then HLT, on an idle machine: the
+// second issues when the unit accepts it (never later, whatever their ranges)
+// and the wait is counted as unit busy. Returns the log for data checks.
+RunLog check_same_unit_pair(const ArchConfig& cfg, const Op& first, const Op& second,
+                            model::Memories& mem) {
+  const std::string src = first.text + second.text + "HLT\n";
+  INFO("program:\n" << src);
+  RunLog log = run(cfg, src, mem);
+  const Cycle d0 = first.completion(0);
+  const Cycle c1 = std::max<Cycle>(1, first.accept(0));
+  const Cycle d1 = second.completion(c1);
+  const Cycle c_hlt = std::max(d0, d1) + 1;
+  check_unit(log, 0, 0, d0);
+  check_unit(log, 1, c1, d1);
+  check_halt(log, 2, c_hlt);
+  check_stalls(log, {{StallCause::UnitBusy, c1 - 1}, {StallCause::Drain, c_hlt - c1 - 1}});
+  return log;
+}
+
+}  // namespace
+
+// ============================================================================
+// Single instructions on an idle machine
+// ============================================================================
+
+TEST_CASE("Controller-only instructions start and complete in their issue cycle", "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    const std::string src = "NOP\nSETQ 3, 2, -1\nSYNC\nNOP\nSETQ 1, 0, 0\nHLT\n";
+    INFO(src);
+    const RunLog log = run(cfg, src);
+    for (std::size_t pc = 0; pc < 5; ++pc) check_controller(log, pc, pc);
+    check_halt(log, 5, 5);
+    check_stalls(log, {});
+    CHECK(log.stats.instructions == 6);
+  });
+}
+
+TEST_CASE("RHM, WHM and WHM.A on an idle machine complete at c + Lh + ceil(rows*b/Bh)",
+          "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    const Cycle n = cfg.array_n;
+    for (Cycle lead : {0, 3}) {
+      for (Cycle rows : {1, 2, 3, 7, 13}) {
+        // b = N for RHM and WHM, 4N for WHM.A.
+        const std::vector<std::pair<Op, Cycle>> ops = {{rhm(cfg, 5, 7, rows), n},
+                                                       {whm(cfg, 7, 5, rows), n},
+                                                       {whm_acc(cfg, 7, 5, rows), 4 * n}};
+        for (const auto& [op, b] : ops) {
+          const std::string src = nops(lead) + op.text + "HLT\n";
+          INFO("program:\n" << src);
+          model::Memories mem(cfg);
+          std::mt19937 rng(static_cast<unsigned>(rows * 31 + lead));
+          fill_int8(mem.host, 5, 4 * rows, rng);
+          fill_int8(mem.ub, 7, rows, rng);
+          fill_random(mem.acc, 7, rows, rng, -100000, 100000);
+          const model::Memories before = mem;
+          const RunLog log = run(cfg, src, mem);
+
+          const Cycle c = lead;
+          const Cycle d = c + cfg.host_latency + ceil_div(rows * b, cfg.host_bytes_per_cycle);
+          REQUIRE(op.completion(c) == d);
+          for (std::size_t pc = 0; pc < lead; ++pc) check_controller(log, pc, pc);
+          check_unit(log, lead, c, d);
+          check_halt(log, lead + 1, d + 1);
+          check_stalls(log, {{StallCause::Drain, d - c}});
+
+          // And the transfer moved the right bytes.
+          if (op.text.rfind("RHM", 0) == 0) {
+            for (Cycle r = 0; r < rows; ++r) CHECK(same_row(mem.ub.row(7 + r), before.host.row(5 + r), n));
+          } else if (op.text.rfind("WHM.A", 0) == 0) {
+            for (Cycle r = 0; r < rows; ++r) {
+              const auto* bytes = reinterpret_cast<const std::uint8_t*>(mem.host.row(5 + 4 * r));
+              for (Cycle j = 0; j < n; ++j) {
+                std::uint32_t v = 0;
+                for (unsigned k = 0; k < 4; ++k) v |= std::uint32_t{bytes[4 * j + k]} << (8 * k);
+                CHECK(static_cast<std::int32_t>(v) == before.acc.row(7 + r)[j]);
+              }
+            }
+          } else {
+            for (Cycle r = 0; r < rows; ++r) CHECK(same_row(mem.host.row(5 + r), before.ub.row(7 + r), n));
+          }
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("RW on an idle machine completes at c + Lw + ceil(N*N/Bw)", "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    for (Cycle lead : {0, 2}) {
+      const std::string src = nops(lead) + "RW 3\nHLT\n";
+      INFO(src);
+      const RunLog log = run(cfg, src);
+      const Cycle c = lead;
+      const Cycle d = c + cfg.weight_latency +
+                      ceil_div(cfg.array_n * cfg.array_n, cfg.weight_bytes_per_cycle);
+      // The tile then enters the FIFO and the shadow, but HLT only waits for
+      // instructions in flight: the RW is in flight until d.
+      check_unit(log, lead, c, d);
+      check_halt(log, lead + 1, d + 1);
+      check_stalls(log, {{StallCause::Drain, d - c}});
+    }
+  });
+}
+
+TEST_CASE("ACT on an idle machine completes at c + B + A", "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    for (Cycle lead : {0, 2}) {
+      for (Cycle b : {1, 2, 5, 17}) {
+        for (const char* flags : {"", ".R", ".Q", ".T"}) {
+          const std::string src = nops(lead) + "SETQ 3, 1, 2\n" + line(std::string("ACT") + flags, {4, 9, std::int64_t(b)}) + "HLT\n";
+          INFO(src);
+          const RunLog log = run(cfg, src);
+          const Cycle c = lead + 1;
+          const Cycle d = c + b + cfg.act_latency;
+          check_controller(log, lead, lead);
+          check_unit(log, lead + 1, c, d);
+          check_halt(log, lead + 2, d + 1);
+          check_stalls(log, {{StallCause::Drain, d - c}});
+        }
+      }
+    }
+    {
+      INFO("a SETQ after an ACT does not affect it (registers read at issue)");
+      const Cycle n = cfg.array_n;
+      const std::string src = "ACT 0, 10, 4\nSETQ 100, 0, 0\nHLT\n";
+      INFO(src);
+      model::Memories mem(cfg);
+      std::mt19937 rng(static_cast<unsigned>(n));
+      fill_random(mem.acc, 0, 4, rng, -300, 300);
+      const RunLog log = run(cfg, src, mem);
+      const Cycle d = 4 + cfg.act_latency;
+      check_unit(log, 0, 0, d);
+      check_controller(log, 1, 1);
+      check_halt(log, 2, d + 1);
+      check_stalls(log, {{StallCause::Drain, d - 1}});
+      for (Cycle r = 0; r < 4; ++r)
+        for (Cycle j = 0; j < n; ++j) CHECK(mem.ub.row(10 + r)[j] == sat8(mem.acc.row(r)[j]));
+    }
+  });
+}
+
+TEST_CASE("MMC with its weights ready completes at c + B + 2N", "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    const Cycle n = cfg.array_n;
+    for (Cycle b : {1, 2, 4, 16, 35}) {
+      CAPTURE(b);
+      {
+        INFO("MMC without .S uses the current tile (zero at reset), always ready");
+        for (const char* flags : {"", ".O"}) {
+          const std::string src = "NOP\n" + line(std::string("MMC") + flags, {3, 6, std::int64_t(b)}) + "HLT\n";
+          INFO(src);
+          const RunLog log = run(cfg, src);
+          check_unit(log, 1, 1, 1 + b + 2 * n);
+          check_halt(log, 2, 1 + b + 2 * n + 1);
+          check_stalls(log, {{StallCause::Drain, b + 2 * n}});
+        }
+      }
+      {
+        INFO("MMC.S long after its tile was loaded");
+        // RW at 0 completes at D_w; SYNC waits for it and issues at D_w + 1;
+        // the tile is loaded at the start of D_w + 1 + N; after N NOPs the
+        // MMC.S issues at D_w + N + 2 without waiting.
+        const std::string src = "RW 0\nSYNC\n" + nops(n) + line("MMC.SO", {0, 0, std::int64_t(b)}) + "HLT\n";
+        INFO(src);
+        model::Memories mem(cfg);
+        std::mt19937 rng(static_cast<unsigned>(b + n));
+        fill_int8(mem.weights, 0, 1, rng);
+        fill_int8(mem.ub, 0, b, rng);
+        auto expect = acc_snapshot(mem, b);
+        ref_mmc(expect, mem, 0, 0, 0, b, true, n);
+        const RunLog log = run(cfg, src, mem);
+        const Cycle dw = weight_duration(cfg);
+        const Cycle c_sync = dw + 1;
+        const Cycle c = c_sync + n + 1;
+        REQUIRE(c >= dw + 1 + n);  // loaded at the start of D_w + 1 + N
+        check_unit(log, 0, 0, dw);
+        check_controller(log, 1, c_sync);
+        check_unit(log, n + 2, c, c + b + 2 * n);
+        check_halt(log, n + 3, c + b + 2 * n + 1);
+        check_stalls(log, {{StallCause::Drain, dw + b + 2 * n}});
+        CHECK(acc_snapshot(mem, b) == expect);
+      }
+    }
+  });
+}
+
+TEST_CASE("RW; MMC.S; HLT takes D_w + B + 3N + 3 cycles", "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    const Cycle n = cfg.array_n;
+    const Cycle dw = weight_duration(cfg);
+    for (Cycle lead : {0, 4}) {
+      for (Cycle b : {Cycle{1}, Cycle{7}, n, 2 * n + 1, 3 * n + 2}) {
+        const std::string src = nops(lead) + "RW 0\n" + line("MMC.S", {0, 0, std::int64_t(b)}) + "HLT\n";
+        INFO(src);
+        const RunLog log = run(cfg, src);
+        // RW at c = lead completes at c + D_w; the tile is in the FIFO at
+        // c + D_w + 1, loads from then on and is loaded at the start of
+        // c + 1 + Lw + ceil(N*N/Bw) + N, the cycle the MMC.S issues.
+        const Cycle c_rw = lead;
+        const Cycle c_m = c_rw + 1 + dw + n;
+        const Cycle d_m = c_m + b + 2 * n;
+        check_unit(log, lead, c_rw, c_rw + dw);
+        check_unit(log, lead + 1, c_m, d_m);
+        check_halt(log, lead + 2, d_m + 1);
+        CHECK(log.stats.cycles == lead + dw + b + 3 * n + 3);
+        check_stalls(log, {{StallCause::WeightsNotReady, dw + n}, {StallCause::Drain, b + 2 * n}});
+      }
+    }
+  });
+}
+
+// ============================================================================
+// Hazards between units
+// ============================================================================
+
+TEST_CASE("RAW through the UB: the reader issues at the writer's completion + 1", "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    // Writers of UB rows 10..15; MMC readers write ACC rows 100.. (no other
+    // conflict with either writer, which reads host rows or ACC rows 0..5).
+    for (const Op& writer : {rhm(cfg, 0, 10, 6), act(cfg, 0, 10, 6)}) {
+      const std::vector<std::pair<Op, bool>> readers = {
+          {mmc(cfg, 10, 100, 6), true},  {mmc(cfg, 15, 100, 4), true},
+          {mmc(cfg, 0, 100, 11), true},  {mmc(cfg, 12, 100, 1), true},
+          {mmc(cfg, 4, 100, 6), false},  {mmc(cfg, 16, 100, 3), false},
+      };
+      for (const auto& [reader, overlaps] : readers)
+        check_dependent_pair(cfg, writer, reader,
+                             overlaps ? std::optional(StallCause::Raw) : std::nullopt);
+    }
+  });
+}
+
+TEST_CASE("RAW through the UB waits for the last of several writers", "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    // RHM 0, 0, 4 and RHM 4, 4, R2 (host DMA, back to back); MMC 0, 100, 8
+    // reads rows written by both.
+    for (Cycle r2 : {1, 5}) {
+      const Op w0 = rhm(cfg, 0, 0, 4);
+      const Op w1 = rhm(cfg, 4, 4, r2);
+      const Op reader = mmc(cfg, 0, 100, 8);
+      const std::string src = w0.text + w1.text + reader.text + "HLT\n";
+      INFO(src);
+      const RunLog log = run(cfg, src);
+      const Cycle d0 = w0.completion(0);
+      const Cycle c1 = std::max<Cycle>(1, w0.accept(0));
+      const Cycle d1 = w1.completion(c1);
+      const Cycle c2 = d1 + 1;
+      const Cycle d2 = reader.completion(c2);
+      check_unit(log, 0, 0, d0);
+      check_unit(log, 1, c1, d1);
+      check_unit(log, 2, c2, d2);
+      check_halt(log, 3, d2 + 1);
+      check_stalls(log, {{StallCause::UnitBusy, c1 - 1},
+                         {StallCause::Raw, c2 - c1 - 1},
+                         {StallCause::Drain, d2 - c2}});
+    }
+  });
+}
+
+TEST_CASE("RAW through the ACC: the reader issues at the MMC's completion + 1", "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    // MMC 0, 20, 6 reads UB rows 0..5 and writes ACC rows 20..25. ACT readers
+    // write UB rows 50.., WHM.A readers write host rows.
+    const Op writer = mmc(cfg, 0, 20, 6);
+    const std::vector<std::pair<Op, bool>> readers = {
+        {act(cfg, 20, 50, 6), true},     {act(cfg, 25, 50, 2), true},
+        {act(cfg, 14, 50, 7), true},     {act(cfg, 14, 50, 6), false},
+        {act(cfg, 26, 50, 3), false},    {whm_acc(cfg, 20, 0, 6), true},
+        {whm_acc(cfg, 19, 0, 2), true},  {whm_acc(cfg, 26, 0, 1), false},
+        {whm_acc(cfg, 14, 0, 6), false},
+    };
+    for (const auto& [reader, overlaps] : readers)
+      check_dependent_pair(cfg, writer, reader,
+                           overlaps ? std::optional(StallCause::Raw) : std::nullopt);
+  });
+}
+
+TEST_CASE("WAR: a writer waits until the in-flight reader of its rows completes", "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    {
+      INFO("RHM overwriting UB rows an in-flight MMC reads");
+      // MMC 0, 20, 6 reads UB 0..5 (and is in flight until c + 6 + 2N).
+      const Op reader = mmc(cfg, 0, 20, 6);
+      for (const auto& [writer, overlaps] : std::vector<std::pair<Op, bool>>{
+               {rhm(cfg, 0, 0, 6), true},
+               {rhm(cfg, 0, 5, 3), true},
+               {rhm(cfg, 0, 6, 3), false}}) {
+        check_dependent_pair(cfg, reader, writer,
+                             overlaps ? std::optional(StallCause::War) : std::nullopt);
+      }
+    }
+    {
+      INFO("MMC overwriting ACC rows an in-flight ACT reads");
+      // ACT 0, 10, 6 reads ACC 0..5, writes UB 10..15; MMCs read UB 30...
+      const Op reader = act(cfg, 0, 10, 6);
+      for (const auto& [writer, overlaps] : std::vector<std::pair<Op, bool>>{
+               {mmc(cfg, 30, 0, 6), true},
+               {mmc(cfg, 30, 5, 2), true},
+               {mmc(cfg, 30, 6, 4), false}}) {
+        check_dependent_pair(cfg, reader, writer,
+                             overlaps ? std::optional(StallCause::War) : std::nullopt);
+      }
+    }
+    {
+      INFO("ACT overwriting UB rows an in-flight WHM reads");
+      // WHM 10, 0, 6 reads UB 10..15; ACTs read ACC 0...
+      const Op reader = whm(cfg, 10, 0, 6);
+      for (const auto& [writer, overlaps] : std::vector<std::pair<Op, bool>>{
+               {act(cfg, 0, 10, 6), true},
+               {act(cfg, 0, 15, 1), true},
+               {act(cfg, 0, 16, 1), false},
+               {act(cfg, 0, 4, 6), false}}) {
+        check_dependent_pair(cfg, reader, writer,
+                             overlaps ? std::optional(StallCause::War) : std::nullopt);
+      }
+    }
+  });
+}
+
+TEST_CASE("WAW: a second writer of the same UB rows waits for the first", "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    {
+      INFO("ACT after RHM");
+      const Op first = rhm(cfg, 0, 10, 6);  // writes UB 10..15
+      for (const auto& [second, overlaps] : std::vector<std::pair<Op, bool>>{
+               {act(cfg, 0, 10, 6), true},
+               {act(cfg, 0, 12, 1), true},
+               {act(cfg, 0, 16, 4), false},
+               {act(cfg, 0, 0, 10), false}}) {
+        check_dependent_pair(cfg, first, second,
+                             overlaps ? std::optional(StallCause::Waw) : std::nullopt);
+      }
+    }
+    {
+      INFO("RHM after ACT");
+      const Op first = act(cfg, 0, 10, 6);  // writes UB 10..15
+      for (const auto& [second, overlaps] : std::vector<std::pair<Op, bool>>{
+               {rhm(cfg, 0, 10, 6), true},
+               {rhm(cfg, 0, 15, 9), true},
+               {rhm(cfg, 0, 0, 10), false}}) {
+        check_dependent_pair(cfg, first, second,
+                             overlaps ? std::optional(StallCause::Waw) : std::nullopt);
+      }
+    }
+  });
+}
+
+TEST_CASE("A cycle failing both the hazard and the unit-busy condition counts as a hazard",
+          "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    const Cycle n = cfg.array_n;
+    for (Cycle r : {1, 8}) {
+      for (Cycle b1 : {1, 5, 40}) {
+        // RHM 0, 0, R; MMC 50, 0, B1; MMC 0, 100, 3; HLT. The second MMC reads
+        // UB rows the RHM writes (RAW until d_h) and waits for the first MMC
+        // (array busy until 1 + B1). In its stall window [2, c2 - 1] the
+        // cycles up to d_h are hazards, the rest unit busy.
+        const Op w = rhm(cfg, 0, 0, r);
+        const Op m1 = mmc(cfg, 50, 0, b1);
+        const Op m2 = mmc(cfg, 0, 100, 3);
+        const std::string src = w.text + m1.text + m2.text + "HLT\n";
+        INFO(src);
+        const RunLog log = run(cfg, src);
+        const Cycle dh = w.completion(0);
+        const Cycle d1 = m1.completion(1);
+        const Cycle c2 = std::max({dh + 1, m1.accept(1), Cycle{2}});
+        const Cycle d2 = m2.completion(c2);
+        const Cycle raw = std::min(dh, c2 - 1) >= 2 ? std::min(dh, c2 - 1) - 1 : 0;
+        const Cycle c_hlt = std::max(d1, d2) + 1;
+        check_unit(log, 0, 0, dh);
+        check_unit(log, 1, 1, d1);
+        check_unit(log, 2, c2, d2);
+        check_halt(log, 3, c_hlt);
+        CHECK(d2 == c2 + 3 + 2 * n);
+        check_stalls(log, {{StallCause::Raw, raw},
+                           {StallCause::UnitBusy, (c2 - 2) - raw},
+                           {StallCause::Drain, c_hlt - c2 - 1}});
+      }
+    }
+  });
+}
+
+// ============================================================================
+// Same unit: never a hazard, only "unit busy"
+// ============================================================================
+
+TEST_CASE("Two MMCs accumulating into the same ACC rows issue back to back at c + B",
+          "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    const Cycle n = cfg.array_n;
+    const Cycle dw = weight_duration(cfg);
+    for (Cycle b : {Cycle{1}, Cycle{3}, n + 1}) {
+      for (const auto& [flags0, flags1] : std::vector<std::pair<std::string, std::string>>{
+               {".S", ""}, {".SO", ""}, {".S", ".O"}}) {
+        for (Cycle acc1 : {0, 1}) {
+          // MMC.S 0, 0, B then MMC B, acc1, B: the second writes rows the
+          // first writes (and, accumulating, reads them).
+          const std::string src = "RW 0\n" + line("MMC" + flags0, {0, 0, std::int64_t(b)}) +
+                                  line("MMC" + flags1, {std::int64_t(b), std::int64_t(acc1), std::int64_t(b)}) + "HLT\n";
+          INFO(src);
+          model::Memories mem(cfg);
+          std::mt19937 rng(static_cast<unsigned>(b * 7 + acc1));
+          fill_int8(mem.weights, 0, 1, rng);
+          fill_int8(mem.ub, 0, 2 * b, rng);
+          fill_random(mem.acc, 0, b + 1, rng, -1000000, 1000000);
+          auto expect = acc_snapshot(mem, b + 1);
+          ref_mmc(expect, mem, 0, 0, 0, b, flags0 == ".SO", n);
+          ref_mmc(expect, mem, 0, b, acc1, b, flags1 == ".O", n);
+
+          const RunLog log = run(cfg, src, mem);
+          const Cycle c0 = dw + 1 + n;  // tile loaded at the start of D_w + 1 + N
+          const Cycle c1 = c0 + b;
+          const Cycle d1 = c1 + b + 2 * n;
+          check_unit(log, 0, 0, dw);
+          check_unit(log, 1, c0, c0 + b + 2 * n);
+          check_unit(log, 2, c1, d1);
+          check_halt(log, 3, d1 + 1);
+          check_stalls(log, {{StallCause::WeightsNotReady, dw + n},
+                             {StallCause::UnitBusy, b - 1},
+                             {StallCause::Drain, b + 2 * n}});
+          CHECK(acc_snapshot(mem, b + 1) == expect);
+        }
+      }
+    }
+  });
+}
+
+TEST_CASE("Host DMA and activation instructions on the same rows never hazard-stall",
+          "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    const Cycle n = cfg.array_n;
+    for (Cycle rows : {1, 6}) {
+      CAPTURE(rows);
+      {
+        INFO("WHM reading the UB rows an RHM writes issues at the RHM's d");
+        model::Memories mem(cfg);
+        std::mt19937 rng(static_cast<unsigned>(rows));
+        fill_int8(mem.host, 0, rows, rng);
+        const model::Memories before = mem;
+        check_same_unit_pair(cfg, rhm(cfg, 0, 10, rows), whm(cfg, 10, 100, rows), mem);
+        for (Cycle r = 0; r < rows; ++r) CHECK(same_row(mem.host.row(100 + r), before.host.row(r), n));
+      }
+      {
+        INFO("RHM overwriting the UB rows a WHM reads issues at the WHM's d");
+        model::Memories mem(cfg);
+        std::mt19937 rng(static_cast<unsigned>(rows + 1));
+        fill_int8(mem.ub, 10, rows, rng);
+        fill_int8(mem.host, 200, rows, rng);
+        const model::Memories before = mem;
+        check_same_unit_pair(cfg, whm(cfg, 10, 0, rows), rhm(cfg, 200, 10, rows), mem);
+        for (Cycle r = 0; r < rows; ++r) {
+          CHECK(same_row(mem.host.row(r), before.ub.row(10 + r), n));
+          CHECK(same_row(mem.ub.row(10 + r), before.host.row(200 + r), n));
+        }
+      }
+      {
+        INFO("ACT overwriting the UB rows of the previous ACT issues at c + B");
+        model::Memories mem(cfg);
+        std::mt19937 rng(static_cast<unsigned>(rows + 2));
+        fill_random(mem.acc, 20, rows, rng, -300, 300);
+        fill_random(mem.acc, 40, rows, rng, -300, 300);
+        check_same_unit_pair(cfg, act(cfg, 20, 10, rows), act(cfg, 40, 10, rows), mem);
+        // Reset requantization (M 1, S 0, Z 0): q(a) = sat8(a); writes land in
+        // order, so the second ACT's rows remain.
+        for (Cycle r = 0; r < rows; ++r)
+          for (Cycle j = 0; j < n; ++j) CHECK(mem.ub.row(10 + r)[j] == sat8(mem.acc.row(40 + r)[j]));
+      }
+    }
+  });
+}
+
+TEST_CASE("A busy unit takes its next instruction at d (DMAs) or c + B (array, activation)",
+          "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    const Cycle n = cfg.array_n;
+    for (Cycle first_rows : {Cycle{1}, Cycle{5}, 2 * n + 1}) {
+      CAPTURE(first_rows);
+      const std::vector<std::pair<Op, Op>> pairs = {
+          {rhm(cfg, 0, 0, first_rows), rhm(cfg, 100, 500, 3)},
+          {rhm(cfg, 0, 0, first_rows), whm(cfg, 600, 300, 3)},
+          {whm_acc(cfg, 0, 0, first_rows), rhm(cfg, 1000, 500, 2)},
+          {mmc(cfg, 0, 0, first_rows), mmc(cfg, 500, 500, 3)},
+          {mmc(cfg, 0, 0, first_rows, ".O"), mmc(cfg, 500, 500, 2, ".O")},
+          {act(cfg, 0, 0, first_rows), act(cfg, 500, 500, 3, ".R")},
+      };
+      for (const auto& [first, second] : pairs) {
+        model::Memories mem(cfg);
+        check_same_unit_pair(cfg, first, second, mem);
+      }
+    }
+    {
+      INFO("RW then RW (FIFO depth >= 2)");
+      REQUIRE(cfg.fifo_depth >= 2);
+      model::Memories mem(cfg);
+      check_same_unit_pair(cfg, rw(cfg, 0), rw(cfg, 1), mem);
+    }
+  });
+}
+
+// ============================================================================
+// Weight FIFO
+// ============================================================================
+
+TEST_CASE("FIFO full: an RW waits while tiles in the FIFO plus an RW in flight equal F",
+          "[timing]") {
+  for_each_config([](ArchConfig cfg) {
+    const Cycle n = cfg.array_n;
+    const Cycle dw = weight_duration(cfg);
+
+    {
+      INFO("F = 1: RW 0; RW 1 - the second issues once the loader has popped tile 0");
+      cfg.fifo_depth = 1;
+      const std::string src = "RW 0\nRW 1\nHLT\n";
+      INFO(src);
+      const RunLog log = run(cfg, src);
+      // Cycles 1 .. D_w - 1: unit busy. At the start of D_w: no tile in the
+      // FIFO but RW 0 in flight (1 = F); at the start of D_w + 1: tile 0 in
+      // the FIFO (1 = F), popped by the loader in that cycle (shadow free).
+      // RW 1 issues at D_w + 2.
+      const Cycle c1 = dw + 2;
+      check_unit(log, 0, 0, dw);
+      check_unit(log, 1, c1, c1 + dw);
+      check_halt(log, 2, c1 + dw + 1);
+      check_stalls(log, {{StallCause::UnitBusy, dw - 1},
+                         {StallCause::FifoFull, 2},
+                         {StallCause::Drain, dw}});
+    }
+
+    // The closed forms below use D_w >= 2 (a popped tile has left the FIFO
+    // before the next RW completes).
+    if (dw < 2) return;
+
+    for (Cycle f : {2, 3, 5}) {
+      CAPTURE(f);
+      cfg.fifo_depth = f;
+      {
+        INFO("F + 1 RWs on an idle machine: tile 0 goes to the shadow, no FIFO stall");
+        std::string src;
+        for (Cycle k = 0; k <= f; ++k) src += line("RW", {std::int64_t(k)});
+        src += "HLT\n";
+        INFO(src);
+        const RunLog log = run(cfg, src);
+        // RW k issues at k*D_w: then tiles 1..k-2 are in the FIFO and RW k-1
+        // is in flight, k - 1 < F.
+        for (Cycle k = 0; k <= f; ++k) check_unit(log, k, k * dw, (k + 1) * dw);
+        check_halt(log, f + 1, (f + 1) * dw + 1);
+        check_stalls(log, {{StallCause::UnitBusy, f * (dw - 1)}, {StallCause::Drain, dw}});
+      }
+      {
+        INFO("F tiles queued behind a loaded shadow: the next RW waits for the loader");
+        // RW 0; MMC.S 0, 0, BA; RW 1 .. RW F+1; MMC.S BA, 0, BB; RW F+2; HLT
+        //
+        // MMC.S A issues when tile 0 is loaded, c_A = D_w + 1 + N, and frees
+        // the reset set at c_A + 1. RW 1 issues at c_A + 1; its tile goes
+        // straight into the shadow. RW k (2 <= k <= F+1) issues at
+        // c_A + 1 + (k-1)*D_w (tiles 2..k-2 queued plus RW k-1 in flight:
+        // k - 2 < F). MMC.S B issues when the array has read MMC.S A's rows,
+        // c_B = c_A + BA (BA is long enough for all RWs to complete and tile 1
+        // to load), and frees tile 0's set at max(c_B + 1, u + N + 1) with
+        // u = c_A + BA = c_B. Tiles 2..F+1 fill the FIFO, so RW F+2 waits
+        // from c_B + 1 until the loader pops tile 2 at c_B + N + 1, and
+        // issues at c_B + N + 2.
+        const Cycle ba = (f + 1) * dw + n + 3;
+        const Cycle bb = 3;
+        std::string src = "RW 0\n" + line("MMC.S", {0, 0, std::int64_t(ba)});
+        for (Cycle k = 1; k <= f + 1; ++k) src += line("RW", {std::int64_t(k)});
+        src += line("MMC.S", {std::int64_t(ba), 0, std::int64_t(bb)}) +
+               line("RW", {std::int64_t(f + 2)}) + "HLT\n";
+        INFO(src);
+        const RunLog log = run(cfg, src);
+
+        const Cycle c_a = dw + 1 + n;
+        check_unit(log, 0, 0, dw);
+        check_unit(log, 1, c_a, c_a + ba + 2 * n);
+        std::vector<Cycle> c_rw(f + 2);
+        for (Cycle k = 1; k <= f + 1; ++k) {
+          c_rw[k] = c_a + 1 + (k - 1) * dw;
+          check_unit(log, 1 + k, c_rw[k], c_rw[k] + dw);
+        }
+        const Cycle c_b = c_a + ba;
+        REQUIRE(c_b >= c_a + 2 + dw + n);       // tile 1 loaded
+        REQUIRE(c_b + 1 >= c_rw[f + 1] + dw);   // weight DMA free for RW F+2
+        const Cycle d_b = c_b + bb + 2 * n;
+        check_unit(log, f + 3, c_b, d_b);
+        const Cycle c_r = c_b + n + 2;
+        const Cycle d_r = c_r + dw;
+        check_unit(log, f + 4, c_r, d_r);
+        const Cycle c_hlt = std::max(d_b, d_r) + 1;
+        check_halt(log, f + 5, c_hlt);
+        check_stalls(log, {{StallCause::WeightsNotReady, dw + n},
+                           {StallCause::UnitBusy, f * (dw - 1) + (c_b - c_rw[f + 1] - 1)},
+                           {StallCause::FifoFull, n + 1},
+                           {StallCause::Drain, c_hlt - c_r - 1}});
+      }
+    }
+  });
+}
+
+TEST_CASE("Deadlock: an MMC.S waiting for weights that nothing will bring faults at once",
+          "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    const Cycle n = cfg.array_n;
+    const Cycle dw = weight_duration(cfg);
+    {
+      INFO("MMC.S with no RW at all: the first cycle, 0");
+      RunLog log;
+      const model::Fault f = run_to_fault(cfg, "MMC.S 0, 0, 1\nHLT\n", log);
+      CHECK(f.pc == 0);
+      CHECK(f.cycle == 0);
+      CHECK(f.reason.find("deadlock") != std::string::npos);
+    }
+    for (Cycle b : {Cycle{1}, Cycle{5}, 2 * n}) {
+      CAPTURE(b);
+      {
+        // RW 0; MMC.S 0, 0, B; MMC.S 0, 0, B: the second MMC.S waits for the
+        // array until c_m + B, then for weights with the shadow free, the
+        // FIFO empty and no RW in flight.
+        const std::string src = "RW 0\n" + line("MMC.S", {0, 0, std::int64_t(b)}) +
+                                line("MMC.S", {0, 0, std::int64_t(b)}) + "HLT\n";
+        INFO(src);
+        RunLog log;
+        const model::Fault f = run_to_fault(cfg, src, log);
+        const Cycle c_m = dw + 1 + n;
+        REQUIRE(log.retired.size() >= 2);
+        check_unit(log, 0, 0, dw);
+        CHECK(log.retired[1].issue == c_m);
+        CHECK(f.pc == 2);
+        CHECK(f.cycle == c_m + b);
+        CHECK(f.reason.find("deadlock") != std::string::npos);
+      }
+      if (cfg.fifo_depth >= 2) {
+        // RW 0; RW 1; MMC.S x3: the third waits with the shadow still in use
+        // (freed only at max(c_1 + 1, u_0 + N + 1)) and nothing to load.
+        const std::string src = "RW 0\nRW 1\n" + line("MMC.S", {0, 0, std::int64_t(b)}) +
+                                line("MMC.S", {0, 0, std::int64_t(b)}) +
+                                line("MMC.S", {0, 0, std::int64_t(b)}) + "HLT\n";
+        INFO(src);
+        RunLog log;
+        const model::Fault f = run_to_fault(cfg, src, log);
+        const Cycle c0 = dw + 1 + n;
+        const Cycle l1 = std::max(c0 + 1, 2 * dw + 1);  // tile 1 in the FIFO at 2*D_w + 1
+        const Cycle c1 = std::max(c0 + b, l1 + n);
+        REQUIRE(log.retired.size() >= 4);
+        check_unit(log, 0, 0, dw);
+        check_unit(log, 1, dw, 2 * dw);
+        CHECK(log.retired[2].issue == c0);
+        CHECK(log.retired[3].issue == c1);
+        CHECK(f.pc == 4);
+        CHECK(f.cycle == c1 + b);
+        CHECK(f.reason.find("deadlock") != std::string::npos);
+      }
+    }
+  });
+}
+
+// ============================================================================
+// Back-to-back MMC.S with prefetched weights
+// ============================================================================
+
+TEST_CASE("Back-to-back MMC.S chains follow the document's recurrence", "[timing]") {
+  for_each_config([](ArchConfig cfg) {
+    const Cycle n = cfg.array_n;
+    const Cycle dw = weight_duration(cfg);
+    const Cycle t = 5;  // tiles in the chain
+    cfg.fifo_depth = t + 1;
+    for (Cycle b : {Cycle{1}, n - 1, n + 1, 2 * n, 2 * n + 1, 2 * n + 6, 3 * n}) {
+      CAPTURE(b);
+      // RW 0..T-1; SYNC; MMC.S i*B, 0, B for i < T; HLT
+      std::string src;
+      for (Cycle i = 0; i < t; ++i) src += line("RW", {std::int64_t(i)});
+      src += "SYNC\n";
+      for (Cycle i = 0; i < t; ++i) src += line("MMC.S", {std::int64_t(i * b), 0, std::int64_t(b)});
+      src += "HLT\n";
+      INFO(src);
+
+      model::Memories mem(cfg);
+      std::mt19937 rng(static_cast<unsigned>(b * 13 + n));
+      fill_int8(mem.weights, 0, t, rng);
+      fill_int8(mem.ub, 0, t * b, rng);
+      auto expect = acc_snapshot(mem, b);
+      for (Cycle i = 0; i < t; ++i) ref_mmc(expect, mem, i, i * b, 0, b, false, n);
+      const RunLog log = run(cfg, src, mem);
+
+      // RW k at k*D_w (F = T + 1 never fills); SYNC at T*D_w + 1; every tile
+      // is in the FIFO by then. Tile 0 is loaded at the start of D_w + 1 + N.
+      for (Cycle k = 0; k < t; ++k) check_unit(log, k, k * dw, (k + 1) * dw);
+      const Cycle c_sync = t * dw + 1;
+      check_controller(log, t, c_sync);
+      std::vector<Cycle> c(t);
+      c[0] = std::max(c_sync + 1, dw + 1 + n);
+      if (t > 1) c[1] = std::max(c[0] + b, c[0] + n + 1);
+      for (Cycle i = 1; i + 1 < t; ++i)
+        c[i + 1] = std::max({c[i] + b, c[i] + n + 1, c[i - 1] + b + 2 * n + 1});
+      for (Cycle i = 0; i < t; ++i) {
+        CAPTURE(i);
+        check_unit(log, t + 1 + i, c[i], c[i] + b + 2 * n);
+      }
+      const Cycle c_hlt = c[t - 1] + b + 2 * n + 1;
+      check_halt(log, 2 * t + 1, c_hlt);
+
+      Cycle wnr = c[0] - c_sync - 1;
+      for (Cycle i = 1; i < t; ++i) wnr += c[i] - c[i - 1] - b;
+      check_stalls(log, {{StallCause::UnitBusy, (t - 1) * (dw - 1) + (t - 1) * (b - 1)},
+                         {StallCause::Drain, dw + b + 2 * n},
+                         {StallCause::WeightsNotReady, wnr}});
+      CHECK(log.stats.array_active_cycles == t * b);
+      if (b >= 2 * n + 1) {
+        // c_i = c_0 + i*B: a row every cycle from the chain's first row
+        // (c_0 + 1) to its last (c_{T-1} + B); weight loading fully hidden.
+        for (Cycle i = 0; i < t; ++i) CHECK(log.retired[t + 1 + i].issue == c[0] + i * b);
+        CHECK(log.retired[2 * t].issue + b - c[0] == t * b);
+      }
+      CHECK(acc_snapshot(mem, b) == expect);
+    }
+  });
+}
+
+TEST_CASE("A switch frees the old weights N + 1 cycles after the last row that used them",
+          "[timing]") {
+  for_each_config([](ArchConfig cfg) {
+    const Cycle n = cfg.array_n;
+    const Cycle dw = weight_duration(cfg);
+    cfg.fifo_depth = 4;
+    for (Cycle b : {Cycle{1}, n}) {
+      for (Cycle b2 : {Cycle{1}, n, 3 * n}) {
+        CAPTURE(b, b2);
+        // RW 0; RW 1; RW 2; SYNC; MMC.S 0, 0, B; MMC B, 0, B2 (still tile 0);
+        // MMC.S 0, 0, B (tile 1); MMC.S 0, 0, B (tile 2); HLT
+        const std::string src = "RW 0\nRW 1\nRW 2\nSYNC\n" +
+                                line("MMC.S", {0, 0, std::int64_t(b)}) +
+                                line("MMC", {std::int64_t(b), 0, std::int64_t(b2)}) +
+                                line("MMC.S", {0, 0, std::int64_t(b)}) +
+                                line("MMC.S", {0, 0, std::int64_t(b)}) + "HLT\n";
+        INFO(src);
+        model::Memories mem(cfg);
+        std::mt19937 rng(static_cast<unsigned>(b * 5 + b2));
+        fill_int8(mem.weights, 0, 3, rng);
+        fill_int8(mem.ub, 0, b + b2, rng);
+        const Cycle acc_rows = std::max(b, b2);
+        auto expect = acc_snapshot(mem, acc_rows);
+        ref_mmc(expect, mem, 0, 0, 0, b, false, n);
+        ref_mmc(expect, mem, 0, b, 0, b2, false, n);
+        ref_mmc(expect, mem, 1, 0, 0, b, false, n);
+        ref_mmc(expect, mem, 2, 0, 0, b, false, n);
+        const RunLog log = run(cfg, src, mem);
+
+        const Cycle c_sync = 3 * dw + 1;
+        // Switch 0 at c0 frees the reset set (used by no row) at c0 + 1, so
+        // tile 1 is loaded at c0 + 1 + N.
+        const Cycle c0 = std::max(c_sync + 1, dw + 1 + n);
+        const Cycle c1 = c0 + b;
+        const Cycle u1 = c1 + b2;  // last row read with tile 0
+        const Cycle c2 = std::max(c1 + b2, c0 + 1 + n);
+        // Switch 1 frees tile 0's set at max(c2 + 1, u1 + N + 1); tile 2 is
+        // loaded N cycles later.
+        const Cycle c3 = std::max(c2 + b, std::max(c2 + 1, u1 + n + 1) + n);
+        const Cycle c_hlt = c3 + b + 2 * n + 1;
+        for (Cycle k = 0; k < 3; ++k) check_unit(log, k, k * dw, (k + 1) * dw);
+        check_controller(log, 3, c_sync);
+        check_unit(log, 4, c0, c0 + b + 2 * n);
+        check_unit(log, 5, c1, c1 + b2 + 2 * n);
+        check_unit(log, 6, c2, c2 + b + 2 * n);
+        check_unit(log, 7, c3, c3 + b + 2 * n);
+        check_halt(log, 8, c_hlt);
+        check_stalls(log, {{StallCause::UnitBusy, 2 * (dw - 1) + (b - 1) + (b2 - 1) + (b - 1)},
+                           {StallCause::WeightsNotReady,
+                            (c0 - c_sync - 1) + (c2 - c1 - b2) + (c3 - c2 - b)},
+                           {StallCause::Drain, dw + b + 2 * n}});
+        CHECK(log.stats.array_active_cycles == 3 * b + b2);
+        CHECK(acc_snapshot(mem, acc_rows) == expect);
+      }
+    }
+  });
+}
+
+// ============================================================================
+// SYNC and HLT
+// ============================================================================
+
+TEST_CASE("SYNC issues one cycle after everything in flight has completed", "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    const Cycle n = cfg.array_n;
+    {
+      INFO("three units in flight");
+      // RHM writes UB 0..R-1; MMC reads UB 100.., writes ACC 0..; ACT reads
+      // ACC 200.., writes UB 300..: no hazards, three units at once.
+      for (const auto& [r, b, b2] : std::vector<std::tuple<Cycle, Cycle, Cycle>>{
+               {13, 1, 1}, {1, 40, 1}, {1, 1, 90}, {7, 7, 7}}) {
+        CAPTURE(r, b, b2);
+        const Op o0 = rhm(cfg, 0, 0, r);
+        const Op o1 = mmc(cfg, 100, 0, b);
+        const Op o2 = act(cfg, 200, 300, b2);
+        const Op o5 = rhm(cfg, 500, 0, 2);
+        const std::string src = o0.text + o1.text + o2.text + "SYNC\nNOP\n" + o5.text + "HLT\n";
+        INFO(src);
+        const RunLog log = run(cfg, src);
+        const Cycle d0 = o0.completion(0), d1 = o1.completion(1), d2 = o2.completion(2);
+        const Cycle c_sync = std::max({d0, d1, d2}) + 1;
+        check_unit(log, 0, 0, d0);
+        check_unit(log, 1, 1, d1);
+        check_unit(log, 2, 2, d2);
+        check_controller(log, 3, c_sync);
+        check_controller(log, 4, c_sync + 1);
+        const Cycle c5 = c_sync + 2;
+        check_unit(log, 5, c5, o5.completion(c5));
+        check_halt(log, 6, o5.completion(c5) + 1);
+        check_stalls(log, {{StallCause::Drain, (c_sync - 3) + (o5.completion(c5) - c5)}});
+      }
+    }
+    {
+      INFO("a dependent instruction after SYNC issues without a hazard stall");
+      for (Cycle r : {1, 9}) {
+        const Op w = rhm(cfg, 0, 0, r);
+        const Op m = mmc(cfg, 0, 100, r);
+        const std::string src = w.text + "SYNC\n" + m.text + "HLT\n";
+        INFO(src);
+        const RunLog log = run(cfg, src);
+        const Cycle d0 = w.completion(0);
+        check_unit(log, 0, 0, d0);
+        check_controller(log, 1, d0 + 1);
+        check_unit(log, 2, d0 + 2, m.completion(d0 + 2));
+        check_halt(log, 3, m.completion(d0 + 2) + 1);
+        check_stalls(log, {{StallCause::Drain, d0 + r + 2 * n}});
+      }
+    }
+  });
+}
+
+TEST_CASE("HLT issues one cycle after everything in flight; total cycles = c_HLT + 1",
+          "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    for (const auto& [r, b, b2] : std::vector<std::tuple<Cycle, Cycle, Cycle>>{
+             {13, 1, 1}, {1, 40, 1}, {1, 1, 90}}) {
+      CAPTURE(r, b, b2);
+      const Op o0 = rhm(cfg, 0, 0, r);
+      const Op o1 = mmc(cfg, 100, 0, b);
+      const Op o2 = act(cfg, 200, 300, b2);
+      const std::string src = o0.text + o1.text + o2.text + "HLT\n";
+      INFO(src);
+      const RunLog log = run(cfg, src);
+      const Cycle c_hlt = std::max({o0.completion(0), o1.completion(1), o2.completion(2)}) + 1;
+      check_halt(log, 3, c_hlt);
+      check_stalls(log, {{StallCause::Drain, c_hlt - 3}});
+    }
+  });
+}
+
+// ============================================================================
+// Statistics
+// ============================================================================
+
+TEST_CASE("Statistics: macs, instructions, and every cycle is an issue or a stall", "[timing]") {
+  for_each_config([](const ArchConfig& cfg) {
+    const Cycle n = cfg.array_n;
+    REQUIRE(cfg.fifo_depth >= 2);
+    const std::vector<std::pair<std::string, Cycle>> programs = {
+        // (program, total MMC rows)
+        {"RHM 0, 0, 8\nRW 0\nRW 1\nMMC.SO 0, 0, 5\nMMC 0, 0, 3\nMMC.S 8, 16, 7\nSETQ 2, 1, 0\n"
+         "ACT 0, 40, 4\nNOP\nSYNC\nWHM 40, 100, 4\nWHM.A 0, 200, 2\nHLT\n",
+         15},
+        {"RW 0\nRW 1\nMMC.S 0, 0, 1\nMMC.S 0, 0, 2\nMMC 0, 8, 33\nACT 8, 64, 33\nHLT\n", 36},
+        {"NOP\nRHM 0, 0, 3\nACT 0, 1, 2\nHLT\n", 0},
+        {"HLT\n", 0},
+    };
+    for (const auto& [src, mmc_rows] : programs) {
+      INFO(src);
+      const RunLog log = run(cfg, src);
+      const Cycle count = static_cast<Cycle>(std::count(src.begin(), src.end(), '\n'));
+      CHECK(log.stats.instructions == count);
+      CHECK(log.stats.macs == mmc_rows * n * n);
+      CHECK(log.stats.array_active_cycles == mmc_rows);
+      // In every cycle up to HLT the controller either issues the
+      // instruction at pc or stalls it, counted under exactly one cause.
+      Cycle stalled = 0;
+      for (Cycle s : log.stats.stall_cycles) stalled += s;
+      CHECK(log.stats.cycles == log.stats.instructions + stalled);
+      CHECK(log.stats.cycles == log.retired.back().issue + 1);
+      for (std::size_t i = 1; i < log.retired.size(); ++i)
+        CHECK(log.retired[i].issue > log.retired[i - 1].issue);
+    }
+  });
+}
