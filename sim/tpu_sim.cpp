@@ -114,6 +114,17 @@ nlohmann::json stats_json(const ArchConfig& cfg, const model::RunLog& log) {
     j["units"][name]["instructions"] = u.instructions;
     j["units"][name]["busy_cycles"] = u.busy_cycles;
   }
+  // The categories of the TPUv1 paper's Table 3 (docs/microarchitecture.md).
+  const auto stalls = [&](std::initializer_list<model::StallCause> causes) {
+    std::uint64_t sum = 0;
+    for (model::StallCause c : causes) sum += s.stall_cycles[static_cast<unsigned>(c)];
+    return sum;
+  };
+  using model::StallCause;
+  j["tpuv1"]["array_active_cycles"] = s.array_active_cycles;
+  j["tpuv1"]["weight_stall_cycles"] = stalls({StallCause::WeightsNotReady, StallCause::FifoFull});
+  j["tpuv1"]["raw_stall_cycles"] = stalls({StallCause::Raw, StallCause::War, StallCause::Waw});
+  j["tpuv1"]["non_matrix_cycles"] = s.cycles - s.array_active_cycles;
   j["halted"] = log.halted;
   if (log.fault) j["fault"] = log.fault->message();
   return j;

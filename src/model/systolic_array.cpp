@@ -1,5 +1,7 @@
 #include "model/systolic_array.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace tpu::model {
@@ -140,8 +142,40 @@ void SystolicArray::step_pes(Cycle now) {
   }
 }
 
+void SystolicArray::trace_edges(Waveform& wave, const std::string& unit) {
+  traced_ = true;
+  edge_x_.assign(n_, 0);
+  edge_sum_.assign(n_, 0);
+  edge_x_valid_ = std::make_unique<bool[]>(n_);
+  edge_sum_valid_ = std::make_unique<bool[]>(n_);
+  for (std::size_t i = 0; i < n_; ++i) {
+    const auto add = [&](const int& v, const std::string& name, int width) {
+      sc_trace(wave.file(), v, unit + "." + name, width);
+      wave.note(unit, name, width);
+    };
+    wave.add(edge_x_valid_[i], unit, fmt::format("x_in_valid_{}", i));
+    add(edge_x_[i], fmt::format("x_in_{}", i), 8);
+    wave.add(edge_sum_valid_[i], unit, fmt::format("sum_out_valid_{}", i));
+    add(edge_sum_[i], fmt::format("sum_out_{}", i), 32);
+  }
+}
+
+// x entering PE (k, 0) this cycle, and the sums that left the bottom row last
+// cycle and are written to the accumulators now.
+void SystolicArray::sample_edges(Cycle now) {
+  for (std::size_t i = 0; i < n_; ++i) {
+    const RowSlot* in = now >= 1 + i ? &slot(now - 1 - i) : nullptr;
+    edge_x_valid_[i] = in != nullptr && in->valid;
+    edge_x_[i] = edge_x_valid_[i] ? in->x[i] : 0;
+    const RowSlot* out = now >= 1 + n_ + i ? &slot(now - 1 - n_ - i) : nullptr;
+    edge_sum_valid_[i] = out != nullptr && out->valid;
+    edge_sum_[i] = edge_sum_valid_[i] ? psum_reg_[(n_ - 1) * n_ + i] : 0;
+  }
+}
+
 void SystolicArray::tick() {
   const Cycle now = current_cycle();
+  if (traced_) sample_edges(now);
   write_accumulators(now);
   if (tile_push.read().valid) {
     const std::int8_t* t = mem_.weights.row(tile_push.read().tile);

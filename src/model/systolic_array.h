@@ -14,12 +14,14 @@
 #include <systemc.h>
 
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include "config/arch_config.h"
 #include "model/memories.h"
 #include "model/run_log.h"
 #include "model/signals.h"
+#include "model/waveform.h"
 
 namespace tpu::model {
 
@@ -35,6 +37,10 @@ SC_MODULE(SystolicArray) {
 
   SystolicArray(sc_module_name name, const ArchConfig& cfg, Memories& mem, RunLog& log);
   SC_HAS_PROCESS(SystolicArray);
+
+  // Adds the array's edges to a waveform: x entering each PE row at column 0
+  // and the sums leaving each column at the bottom, with their valid bits.
+  void trace_edges(Waveform& wave, const std::string& unit);
 
  private:
   enum class Shadow { Free, Loading, Loaded };
@@ -59,6 +65,7 @@ SC_MODULE(SystolicArray) {
   void run_loader(Cycle now);
   void read_row(Cycle now);
   void step_pes(Cycle now);
+  void sample_edges(Cycle now);
   RowSlot& slot(Cycle read_cycle) { return history_[read_cycle % history_.size()]; }
 
   const ArchConfig& cfg_;
@@ -86,6 +93,11 @@ SC_MODULE(SystolicArray) {
   std::deque<Job> jobs_;                // MMCs whose rows are still in the array
   Cycle rows_in_flight_until_ = 0;      // last cycle any PE has work
   bool any_rows_ = false;
+
+  // Edge values for waveforms, sampled each cycle only when traced.
+  bool traced_ = false;
+  std::vector<int> edge_x_, edge_sum_;
+  std::unique_ptr<bool[]> edge_x_valid_, edge_sum_valid_;
 };
 
 }  // namespace tpu::model

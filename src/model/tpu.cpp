@@ -8,6 +8,7 @@
 #include "model/controller.h"
 #include "model/host_dma.h"
 #include "model/systolic_array.h"
+#include "model/waveform.h"
 #include "model/weight_dma.h"
 
 namespace tpu::model {
@@ -69,23 +70,32 @@ SC_MODULE(Tpu) {
     activation_unit.busy(act_busy);
   }
 
-  void trace(sc_trace_file* tf) {
-    sc_trace(tf, clk, "clk");
-    sc_trace(tf, pc, "controller.pc");
-    sc_trace(tf, issue, "controller.issue");
-    sc_trace(tf, stall, "controller.stall");
-    sc_trace(tf, host_dma_cmd, "host_dma.cmd");
-    sc_trace(tf, host_dma_busy, "host_dma.busy");
-    sc_trace(tf, weight_dma_cmd, "weight_dma.cmd");
-    sc_trace(tf, weight_dma_busy, "weight_dma.busy");
-    sc_trace(tf, tile_push, "weight_dma.tile_push");
-    sc_trace(tf, array_cmd, "systolic_array.cmd");
-    sc_trace(tf, row_valid, "systolic_array.row_valid");
-    sc_trace(tf, fifo_count, "systolic_array.fifo_count");
-    sc_trace(tf, tiles_loaded, "systolic_array.tiles_loaded");
-    sc_trace(tf, acc_write, "systolic_array.acc_write");
-    sc_trace(tf, act_cmd, "activation_unit.cmd");
-    sc_trace(tf, act_busy, "activation_unit.busy");
+  void trace(Waveform& w) {
+    sc_trace(w.file(), clk, "clk");
+    w.add(pc, "controller", "pc", 32);
+    w.add(issue, "controller", "issue");
+    w.add(stall, "controller", "stall");
+    trace_command(w, host_dma_cmd, "host_dma");
+    w.add(host_dma_busy, "host_dma", "busy");
+    trace_command(w, weight_dma_cmd, "weight_dma");
+    w.add(weight_dma_busy, "weight_dma", "busy");
+    sc_trace(w.file(), tile_push, "weight_dma.tile_push");
+    w.note("weight_dma", "tile_push.valid", 1);
+    w.note("weight_dma", "tile_push.tile", 32);
+    trace_command(w, array_cmd, "systolic_array");
+    w.add(row_valid, "systolic_array", "row_valid");
+    w.add(fifo_count, "systolic_array", "fifo_count", 32);
+    w.add(tiles_loaded, "systolic_array", "tiles_loaded", 32);
+    w.add(acc_write, "systolic_array", "acc_write");
+    systolic_array.trace_edges(w, "systolic_array");
+    trace_command(w, act_cmd, "activation_unit");
+    w.add(act_busy, "activation_unit", "busy");
+  }
+
+  static void trace_command(Waveform& w, const sc_signal<UnitCommand>& cmd, const std::string& unit) {
+    sc_trace(w.file(), cmd, unit + ".cmd");
+    w.note(unit, "cmd.valid", 1);
+    w.note(unit, "cmd.pc", 32);
   }
 };
 
@@ -113,17 +123,13 @@ RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, Memories& me
   fresh_simcontext();
   {
     Tpu top("tpu", cfg, prog, mem, log, opts.max_cycles);
-    sc_trace_file* tf = nullptr;
+    std::unique_ptr<Waveform> wave;
     if (!opts.vcd_path.empty()) {
-      std::string base = opts.vcd_path;
-      if (base.size() > 4 && base.compare(base.size() - 4, 4, ".vcd") == 0)
-        base.resize(base.size() - 4);
-      tf = sc_create_vcd_trace_file(base.c_str());
-      tf->set_time_unit(1, SC_NS);
-      top.trace(tf);
+      wave = std::make_unique<Waveform>(opts.vcd_path);
+      top.trace(*wave);
+      wave->write_save_file();
     }
     sc_start();
-    if (tf != nullptr) sc_close_vcd_trace_file(tf);
   }
   delete sc_core::sc_curr_simcontext;
   sc_core::sc_curr_simcontext = previous;

@@ -121,6 +121,28 @@ case "$case_name" in
     expect_status 3 "$bin/tpu-sim" run "$tmp/c.tpu" --hostmem "$tmp/c.s"
     [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "bad npy: not one line"
     ;;
+  sim_waveform)  # --vcd writes a VCD and a .gtkw that names only signals the VCD declares
+    printf 'RW 0\nMMC.SO 0, 0, 3\nWHM.A 0, 0, 3\nHLT\n' >"$tmp/w.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/w.s" -o "$tmp/w.tpu" --array 4
+    expect_status 0 "$bin/tpu-sim" run "$tmp/w.tpu" --vcd "$tmp/w.vcd"
+    [ -s "$tmp/w.vcd" ] && [ -s "$tmp/w.gtkw" ] || fail "no waveform or save file"
+    grep -q "^\[dumpfile\] \"$tmp/w.vcd\"" "$tmp/w.gtkw" || fail ".gtkw does not name the VCD"
+    # Full names of the VCD's variables, from its scopes.
+    awk '$1=="$scope"{s[++d]=$3} $1=="$upscope"{d--}
+         $1=="$var"{n=""; for(i=1;i<=d;i++) n=n s[i] "."; w=($3>1)?"[" $3-1 ":0]":""; print n $5 w}' \
+      "$tmp/w.vcd" | sort >"$tmp/declared"
+    grep '^SystemC\.' "$tmp/w.gtkw" | sort >"$tmp/listed"
+    [ "$(wc -l <"$tmp/listed")" -ge 30 ] || fail "too few signals in the save file"
+    missing=$(comm -23 "$tmp/listed" "$tmp/declared")
+    [ -z "$missing" ] || fail "signals in .gtkw but not in the VCD: $missing"
+    for sig in controller.pc controller.stall systolic_array.x_in_valid_3 systolic_array.sum_out_3 \
+               systolic_array.acc_write activation_unit.busy host_dma.busy; do
+      grep -q "^SystemC\.$sig" "$tmp/listed" || fail "$sig not traced"
+    done
+    # The first array input is valid for exactly the MMC's 3 rows.
+    id=$(awk '$1=="$var" && $5=="x_in_valid_0"{print $4}' "$tmp/w.vcd")
+    [ "$(grep -c "^1$id\$" "$tmp/w.vcd")" -eq 1 ] || fail "x_in_valid_0 does not rise once"
+    ;;
   isa_pkg_fresh)  # the committed SystemVerilog package matches the instruction table
     "$bin/tpu-gen" isa-pkg >"$tmp/pkg.sv"
     diff -u "$src/rtl/tpu_isa_pkg.sv" "$tmp/pkg.sv" ||
