@@ -120,6 +120,23 @@ case "$case_name" in
       { cat "$tmp/err"; fail "cycle limit message"; }
     expect_status 3 "$bin/tpu-sim" run "$tmp/c.tpu" --hostmem "$tmp/c.s"
     [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "bad npy: not one line"
+    # Wrong N, dtype or rank in the memory images; --array against the program's N.
+    /usr/bin/python3 -c "
+import numpy as np
+np.save('$tmp/h4.npy', np.zeros((4, 4), np.int8))
+np.save('$tmp/h32.npy', np.zeros((4, 8), np.int32))
+np.save('$tmp/w2d.npy', np.zeros((8, 8), np.int8))"
+    expect_status 3 "$bin/tpu-sim" run "$tmp/c.tpu" --hostmem "$tmp/h4.npy"
+    grep -qx "tpu-sim: error: $tmp/h4.npy: rows have 4 bytes but the array is N=8" "$tmp/err" ||
+      { cat "$tmp/err"; fail "N mismatch message"; }
+    expect_status 3 "$bin/tpu-sim" run "$tmp/c.tpu" --hostmem "$tmp/h32.npy"
+    grep -q "expected a 2-D int8 array" "$tmp/err" || { cat "$tmp/err"; fail "dtype message"; }
+    expect_status 3 "$bin/tpu-sim" run "$tmp/c.tpu" --weights "$tmp/w2d.npy"
+    grep -q "expected a 3-D int8 array" "$tmp/err" || { cat "$tmp/err"; fail "rank message"; }
+    expect_status 3 "$bin/tpu-sim" run "$tmp/c.tpu" --array 16
+    grep -q "assembled for N=8, but --array is 16" "$tmp/err" || fail "--array mismatch message"
+    expect_status 3 "$bin/tpu-sim" run "$tmp/missing.tpu"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "missing program: not one line"
     ;;
   sim_waveform)  # --vcd writes a VCD and a .gtkw that names only signals the VCD declares
     printf 'RW 0\nMMC.SO 0, 0, 3\nWHM.A 0, 0, 3\nHLT\n' >"$tmp/w.s"
@@ -142,6 +159,30 @@ case "$case_name" in
     # The first array input is valid for exactly the MMC's 3 rows.
     id=$(awk '$1=="$var" && $5=="x_in_valid_0"{print $4}' "$tmp/w.vcd")
     [ "$(grep -c "^1$id\$" "$tmp/w.vcd")" -eq 1 ] || fail "x_in_valid_0 does not rise once"
+    ;;
+  sim_gemm)  # tpu-sim gemm: --check passes, outputs have the right shape, bad shapes are errors
+    /usr/bin/python3 -c "
+import numpy as np
+r = np.random.default_rng(5)
+np.save('$tmp/a.npy', r.integers(-128, 128, (19, 23), dtype=np.int8))
+np.save('$tmp/b.npy', r.integers(-128, 128, (23, 11), dtype=np.int8))
+np.save('$tmp/bad.npy', r.integers(-128, 128, (22, 11), dtype=np.int8))"
+    expect_status 0 "$bin/tpu-sim" gemm --a "$tmp/a.npy" --b "$tmp/b.npy" --out "$tmp/c.npy" \
+      --check --array 4 --emit-asm "$tmp/g.s" --stats "$tmp/s.json"
+    grep -q "check: all 209 elements equal the reference" "$tmp/out" || fail "check line"
+    expect_status 0 "$bin/tpu-as" "$tmp/g.s" -o "$tmp/g.tpu"
+    expect_status 0 "$bin/tpu-sim" gemm --a "$tmp/a.npy" --b "$tmp/b.npy" --out "$tmp/c8.npy" \
+      --check --requant 77,12,-5 --act tanh
+    /usr/bin/python3 -c "
+import numpy as np
+a = np.load('$tmp/a.npy').astype(np.int64); b = np.load('$tmp/b.npy').astype(np.int64)
+c = np.load('$tmp/c.npy'); c8 = np.load('$tmp/c8.npy')
+assert c.dtype == np.int32 and c.shape == (19, 11) and (c == a @ b).all(), 'int32 C'
+assert c8.dtype == np.int8 and c8.shape == (19, 11), 'int8 C'"
+    expect_status 3 "$bin/tpu-sim" gemm --a "$tmp/a.npy" --b "$tmp/bad.npy"
+    grep -q "shapes do not match: A is 19x23 but B is 22x11" "$tmp/err" || fail "shape message"
+    expect_status 2 "$bin/tpu-sim" gemm --a "$tmp/a.npy" --b "$tmp/b.npy" --act relu
+    expect_status 2 "$bin/tpu-sim" gemm --a "$tmp/a.npy" --b "$tmp/b.npy" --requant 1,63,0
     ;;
   isa_pkg_fresh)  # the committed SystemVerilog package matches the instruction table
     "$bin/tpu-gen" isa-pkg >"$tmp/pkg.sv"
