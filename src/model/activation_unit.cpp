@@ -23,10 +23,14 @@ ActivationUnit::ActivationUnit(sc_module_name name, const ArchConfig& cfg, Memor
 void ActivationUnit::tick() {
   const Cycle now = current_cycle();
   // Writes leaving the pipeline this cycle.
+  bool retired_now = false;
   while (!pipeline_.empty() && pipeline_.front().due == now) {
     PendingWrite& w = pipeline_.front();
     std::copy(w.data.begin(), w.data.end(), mem_.ub.row(w.ub_row));
-    if (w.retire_seq >= 0) log_.complete(static_cast<std::size_t>(w.retire_seq), now);
+    if (w.retire_seq >= 0) {
+      log_.complete(static_cast<std::size_t>(w.retire_seq), now);
+      retired_now = true;
+    }
     pipeline_.pop_front();
   }
   if (cmd.read().valid) {
@@ -49,7 +53,8 @@ void ActivationUnit::tick() {
     pipeline_.push_back(std::move(w));
     if (i + 1 == rows) jobs_.pop_front();
   }
-  const bool active = !jobs_.empty() || !pipeline_.empty();
+  // Busy from an ACT's start to its completion cycle, as every unit.
+  const bool active = retired_now || !jobs_.empty() || !pipeline_.empty();
   busy.write(active);
   if (active) ++stats_.busy_cycles;
 }

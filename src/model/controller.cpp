@@ -62,16 +62,22 @@ bool Controller::check_bounds(const isa::Instruction& in, Cycle now) {
 std::optional<StallCause> Controller::stall_cause(const isa::Instruction& in, Cycle now) {
   const isa::Unit unit = isa::spec_of(in.opcode).unit;
   // Hazards against in-flight instructions of other units.
+  // Counted as RAW if any pair is one, else WAW, else WAR.
   const std::vector<isa::Access> mine = isa::accesses(in);
+  bool raw = false, waw = false, war = false;
   for (const InFlight& f : scoreboard_) {
     if (f.unit == unit) continue;
     for (const isa::Access& a : mine)
       for (const isa::Access& b : f.accesses) {
-        if (!overlaps(a, b) || (!a.is_write && !b.is_write)) continue;
-        if (a.is_write && b.is_write) return StallCause::Waw;
-        return a.is_write ? StallCause::War : StallCause::Raw;
+        if (!overlaps(a, b)) continue;
+        raw |= !a.is_write && b.is_write;
+        waw |= a.is_write && b.is_write;
+        war |= a.is_write && !b.is_write;
       }
   }
+  if (raw) return StallCause::Raw;
+  if (waw) return StallCause::Waw;
+  if (war) return StallCause::War;
   switch (in.opcode) {
     case isa::Opcode::SYNC:
     case isa::Opcode::HLT:

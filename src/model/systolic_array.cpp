@@ -29,6 +29,7 @@ SystolicArray::SystolicArray(sc_module_name name, const ArchConfig& cfg, Memorie
 // Column j's sum left PE (N-1, j) last cycle, for the row read at now - 1 - N - j.
 void SystolicArray::write_accumulators(Cycle now) {
   bool wrote = false;
+  retired_now_ = false;
   for (std::size_t j = 0; j < n_; ++j) {
     if (now < 1 + n_ + j) break;
     const Cycle u = now - 1 - n_ - j;
@@ -44,6 +45,7 @@ void SystolicArray::write_accumulators(Cycle now) {
       if (u + 1 == job.start + static_cast<Cycle>(job.cmd.instr.operands[2])) {
         log_.complete(job.cmd.seq, now);
         jobs_.pop_front();
+        retired_now_ = true;
       }
     }
   }
@@ -185,7 +187,8 @@ void SystolicArray::tick() {
   run_loader(now);
   read_row(now);
   step_pes(now);
-  if (any_rows_) ++stats_.busy_cycles;
+  // Busy from an MMC's start to its completion cycle, as every unit.
+  if (retired_now_ || !jobs_.empty()) ++stats_.busy_cycles;
   tiles_popped.write(popped_);
   tiles_loaded.write(loaded_);
   fifo_count.write(static_cast<std::uint32_t>(fifo_.size()));

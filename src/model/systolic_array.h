@@ -93,6 +93,7 @@ SC_MODULE(SystolicArray) {
   std::deque<Job> jobs_;                // MMCs whose rows are still in the array
   Cycle rows_in_flight_until_ = 0;      // last cycle any PE has work
   bool any_rows_ = false;
+  bool retired_now_ = false;  // an MMC completed this cycle
 
   // Edge values for waveforms, sampled each cycle only when traced.
   bool traced_ = false;
