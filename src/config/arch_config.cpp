@@ -23,7 +23,7 @@ struct Preset {
 };
 
 ArchConfig small_preset(std::string_view name, std::uint64_t n) {
-  return {std::string(name), n, 1u << 20, 1u << 16, 1u << 14, 4096, 4, 4, 8, 4, 16, 2};
+  return {std::string(name), n, 1u << 20, 1u << 16, 1u << 14, 4096, 4, 4, 4, 4, 16, 2};
 }
 
 // TPUv1 (Jouppi et al., ISCA 2017): 256x256 array, 24 MiB unified buffer

@@ -189,6 +189,19 @@ assert c8.dtype == np.int8 and c8.shape == (19, 11), 'int8 C'"
     diff -u "$src/rtl/tpu_isa_pkg.sv" "$tmp/pkg.sv" ||
       fail "rtl/tpu_isa_pkg.sv is stale: run tpu-gen isa-pkg -o rtl/tpu_isa_pkg.sv"
     ;;
+  act_pkg_fresh)  # the committed activation tables match the model's generator
+    "$bin/tpu-gen" act-pkg >"$tmp/act.sv"
+    diff -u "$src/rtl/tpu_act_pkg.sv" "$tmp/act.sv" ||
+      fail "rtl/tpu_act_pkg.sv is stale: run tpu-gen act-pkg -o rtl/tpu_act_pkg.sv"
+    ;;
+  rtl_lint)  # the RTL core is lint-clean (verilator -Wall) for preset ARG
+    mkdir -p "$tmp/cfg"
+    "$bin/tpu-gen" config-pkg --preset "$arg" -o "$tmp/cfg/tpu_config_pkg.sv"
+    (cd "$src/rtl" && verilator --lint-only -Wall --top-module tpu_core \
+      tpu_isa_pkg.sv "$tmp/cfg/tpu_config_pkg.sv" tpu_act_pkg.sv tpu_core_pkg.sv \
+      tpu_controller.sv tpu_host_dma.sv tpu_weight_dma.sv tpu_systolic_array.sv \
+      tpu_activation_unit.sv tpu_core.sv)
+    ;;
   isa_pkg_lint)  # the generated package is clean Verilog
     # UNUSEDPARAM is waived because a package linted on its own uses none of its parameters.
     verilator --lint-only -Wall -Wno-UNUSEDPARAM "$src/rtl/tpu_isa_pkg.sv"

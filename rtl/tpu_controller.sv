@@ -1,0 +1,309 @@
+// tpu_controller: fetches and issues one instruction per cycle, in order, with
+// the hardware interlocks of docs/microarchitecture.md ("Controller"). It
+// mirrors src/model/controller.cpp.
+//
+// A scoreboard holds each in-flight instruction's unit, memory ranges and
+// completion cycle (known at issue: every unit runs at a fixed rate). Issue
+// stalls, in this order, on a RAW/WAW/WAR hazard with another unit, a busy
+// unit, a full weight FIFO, shadow weights not loaded for MMC.S, or a SYNC/HLT
+// drain. Commands to the units are registered: a unit starts the cycle after
+// issue.
+module tpu_controller
+  import tpu_isa_pkg::*;
+  import tpu_config_pkg::*;
+  import tpu_core_pkg::*;
+(
+  input  logic                 clk_i,
+  input  logic                 rst_ni,
+  input  logic [CycleW-1:0]    cycle_i,
+  // Instruction fetch, served combinationally by the testbench.
+  output logic [31:0]          fetch_pc_o,
+  // The reserved bits are checked zero by the program loader (isa::decode).
+  /* verilator lint_off UNUSEDSIGNAL */
+  input  logic [InstrBits-1:0] fetch_instr_i,
+  /* verilator lint_on UNUSEDSIGNAL */
+  input  logic [31:0]          prog_len_i,
+  // From the systolic array (registered there).
+  input  logic [31:0]          tiles_popped_i,
+  input  logic [31:0]          tiles_loaded_i,
+  // Commands, valid for one cycle.
+  output unit_cmd_t            host_dma_cmd_o,
+  output unit_cmd_t            weight_dma_cmd_o,
+  output unit_cmd_t            array_cmd_o,
+  output unit_cmd_t            act_cmd_o,
+  // Observation: issue and stall this cycle, halt and fault state.
+  output logic                 issue_o,
+  output logic                 stall_o,
+  output logic [2:0]           stall_cause_o,
+  output logic                 halted_o,
+  output logic                 fault_o,
+  output logic [2:0]           fault_code_o,
+  output logic [CycleW-1:0]    fault_cycle_o
+);
+
+  localparam int unsigned SbSize = 2 * ArrayN + ActLatency + 8;
+
+  typedef struct packed {
+    logic                valid;
+    logic [2:0]          unit;
+    access_t             a0;
+    access_t             a1;
+    logic [CycleW-1:0]   completion;
+  } sb_entry_t;
+
+  logic [31:0]       pc_q;
+  logic [31:0]       seq_q;
+  logic [31:0]       requant_m_q;
+  logic [5:0]        requant_s_q;
+  logic [7:0]        requant_z_q;
+  logic [CycleW-1:0] unit_free_at_q [5];  // by unit id
+  logic [31:0]       rw_issued_q, switches_q;
+  logic              halted_q, fault_q;
+  logic [2:0]        fault_code_q;
+  logic [CycleW-1:0] fault_cycle_q;
+  sb_entry_t         sb_q [SbSize];
+
+  // ---- Decode ----------------------------------------------------------------
+  logic [7:0]  opcode, flags;
+  logic [31:0] op0, op1, op2;
+  assign opcode = fetch_instr_i[OpcodeLsb +: OpcodeBits];
+  assign flags  = fetch_instr_i[FlagsLsb +: FlagsBits];
+  assign op0    = fetch_instr_i[Slot0Lsb +: SlotBits];
+  assign op1    = fetch_instr_i[Slot1Lsb +: SlotBits];
+  assign op2    = fetch_instr_i[Slot2Lsb +: SlotBits];
+
+  logic [2:0] unit;
+  access_t    acc0, acc1;
+  logic [CycleW-1:0] duration, occupancy;
+  logic is_switch, is_rw;
+
+  always_comb begin
+    unit = UnitController;
+    acc0 = '0;
+    acc1 = '0;
+    duration = '0;
+    occupancy = '0;
+    is_switch = 1'b0;
+    is_rw = 1'b0;
+    unique case (opcode)
+      OpRhm: begin
+        unit = UnitHostDma;
+        acc0 = '{1'b1, SpaceHost, 34'(op0), 34'(op2), 1'b0};
+        acc1 = '{1'b1, SpaceUb, 34'(op1), 34'(op2), 1'b1};
+        duration = CycleW'(HostLatency) + CycleW'(ceil_div(64'(op2) * 64'(ArrayN), 64'(HostBytesPerCycle)));
+      end
+      OpWhm: begin
+        unit = UnitHostDma;
+        if (flags[FlagWhmA]) begin
+          acc0 = '{1'b1, SpaceAcc, 34'(op0), 34'(op2), 1'b0};
+          acc1 = '{1'b1, SpaceHost, 34'(op1), 34'(op2) * 34'(HostRowsPerAccRow), 1'b1};
+          duration = CycleW'(HostLatency) +
+                     CycleW'(ceil_div(64'(op2) * 64'(HostRowsPerAccRow * ArrayN), 64'(HostBytesPerCycle)));
+        end else begin
+          acc0 = '{1'b1, SpaceUb, 34'(op0), 34'(op2), 1'b0};
+          acc1 = '{1'b1, SpaceHost, 34'(op1), 34'(op2), 1'b1};
+          duration = CycleW'(HostLatency) + CycleW'(ceil_div(64'(op2) * 64'(ArrayN), 64'(HostBytesPerCycle)));
+        end
+      end
+      OpRw: begin
+        unit = UnitWeightDma;
+        acc0 = '{1'b1, SpaceWeight, 34'(op0), 34'd1, 1'b0};
+        duration = CycleW'(WeightDmaCycles);
+        is_rw = 1'b1;
+      end
+      OpMmc: begin
+        unit = UnitMatrix;
+        acc0 = '{1'b1, SpaceUb, 34'(op0), 34'(op2), 1'b0};
+        acc1 = '{1'b1, SpaceAcc, 34'(op1), 34'(op2), 1'b1};
+        duration = CycleW'(op2) + CycleW'(2 * ArrayN);
+        is_switch = flags[FlagMmcS];
+      end
+      OpAct: begin
+        unit = UnitActivation;
+        acc0 = '{1'b1, SpaceAcc, 34'(op0), 34'(op2), 1'b0};
+        acc1 = '{1'b1, SpaceUb, 34'(op1), 34'(op2), 1'b1};
+        duration = CycleW'(op2) + CycleW'(ActLatency);
+      end
+      default: ;
+    endcase
+    occupancy = (opcode == OpMmc || opcode == OpAct) ? CycleW'(op2) : duration;
+  end
+
+  // ---- Faults: addresses past a memory's end ---------------------------------
+  // The helpers take whole accesses and use the fields they need.
+  /* verilator lint_off UNUSEDSIGNAL */
+  function automatic logic out_of_range(access_t a);
+    logic [34:0] last_excl;
+    last_excl = {1'b0, a.base} + {1'b0, a.count};
+    unique case (a.space)
+      SpaceHost:   return a.valid && last_excl > 35'(HostRows);
+      SpaceWeight: return a.valid && last_excl > 35'(WeightTiles);
+      SpaceUb:     return a.valid && last_excl > 35'(UbRows);
+      SpaceAcc:    return a.valid && last_excl > 35'(AccRows);
+      default:     return 1'b0;
+    endcase
+  endfunction
+
+  function automatic logic overlaps(access_t a, access_t b);
+    return a.valid && b.valid && a.space == b.space &&
+           {1'b0, a.base} < {1'b0, b.base} + {1'b0, b.count} &&
+           {1'b0, b.base} < {1'b0, a.base} + {1'b0, a.count};
+  endfunction
+
+  // {RAW, WAW, WAR} of a new access `a` against an in-flight access `b`.
+  function automatic logic [2:0] classify(access_t a, access_t b);
+    if (!overlaps(a, b)) return 3'b000;
+    return {!a.write && b.write, a.write && b.write, a.write && !b.write};
+  endfunction
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  // ---- Stall conditions ---------------------------------------------------------
+  logic raw, waw, war, sb_busy;
+  always_comb begin
+    logic [2:0] kinds;
+    kinds = '0;
+    sb_busy = 1'b0;
+    for (int unsigned e = 0; e < SbSize; e++) begin
+      if (sb_q[e].valid && sb_q[e].completion >= cycle_i) begin
+        sb_busy = 1'b1;
+        if (sb_q[e].unit != unit)
+          kinds |= classify(acc0, sb_q[e].a0) | classify(acc0, sb_q[e].a1) |
+                   classify(acc1, sb_q[e].a0) | classify(acc1, sb_q[e].a1);
+      end
+    end
+    {raw, waw, war} = kinds;
+  end
+
+  logic running, past_end, bad_address, can_issue, deadlock_mmc, deadlock_rw;
+  logic [2:0] cause;
+  logic stalled;
+  assign running     = !halted_q && !fault_q;
+  assign past_end    = pc_q >= prog_len_i;
+  assign bad_address = out_of_range(acc0) || out_of_range(acc1);
+
+  always_comb begin
+    stalled = 1'b1;
+    cause = StallDrain;
+    if (raw) cause = StallRaw;
+    else if (waw) cause = StallWaw;
+    else if (war) cause = StallWar;
+    else if (opcode == OpSync || opcode == OpHlt) begin
+      stalled = sb_busy;
+      cause = StallDrain;
+    end else if (opcode == OpNop || opcode == OpSetq) stalled = 1'b0;
+    else if (cycle_i < unit_free_at_q[32'(unit)]) cause = StallUnitBusy;
+    else if (is_rw && (rw_issued_q - tiles_popped_i) >= FifoDepth) cause = StallFifoFull;
+    else if (is_switch && tiles_loaded_i <= switches_q) cause = StallWeights;
+    else stalled = 1'b0;
+  end
+
+  assign deadlock_mmc = stalled && cause == StallWeights && rw_issued_q == switches_q;
+  assign deadlock_rw  = stalled && cause == StallFifoFull && tiles_popped_i > switches_q;
+  assign can_issue    = running && !past_end && !bad_address && !stalled;
+
+  // ---- Free scoreboard slot ---------------------------------------------------------
+  logic [$clog2(SbSize)-1:0] free_slot;
+  logic                      has_free;
+  always_comb begin
+    free_slot = '0;
+    has_free = 1'b0;
+    for (int unsigned e = 0; e < SbSize; e++) begin
+      if (!has_free && !(sb_q[e].valid && sb_q[e].completion >= cycle_i)) begin
+        free_slot = e[$clog2(SbSize)-1:0];
+        has_free = 1'b1;
+      end
+    end
+  end
+
+  // ---- State ----------------------------------------------------------------------
+  unit_cmd_t cmd;
+  always_comb begin
+    cmd.valid     = 1'b1;
+    cmd.seq       = seq_q;
+    cmd.opcode    = opcode;
+    cmd.flags     = flags;
+    cmd.op0       = op0;
+    cmd.op1       = op1;
+    cmd.op2       = op2;
+    cmd.requant_m = requant_m_q;
+    cmd.requant_s = requant_s_q;
+    cmd.requant_z = requant_z_q;
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      pc_q <= '0;
+      seq_q <= '0;
+      requant_m_q <= 32'd1;
+      requant_s_q <= '0;
+      requant_z_q <= '0;
+      for (int u = 0; u < 5; u++) unit_free_at_q[u] <= '0;
+      rw_issued_q <= '0;
+      switches_q <= '0;
+      halted_q <= 1'b0;
+      fault_q <= 1'b0;
+      fault_code_q <= '0;
+      fault_cycle_q <= '0;
+      for (int e = 0; e < SbSize; e++) sb_q[e] <= '0;
+      host_dma_cmd_o <= '0;
+      weight_dma_cmd_o <= '0;
+      array_cmd_o <= '0;
+      act_cmd_o <= '0;
+    end else begin
+      host_dma_cmd_o.valid <= 1'b0;
+      weight_dma_cmd_o.valid <= 1'b0;
+      array_cmd_o.valid <= 1'b0;
+      act_cmd_o.valid <= 1'b0;
+      if (running) begin
+        if (past_end || bad_address || deadlock_mmc || deadlock_rw) begin
+          fault_q <= 1'b1;
+          fault_cycle_q <= cycle_i;
+          fault_code_q <= past_end ? FaultPastEnd : bad_address ? FaultAddress :
+                          deadlock_mmc ? FaultDeadlockMmc : FaultDeadlockRw;
+        end else if (can_issue) begin
+          pc_q <= pc_q + 1;
+          seq_q <= seq_q + 1;
+          unique case (opcode)
+            OpSetq: begin
+              requant_m_q <= op0;
+              requant_s_q <= op1[5:0];
+              requant_z_q <= op2[7:0];
+            end
+            OpHlt: halted_q <= 1'b1;
+            OpRhm, OpWhm: host_dma_cmd_o <= cmd;
+            OpRw: weight_dma_cmd_o <= cmd;
+            OpMmc: array_cmd_o <= cmd;
+            OpAct: act_cmd_o <= cmd;
+            default: ;
+          endcase
+          if (unit != UnitController) begin
+            sb_q[free_slot] <= '{1'b1, unit, acc0, acc1, cycle_i + duration};
+            unit_free_at_q[32'(unit)] <= cycle_i + occupancy;
+          end
+          if (is_rw) rw_issued_q <= rw_issued_q + 1;
+          if (is_switch) switches_q <= switches_q + 1;
+        end
+      end
+    end
+  end
+
+  assign fetch_pc_o    = pc_q;
+  assign issue_o       = can_issue;
+  assign stall_o       = running && !past_end && !bad_address && stalled &&
+                         !deadlock_mmc && !deadlock_rw;
+  assign stall_cause_o = cause;
+  assign halted_o      = halted_q;
+  assign fault_o       = fault_q;
+  assign fault_code_o  = fault_code_q;
+  assign fault_cycle_o = fault_cycle_q;
+
+`ifndef SYNTHESIS
+  // The scoreboard is sized for the most instructions that can be in flight.
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && can_issue && unit != UnitController) begin
+      assert (has_free) else $error("scoreboard overflow at cycle %0d", cycle_i);
+    end
+  end
+`endif
+
+endmodule

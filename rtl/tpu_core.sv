@@ -1,0 +1,142 @@
+// tpu_core: the units of docs/microarchitecture.md wired together, with the
+// unified buffer and the accumulators. Host memory, weight memory and the
+// program sit behind ports that the C++ testbench (sim/rtl) serves
+// combinationally; all timing lives in the units. Mirrors src/model/tpu.cpp.
+module tpu_core
+  import tpu_isa_pkg::*;
+  import tpu_config_pkg::*;
+  import tpu_core_pkg::*;
+(
+  input  logic                        clk_i,
+  input  logic                        rst_ni,
+  // Program.
+  output logic [31:0]                 fetch_pc_o,
+  input  logic [InstrBits-1:0]        fetch_instr_i,
+  input  logic [31:0]                 prog_len_i,
+  // Host memory.
+  output logic                        host_rd_valid_o,
+  output logic [31:0]                 host_rd_row_o,
+  input  logic [ArrayN*8-1:0]         host_rd_data_i,
+  output logic                        host_wr_valid_o,
+  output logic [31:0]                 host_wr_row_o,
+  output logic                        host_wr_acc_o,
+  output logic [4*ArrayN*8-1:0]       host_wr_data_o,
+  // Weight memory.
+  output logic                        wmem_rd_valid_o,
+  output logic [31:0]                 wmem_rd_tile_o,
+  input  logic [ArrayN*ArrayN*8-1:0]  wmem_rd_data_i,
+  // Observation.
+  output logic [CycleW-1:0]           cycle_o,
+  output logic                        issue_o,
+  output logic                        stall_o,
+  output logic [2:0]                  stall_cause_o,
+  output logic                        halted_o,
+  output logic                        fault_o,
+  output logic [2:0]                  fault_code_o,
+  output logic [CycleW-1:0]           fault_cycle_o,
+  output retire_t                     host_dma_retire_o,
+  output retire_t                     weight_dma_retire_o,
+  output retire_t                     array_retire_o,
+  output retire_t                     act_retire_o,
+  output logic [3:0]                  busy_o,        // host, weight, array, activation
+  output logic                        row_valid_o,
+  output logic [ArrayN-1:0]           acc_write_o
+);
+
+  localparam int unsigned N = ArrayN;
+
+  logic [CycleW-1:0] cycle_q;
+  always_ff @(posedge clk_i) cycle_q <= !rst_ni ? '0 : cycle_q + 1;
+  assign cycle_o = cycle_q;
+
+  unit_cmd_t host_dma_cmd, weight_dma_cmd, array_cmd, act_cmd;
+  logic [31:0] tiles_popped, tiles_loaded;
+
+  tpu_controller controller (
+    .clk_i, .rst_ni, .cycle_i(cycle_q),
+    .fetch_pc_o, .fetch_instr_i, .prog_len_i,
+    .tiles_popped_i(tiles_popped), .tiles_loaded_i(tiles_loaded),
+    .host_dma_cmd_o(host_dma_cmd), .weight_dma_cmd_o(weight_dma_cmd),
+    .array_cmd_o(array_cmd), .act_cmd_o(act_cmd),
+    .issue_o, .stall_o, .stall_cause_o, .halted_o, .fault_o, .fault_code_o, .fault_cycle_o
+  );
+
+  // ---- Unified buffer: two write ports (host DMA, activation unit), two read
+  // ports (host DMA, array). The interlocks keep them on different rows.
+  logic [N*8-1:0] ub_q [UbRows];
+  logic           ub_wr_host_valid, ub_wr_act_valid;
+  // Row addresses are 32-bit fields and the memories index with their low
+  // bits: the controller faults on any address past a memory's end before
+  // issue, so the high bits are zero whenever a port is used.
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [31:0]    ub_wr_host_row, ub_wr_act_row, ub_rd_host_row, ub_rd_array_row;
+  logic [31:0]    acc_rd_act_row, acc_rd_host_row;
+  /* verilator lint_on UNUSEDSIGNAL */
+  logic [N*8-1:0] ub_wr_host_data, ub_wr_act_data;
+  always_ff @(posedge clk_i) begin
+    if (ub_wr_host_valid) ub_q[ub_wr_host_row[$clog2(UbRows)-1:0]] <= ub_wr_host_data;
+    if (ub_wr_act_valid) ub_q[ub_wr_act_row[$clog2(UbRows)-1:0]] <= ub_wr_act_data;
+  end
+
+  // ---- Accumulators: one bank per column, each with the array's
+  // read-modify-write port; whole rows are read by the activation unit and
+  // the host DMA.
+  logic [31:0]       acc_q [AccRows][N];
+  logic [N-1:0]      acc_wr_valid, acc_wr_overwrite;
+  logic [N*32-1:0]   acc_wr_row, acc_wr_data;
+  logic [N*32-1:0]   acc_rd_act_data, acc_rd_host_data;
+  always_ff @(posedge clk_i) begin
+    for (int unsigned j = 0; j < N; j++) begin
+      if (acc_wr_valid[j]) begin
+        logic [$clog2(AccRows)-1:0] r;
+        r = acc_wr_row[32*j +: $clog2(AccRows)];
+        acc_q[r][j] <= acc_wr_overwrite[j] ? acc_wr_data[32*j +: 32]
+                                           : acc_q[r][j] + acc_wr_data[32*j +: 32];
+      end
+    end
+  end
+  always_comb begin
+    for (int unsigned j = 0; j < N; j++) begin
+      acc_rd_act_data[32*j +: 32] = acc_q[acc_rd_act_row[$clog2(AccRows)-1:0]][j];
+      acc_rd_host_data[32*j +: 32] = acc_q[acc_rd_host_row[$clog2(AccRows)-1:0]][j];
+    end
+  end
+
+  tpu_host_dma host_dma (
+    .clk_i, .rst_ni, .cycle_i(cycle_q), .cmd_i(host_dma_cmd),
+    .host_rd_valid_o, .host_rd_row_o, .host_rd_data_i,
+    .host_wr_valid_o, .host_wr_row_o, .host_wr_acc_o, .host_wr_data_o,
+    .ub_wr_valid_o(ub_wr_host_valid), .ub_wr_row_o(ub_wr_host_row), .ub_wr_data_o(ub_wr_host_data),
+    .ub_rd_row_o(ub_rd_host_row), .ub_rd_data_i(ub_q[ub_rd_host_row[$clog2(UbRows)-1:0]]),
+    .acc_rd_row_o(acc_rd_host_row), .acc_rd_data_i(acc_rd_host_data),
+    .retire_o(host_dma_retire_o), .busy_o(busy_o[0])
+  );
+
+  logic                 tile_push_valid;
+  logic [N*N*8-1:0]     tile_push_data;
+  tpu_weight_dma weight_dma (
+    .clk_i, .rst_ni, .cycle_i(cycle_q), .cmd_i(weight_dma_cmd),
+    .wmem_rd_valid_o, .wmem_rd_tile_o, .wmem_rd_data_i,
+    .tile_push_valid_o(tile_push_valid), .tile_push_data_o(tile_push_data),
+    .retire_o(weight_dma_retire_o), .busy_o(busy_o[1])
+  );
+
+  tpu_systolic_array systolic_array (
+    .clk_i, .rst_ni, .cycle_i(cycle_q), .cmd_i(array_cmd),
+    .tile_push_valid_i(tile_push_valid), .tile_push_data_i(tile_push_data),
+    .tiles_popped_o(tiles_popped), .tiles_loaded_o(tiles_loaded),
+    .ub_rd_row_o(ub_rd_array_row), .ub_rd_data_i(ub_q[ub_rd_array_row[$clog2(UbRows)-1:0]]),
+    .acc_wr_valid_o(acc_wr_valid), .acc_wr_overwrite_o(acc_wr_overwrite),
+    .acc_wr_row_o(acc_wr_row), .acc_wr_data_o(acc_wr_data),
+    .row_valid_o, .retire_o(array_retire_o), .busy_o(busy_o[2])
+  );
+  assign acc_write_o = acc_wr_valid;
+
+  tpu_activation_unit activation_unit (
+    .clk_i, .rst_ni, .cmd_i(act_cmd),
+    .acc_rd_row_o(acc_rd_act_row), .acc_rd_data_i(acc_rd_act_data),
+    .ub_wr_valid_o(ub_wr_act_valid), .ub_wr_row_o(ub_wr_act_row), .ub_wr_data_o(ub_wr_act_data),
+    .retire_o(act_retire_o), .busy_o(busy_o[3])
+  );
+
+endmodule

@@ -1,0 +1,274 @@
+// tpu_systolic_array: the matrix unit. An N x N weight-stationary array of
+// int8 MACs with int32 partial sums, the weight FIFO that feeds it, and two
+// weight register sets per PE (active and shadow). Executes MMC
+// (docs/microarchitecture.md, "Weight buffers" and "Systolic array").
+// Mirrors src/model/systolic_array.cpp.
+//
+// Row i of an MMC started at s: UB row read at u = s + i; x[k] enters PE
+// (k, 0) at u + 1 + k; PE (k, j) works at u + 1 + k + j; column j's sum is
+// written to the accumulators at u + N + j + 1. Rows are remembered by the
+// cycle they were read in a ring of 2N + 2 slots; the PE registers are flat
+// vectors updated in loops, not one instance per PE.
+module tpu_systolic_array
+  import tpu_isa_pkg::*;
+  import tpu_config_pkg::*;
+  import tpu_core_pkg::*;
+(
+  input  logic                        clk_i,
+  input  logic                        rst_ni,
+  input  logic [CycleW-1:0]           cycle_i,
+  input  unit_cmd_t                   cmd_i,
+  input  logic                        tile_push_valid_i,
+  input  logic [ArrayN*ArrayN*8-1:0]  tile_push_data_i,
+  output logic [31:0]                 tiles_popped_o,
+  output logic [31:0]                 tiles_loaded_o,
+  // Unified buffer read port.
+  output logic [31:0]                 ub_rd_row_o,
+  input  logic [ArrayN*8-1:0]         ub_rd_data_i,
+  // Accumulator write ports, one per column: ACC[row][j] (+)= data.
+  output logic [ArrayN-1:0]           acc_wr_valid_o,
+  output logic [ArrayN-1:0]           acc_wr_overwrite_o,
+  output logic [ArrayN*32-1:0]        acc_wr_row_o,
+  output logic [ArrayN*32-1:0]        acc_wr_data_o,
+  output logic                        row_valid_o,
+  output retire_t                     retire_o,
+  output logic                        busy_o
+);
+
+  localparam int unsigned N = ArrayN;
+  localparam int unsigned TileBits = N * N * 8;
+  localparam int unsigned Slots = 2 * N + 2;
+  localparam int unsigned SlotW = $clog2(Slots);
+  localparam logic [1:0] ShadowFree = 2'd0, ShadowLoading = 2'd1, ShadowLoaded = 2'd2;
+
+  // ---- Weight FIFO, shadow and active sets --------------------------------------
+  logic [TileBits-1:0] fifo_q [FifoDepth];
+  logic [$clog2(FifoDepth+1)-1:0] fifo_count_q;
+  logic [$clog2(FifoDepth)-1:0]   fifo_head_q;
+  logic [TileBits-1:0] weights_q [2];
+  logic                active_q;
+  logic [1:0]          shadow_q;
+  logic [CycleW-1:0]   shadow_free_from_q, load_start_q;
+  logic [TileBits-1:0] loading_q;
+  logic [CycleW-1:0]   last_use_q [2];
+  logic                used_q [2];
+  logic [31:0]         popped_q, loaded_q;
+
+  // ---- Rows in the array ----------------------------------------------------------
+  typedef struct packed {
+    logic        valid;
+    logic        overwrite;
+    logic        weight_set;
+    logic        last;       // the last row of its MMC
+    logic [31:0] seq;
+    logic [31:0] acc_row;
+    logic [N*8-1:0] x;
+  } slot_t;
+  slot_t slots_q [Slots];
+
+  // The MMC whose rows are being read.
+  unit_cmd_t         job_q;
+  logic              reading_q;
+  logic [31:0]       row_q;
+
+  // PE registers, PE (k, j) at index k * N + j.
+  logic [N*N*8-1:0]  x_q;
+  logic [N*N-1:0]    set_q;
+  logic [N*N*32-1:0] psum_q;
+
+  // Ring slot of the row read `back` cycles before this one (back < Slots);
+  // ptr_q is the current cycle modulo Slots. Slots start invalid, so rows
+  // "before cycle 0" read as empty.
+  logic [SlotW-1:0] ptr_q;
+  function automatic logic [SlotW-1:0] slot_at(int unsigned back);
+    return ptr_q >= SlotW'(back) ? ptr_q - SlotW'(back) : ptr_q + SlotW'(Slots - back);
+  endfunction
+
+  // Slots are read whole; each reader uses the fields it needs.
+  /* verilator lint_off UNUSEDSIGNAL */
+  // ---- Accumulator writes: column j's sum for the row read at now - 1 - N - j ----
+  always_comb begin
+    acc_wr_valid_o = '0;
+    acc_wr_overwrite_o = '0;
+    acc_wr_row_o = '0;
+    acc_wr_data_o = '0;
+    retire_o = '0;
+    for (int unsigned j = 0; j < N; j++) begin
+      slot_t s;
+      s = slots_q[slot_at(1 + N + j)];
+      acc_wr_valid_o[j] = s.valid;
+      acc_wr_overwrite_o[j] = s.overwrite;
+      acc_wr_row_o[32*j +: 32] = s.acc_row;
+      acc_wr_data_o[32*j +: 32] = psum_q[32*((N-1)*N + j) +: 32];
+      if (j == N - 1 && s.valid && s.last) begin
+        retire_o.valid = 1'b1;
+        retire_o.seq = s.seq;
+      end
+    end
+  end
+
+  // ---- Command, FIFO, loader ---------------------------------------------------------
+  logic              switch_now, push_now, pop_now, load_done;
+  logic              active_d;
+  logic [1:0]        shadow_after_switch;
+  logic [CycleW-1:0] free_from_after_switch;
+  logic [$clog2(FifoDepth+1)-1:0] count_after_push;
+
+  assign switch_now = cmd_i.valid && cmd_i.flags[FlagMmcS];
+  assign push_now   = tile_push_valid_i;
+  assign count_after_push = fifo_count_q + (push_now ? 1 : 0);
+  assign active_d   = switch_now ? !active_q : active_q;
+
+  always_comb begin
+    shadow_after_switch = shadow_q;
+    free_from_after_switch = shadow_free_from_q;
+    if (switch_now) begin
+      shadow_after_switch = ShadowFree;
+      free_from_after_switch =
+          used_q[active_q] && last_use_q[active_q] + CycleW'(N) + 1 > cycle_i
+              ? last_use_q[active_q] + CycleW'(N) + 1 : cycle_i;
+    end
+  end
+
+  assign load_done = shadow_after_switch == ShadowLoading && cycle_i == load_start_q + CycleW'(N) - 1;
+  assign pop_now   = shadow_after_switch == ShadowFree && cycle_i >= free_from_after_switch &&
+                     count_after_push != 0;
+
+  // ---- Row read ----------------------------------------------------------------------
+  unit_cmd_t   job;
+  logic        reading;
+  logic [31:0] row;
+  assign job     = cmd_i.valid ? cmd_i : job_q;
+  assign reading = cmd_i.valid || reading_q;
+  assign row     = cmd_i.valid ? '0 : row_q;
+  assign ub_rd_row_o = job.op0 + row;
+  assign row_valid_o = reading;
+
+  // ---- One clock of every PE -----------------------------------------------------------
+  logic [N*N*8-1:0]  x_d;
+  logic [N*N-1:0]    set_d;
+  logic [N*N*32-1:0] psum_d;
+  always_comb begin
+    for (int unsigned k = 0; k < N; k++) begin
+      logic [7:0] x_in;
+      logic       set_in;
+      slot_t s;
+      s = slots_q[slot_at(1 + k)];
+      x_in = s.valid ? s.x[8*k +: 8] : 8'd0;
+      set_in = s.valid && s.weight_set;
+      for (int unsigned j = 0; j < N; j++) begin
+        logic [7:0]  x;
+        logic        set;
+        logic [7:0]  w;
+        logic [31:0] above;
+        x = j == 0 ? x_in : x_q[8*(k*N + j - 1) +: 8];
+        set = j == 0 ? set_in : set_q[k*N + j - 1];
+        w = weights_q[set][8*(k*N + j) +: 8];
+        above = k == 0 ? 32'd0 : psum_q[32*((k-1)*N + j) +: 32];
+        x_d[8*(k*N + j) +: 8] = x;
+        set_d[k*N + j] = set;
+        // int8 x int8 in 32 bits, wrapping like the model's uint32 arithmetic.
+        psum_d[32*(k*N + j) +: 32] = above + 32'($signed({{24{x[7]}}, x}) * $signed({{24{w[7]}}, w}));
+      end
+    end
+  end
+
+  // Busy while a row is read or still in the array (read in the last 2N cycles).
+  always_comb begin
+    busy_o = reading;
+    for (int unsigned back = 1; back <= 2 * N; back++)
+      if (slots_q[slot_at(back)].valid) busy_o = 1'b1;
+  end
+
+  /* verilator lint_on UNUSEDSIGNAL */
+
+  // ---- State --------------------------------------------------------------------------------
+  always_ff @(posedge clk_i) begin
+    if (!rst_ni) begin
+      for (int unsigned d = 0; d < FifoDepth; d++) fifo_q[d] <= '0;
+      fifo_count_q <= '0;
+      fifo_head_q <= '0;
+      weights_q[0] <= '0;
+      weights_q[1] <= '0;
+      active_q <= 1'b0;
+      shadow_q <= ShadowFree;
+      shadow_free_from_q <= '0;
+      load_start_q <= '0;
+      loading_q <= '0;
+      last_use_q[0] <= '0;
+      last_use_q[1] <= '0;
+      used_q[0] <= 1'b0;
+      used_q[1] <= 1'b0;
+      popped_q <= '0;
+      loaded_q <= '0;
+      for (int unsigned i = 0; i < Slots; i++) slots_q[i] <= '0;
+      ptr_q <= '0;
+      job_q <= '0;
+      reading_q <= 1'b0;
+      row_q <= '0;
+      x_q <= '0;
+      set_q <= '0;
+      psum_q <= '0;
+    end else begin
+      // FIFO: push at the tail, pop the head into the shadow.
+      if (push_now) begin
+        fifo_q[(32'(fifo_head_q) + 32'(fifo_count_q)) % FifoDepth] <= tile_push_data_i;
+      end
+      if (pop_now) begin
+        // The head is the pushed tile itself when the FIFO was empty.
+        loading_q <= fifo_count_q == 0 ? tile_push_data_i : fifo_q[fifo_head_q];
+        fifo_head_q <= $clog2(FifoDepth)'((32'(fifo_head_q) + 1) % FifoDepth);
+        popped_q <= popped_q + 1;
+        load_start_q <= cycle_i;
+      end
+      fifo_count_q <= count_after_push - (pop_now ? 1 : 0);
+
+      // Shadow state.
+      active_q <= active_d;
+      shadow_free_from_q <= free_from_after_switch;
+      if (load_done) begin
+        weights_q[!active_d] <= loading_q;
+        used_q[!active_d] <= 1'b0;
+        loaded_q <= loaded_q + 1;
+        shadow_q <= ShadowLoaded;
+      end else if (pop_now) begin
+        shadow_q <= ShadowLoading;
+      end else begin
+        shadow_q <= shadow_after_switch;
+      end
+
+      // Row read: the slot of this cycle.
+      if (reading) begin
+        slots_q[ptr_q] <= '{1'b1, job.flags[FlagMmcO], active_d, row + 1 == job.op2,
+                                          job.seq, job.op1 + row, ub_rd_data_i};
+        last_use_q[active_d] <= cycle_i;
+        used_q[active_d] <= 1'b1;
+      end else begin
+        slots_q[ptr_q] <= '0;
+      end
+      ptr_q <= ptr_q == SlotW'(Slots - 1) ? '0 : ptr_q + 1;
+      job_q <= job;
+      reading_q <= reading && row + 1 != job.op2;
+      row_q <= reading ? row + 1 : row;
+
+      x_q <= x_d;
+      set_q <= set_d;
+      psum_q <= psum_d;
+    end
+  end
+
+  assign tiles_popped_o = popped_q;
+  assign tiles_loaded_o = loaded_q;
+
+`ifndef SYNTHESIS
+  always_ff @(posedge clk_i) begin
+    if (rst_ni) begin
+      assert (!(push_now && fifo_count_q == FifoDepth[$bits(fifo_count_q)-1:0] && !pop_now))
+        else $error("weight FIFO overflow at cycle %0d", cycle_i);
+      assert (!(switch_now && shadow_q != ShadowLoaded))
+        else $error("MMC.S without loaded weights at cycle %0d", cycle_i);
+    end
+  end
+`endif
+
+endmodule
