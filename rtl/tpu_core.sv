@@ -63,7 +63,7 @@ module tpu_core
 
   // ---- Unified buffer: two write ports (host DMA, activation unit), two read
   // ports (host DMA, array). The interlocks keep them on different rows.
-  logic [N*8-1:0] ub_q [UbRows];
+  logic [N*8-1:0] ub_q [UbRows] /* verilator public_flat_rw */;
   logic           ub_wr_host_valid, ub_wr_act_valid;
   // Row addresses are 32-bit fields and the memories index with their low
   // bits: the controller faults on any address past a memory's end before
@@ -81,7 +81,7 @@ module tpu_core
   // ---- Accumulators: one bank per column, each with the array's
   // read-modify-write port; whole rows are read by the activation unit and
   // the host DMA.
-  logic [31:0]       acc_q [AccRows][N];
+  logic [31:0]       acc_q [AccRows][N] /* verilator public_flat_rw */;
   logic [N-1:0]      acc_wr_valid, acc_wr_overwrite;
   logic [N*32-1:0]   acc_wr_row, acc_wr_data;
   logic [N*32-1:0]   acc_rd_act_data, acc_rd_host_data;

@@ -1,0 +1,190 @@
+#include "rtl_engine.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <map>
+#include <stdexcept>
+
+#include "rtl_harness.h"
+
+namespace tpu::rtl {
+
+// One entry per build: run_<preset>, from variant.cpp.
+#define TPU_RTL_VARIANT(preset)                                                              \
+  model::RunLog run_##preset(const ArchConfig&, const isa::Program&, model::Memories&,       \
+                             const model::RunOptions&);
+#include "rtl_variants.inc"
+#undef TPU_RTL_VARIANT
+
+namespace {
+
+using RunFn = model::RunLog (*)(const ArchConfig&, const isa::Program&, model::Memories&,
+                                const model::RunOptions&);
+
+const std::vector<std::pair<std::string, RunFn>>& builds() {
+  static const std::vector<std::pair<std::string, RunFn>> kBuilds = {
+#define TPU_RTL_VARIANT(preset) {#preset, &run_##preset},
+#include "rtl_variants.inc"
+#undef TPU_RTL_VARIANT
+  };
+  return kBuilds;
+}
+
+bool same_config(const ArchConfig& a, const ArchConfig& b) {
+  for (const ArchParam& p : arch_params())
+    if (a.*p.member != b.*p.member) return false;
+  return true;
+}
+
+RunFn find_build(const ArchConfig& cfg) {
+  for (const auto& [preset, fn] : builds())
+    if (same_config(preset_config(preset), cfg)) return fn;
+  return nullptr;
+}
+
+const char* unit_name(isa::Unit u) {
+  switch (u) {
+    case isa::Unit::HostDma: return "host_dma";
+    case isa::Unit::WeightDma: return "weight_dma";
+    case isa::Unit::MatrixUnit: return "systolic_array";
+    case isa::Unit::ActivationUnit: return "activation_unit";
+    case isa::Unit::Controller: return "controller";
+  }
+  return "?";
+}
+
+}  // namespace
+
+namespace detail {
+
+const char* fault_reason(unsigned code) {
+  switch (code) {
+    case 1: return "ran past the last instruction without HLT";
+    case 2: return "address past the end of a memory";
+    case 3: return "deadlock: MMC.S waits for a weight tile but no RW is pending";
+    case 4:
+      return "deadlock: RW waits for room in the weight FIFO, which drains only when a later "
+             "MMC.S takes the tile in the shadow weights";
+  }
+  return "unknown fault";
+}
+
+// MACs, and each unit's instructions and busy cycles (the union of its
+// instructions' [start, completion] intervals, docs/microarchitecture.md).
+void finish_stats(const ArchConfig& cfg, const isa::Program& prog, model::RunLog& log) {
+  std::map<std::string, model::Cycle> covered_until;
+  for (const model::RetireRecord& r : log.retired) {
+    const isa::Instruction& in = prog.code[r.pc];
+    const isa::Unit unit = isa::spec_of(in.opcode).unit;
+    if (in.opcode == isa::Opcode::MMC)
+      log.stats.macs += static_cast<std::uint64_t>(in.operands[2]) * cfg.array_n * cfg.array_n;
+    if (unit == isa::Unit::Controller) continue;
+    model::UnitStats& u = log.stats.units[unit_name(unit)];
+    ++u.instructions;
+    if (!r.completed) continue;
+    // Intervals of one unit start in order; count each cycle once.
+    model::Cycle& until = covered_until[unit_name(unit)];
+    const model::Cycle from = std::max(r.start, until);
+    if (r.completion + 1 > from) u.busy_cycles += r.completion + 1 - from;
+    until = std::max(until, r.completion + 1);
+  }
+}
+
+}  // namespace detail
+
+std::vector<std::string> built_presets() {
+  std::vector<std::string> names;
+  for (const auto& b : builds()) names.push_back(b.first);
+  return names;
+}
+
+bool available(const ArchConfig& cfg) { return find_build(cfg) != nullptr; }
+
+model::RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,
+                          const model::RunOptions& opts) {
+  const RunFn fn = find_build(cfg);
+  if (fn == nullptr)
+    throw std::runtime_error(fmt::format(
+        "no RTL build for this configuration (N={}); the RTL is built for the presets: {}",
+        cfg.array_n, fmt::join(built_presets(), ", ")));
+  return fn(cfg, prog, mem, opts);
+}
+
+std::string Divergence::message() const {
+  return fmt::format("models diverge at pc {} ({}), cycle {}, unit {}: {}: SystemC {}, RTL {}", pc,
+                     instruction, cycle, unit, what, systemc, rtl);
+}
+
+std::optional<Divergence> compare(const isa::Program& prog, const model::RunLog& a,
+                                  const model::Memories& ma, const model::RunLog& b,
+                                  const model::Memories& mb) {
+  std::optional<Divergence> first;
+  const auto note = [&](std::uint32_t pc, model::Cycle cycle, std::string unit, std::string what,
+                        std::string va, std::string vb) {
+    if (first && first->cycle <= cycle) return;
+    first = Divergence{pc, pc < prog.code.size() ? isa::disassemble(prog.code[pc]) : "-", cycle,
+                       std::move(unit), std::move(what), std::move(va), std::move(vb)};
+  };
+  const std::size_t common = std::min(a.retired.size(), b.retired.size());
+  for (std::size_t i = 0; i < common; ++i) {
+    const model::RetireRecord& x = a.retired[i];
+    const model::RetireRecord& y = b.retired[i];
+    const std::string unit = unit_name(isa::spec_of(prog.code[x.pc].opcode).unit);
+    if (x.pc != y.pc || x.issue != y.issue)
+      note(x.pc, std::min(x.issue, y.issue), "controller", fmt::format("issue of instruction #{}", i),
+           fmt::format("pc {} at cycle {}", x.pc, x.issue), fmt::format("pc {} at cycle {}", y.pc, y.issue));
+    else if (x.completed != y.completed || x.completion != y.completion)
+      note(x.pc, std::min(x.completion, y.completion), unit, "completion cycle",
+           x.completed ? fmt::to_string(x.completion) : "-",
+           y.completed ? fmt::to_string(y.completion) : "-");
+  }
+  if (first) return first;
+  if (a.retired.size() != b.retired.size()) {
+    const auto& longer = a.retired.size() > b.retired.size() ? a.retired : b.retired;
+    note(longer[common].pc, longer[common].issue, "controller", "instructions issued",
+         fmt::to_string(a.retired.size()), fmt::to_string(b.retired.size()));
+    return first;
+  }
+  const model::Cycle end = std::max(a.stats.cycles, b.stats.cycles);
+  const std::uint32_t last_pc = a.retired.empty() ? 0 : a.retired.back().pc;
+  const std::string last_instr =
+      last_pc < prog.code.size() ? isa::disassemble(prog.code[last_pc]) : std::string("-");
+  if (a.halted != b.halted || a.fault.has_value() != b.fault.has_value() ||
+      (a.fault && (a.fault->pc != b.fault->pc || a.fault->cycle != b.fault->cycle)))
+    return Divergence{last_pc, last_instr, end, "controller", "end of run",
+                      a.fault ? a.fault->message() : "halted", b.fault ? b.fault->message() : "halted"};
+  const auto stat = [&](const char* what, std::uint64_t x, std::uint64_t y) -> std::optional<Divergence> {
+    if (x == y) return std::nullopt;
+    return Divergence{last_pc, last_instr, end, "stats", what, fmt::to_string(x), fmt::to_string(y)};
+  };
+  if (auto d = stat("cycles", a.stats.cycles, b.stats.cycles)) return d;
+  if (auto d = stat("macs", a.stats.macs, b.stats.macs)) return d;
+  if (auto d = stat("array_active_cycles", a.stats.array_active_cycles, b.stats.array_active_cycles))
+    return d;
+  for (unsigned c = 0; c < model::kNumStallCauses; ++c)
+    if (auto d = stat(model::stall_cause_name(static_cast<model::StallCause>(c)), a.stats.stall_cycles[c],
+                      b.stats.stall_cycles[c]))
+      return d;
+  for (const auto& [name, u] : a.stats.units) {
+    const auto it = b.stats.units.find(name);
+    const model::UnitStats v = it == b.stats.units.end() ? model::UnitStats{} : it->second;
+    if (auto d = stat((name + " busy cycles").c_str(), u.busy_cycles, v.busy_cycles)) return d;
+    if (auto d = stat((name + " instructions").c_str(), u.instructions, v.instructions)) return d;
+  }
+  // Final memory contents.
+  const auto mem_diff = [&](const char* what, const auto& x, const auto& y) -> std::optional<Divergence> {
+    for (std::size_t i = 0; i < x.data().size(); ++i)
+      if (x.data()[i] != y.data()[i])
+        return Divergence{last_pc, last_instr, end, what,
+                          fmt::format("row {} element {}", i / x.width(), i % x.width()),
+                          fmt::to_string(x.data()[i]), fmt::to_string(y.data()[i])};
+    return std::nullopt;
+  };
+  if (auto d = mem_diff("unified_buffer", ma.ub, mb.ub)) return d;
+  if (auto d = mem_diff("accumulators", ma.acc, mb.acc)) return d;
+  if (auto d = mem_diff("host_memory", ma.host, mb.host)) return d;
+  return std::nullopt;
+}
+
+}  // namespace tpu::rtl

@@ -1,0 +1,45 @@
+// The Verilator engine: runs a program on the RTL core (rtl/) with the same
+// inputs, outputs and statistics as the SystemC model, and compares the two.
+//
+// The core is Verilated once per configuration listed in TPU_RTL_PRESETS
+// (CMake); a configuration matches a build when every parameter is equal.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/arch_config.h"
+#include "isa/program.h"
+#include "model/memories.h"
+#include "model/run_log.h"
+#include "model/tpu.h"
+
+namespace tpu::rtl {
+
+// Names of the presets the RTL was built for.
+std::vector<std::string> built_presets();
+
+// True when some RTL build has exactly this configuration.
+bool available(const ArchConfig& cfg);
+
+// Runs on the RTL; throws std::runtime_error when no build matches `cfg`.
+model::RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,
+                          const model::RunOptions& opts = {});
+
+// The first difference between two runs of the same program, or nullopt.
+struct Divergence {
+  std::uint32_t pc = 0;
+  std::string instruction;
+  model::Cycle cycle = 0;
+  std::string unit;
+  std::string what;  // e.g. "completion cycle", "UB row 12 byte 3"
+  std::string systemc, rtl;
+  std::string message() const;
+};
+
+std::optional<Divergence> compare(const isa::Program& prog, const model::RunLog& systemc,
+                                  const model::Memories& systemc_mem, const model::RunLog& rtl,
+                                  const model::Memories& rtl_mem);
+
+}  // namespace tpu::rtl

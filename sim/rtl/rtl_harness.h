@@ -1,0 +1,166 @@
+// The testbench of one Verilated tpu_core build: serves the program, host
+// memory and weight memory ports combinationally, clocks the core, and turns
+// its observation ports into the model's RunLog. Included by variant.cpp once
+// per build, with VTop the Verilated class.
+#pragma once
+
+#include <fmt/format.h>
+#include <verilated.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+
+#include "isa/instruction.h"
+#include "model/memories.h"
+#include "model/run_log.h"
+#include "model/timing.h"
+#include "model/tpu.h"
+
+namespace tpu::rtl::detail {
+
+// Little-endian bytes <-> Verilator ports of any width.
+template <typename T>
+void put_bytes(T& port, const std::uint8_t* b, std::size_t n) {
+  if constexpr (std::is_integral_v<T>) {
+    T v = 0;
+    for (std::size_t i = 0; i < n; ++i) v |= static_cast<T>(static_cast<T>(b[i]) << (8 * i));
+    port = v;
+  } else {
+    for (std::size_t w = 0; w * 4 < n; ++w) {
+      std::uint32_t v = 0;
+      for (std::size_t i = 0; i < 4 && w * 4 + i < n; ++i) v |= std::uint32_t{b[w * 4 + i]} << (8 * i);
+      port[w] = v;
+    }
+  }
+}
+
+template <typename T>
+void get_bytes(const T& port, std::uint8_t* b, std::size_t n) {
+  if constexpr (std::is_integral_v<T>) {
+    for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(port >> (8 * i));
+  } else {
+    for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(port[i / 4] >> (8 * (i % 4)));
+  }
+}
+
+// A retire_t port: {valid, seq[31:0]}.
+inline bool retire_valid(std::uint64_t port) { return (port >> 32) & 1u; }
+inline std::uint32_t retire_seq(std::uint64_t port) { return static_cast<std::uint32_t>(port); }
+
+const char* fault_reason(unsigned code);
+void finish_stats(const ArchConfig& cfg, const isa::Program& prog, model::RunLog& log);
+
+template <typename VTop>
+model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,
+                         const model::RunOptions& opts) {
+  const std::size_t n = cfg.array_n;
+  auto ctx = std::make_unique<VerilatedContext>();
+  ctx->fatalOnError(false);
+  auto top = std::make_unique<VTop>(ctx.get(), "tpu_core");
+  model::RunLog log;
+  log.retired.reserve(prog.code.size());
+  for (const char* unit : {"host_dma", "weight_dma", "systolic_array", "activation_unit"})
+    log.stats.units[unit];
+
+  std::vector<isa::EncodedInstr> encoded;
+  encoded.reserve(prog.code.size());
+  for (const isa::Instruction& in : prog.code) encoded.push_back(isa::encode(in));
+
+  // The unified buffer and accumulators start as `mem` holds them.
+  auto* root = top->rootp;
+  for (std::uint64_t r = 0; r < cfg.ub_rows; ++r)
+    put_bytes(root->tpu_core__DOT__ub_q[r], reinterpret_cast<const std::uint8_t*>(mem.ub.row(r)), n);
+  for (std::uint64_t r = 0; r < cfg.acc_rows; ++r)
+    for (std::size_t j = 0; j < n; ++j)
+      root->tpu_core__DOT__acc_q[r][j] = static_cast<std::uint32_t>(mem.acc.row(r)[j]);
+
+  top->prog_len_i = static_cast<std::uint32_t>(prog.code.size());
+  top->rst_ni = 0;
+  top->clk_i = 0;
+  top->eval();
+  top->clk_i = 1;
+  top->eval();
+  top->clk_i = 0;
+  top->rst_ni = 1;
+  top->eval();
+
+  std::vector<std::uint8_t> row(4 * n);
+  for (model::Cycle t = 0;; ++t) {
+    // The combinational phase of cycle t: serve the ports, then observe.
+    const std::uint32_t pc = top->fetch_pc_o;
+    static const isa::EncodedInstr kZero{};
+    const isa::EncodedInstr& word = pc < encoded.size() ? encoded[pc] : kZero;
+    put_bytes(top->fetch_instr_i, word.data(), word.size());
+    top->eval();
+    if (top->host_rd_valid_o)
+      put_bytes(top->host_rd_data_i,
+                reinterpret_cast<const std::uint8_t*>(mem.host.row(top->host_rd_row_o)), n);
+    if (top->wmem_rd_valid_o)
+      put_bytes(top->wmem_rd_data_i,
+                reinterpret_cast<const std::uint8_t*>(mem.weights.row(top->wmem_rd_tile_o)), n * n);
+    top->eval();
+
+    // The units' work of cycle t happens even in a cycle the controller faults in.
+    for (std::uint64_t port : {static_cast<std::uint64_t>(top->host_dma_retire_o),
+                               static_cast<std::uint64_t>(top->weight_dma_retire_o),
+                               static_cast<std::uint64_t>(top->array_retire_o),
+                               static_cast<std::uint64_t>(top->act_retire_o)})
+      if (retire_valid(port)) log.complete(retire_seq(port), t);
+    if (top->host_wr_valid_o) {
+      const std::size_t rows = top->host_wr_acc_o ? isa::kHostRowsPerAccRow : 1;
+      get_bytes(top->host_wr_data_o, row.data(), rows * n);
+      std::memcpy(mem.host.row(top->host_wr_row_o), row.data(), rows * n);
+    }
+    if (top->row_valid_o) ++log.stats.array_active_cycles;
+    if (t >= opts.max_cycles) {
+      model::Fault f{pc, pc < prog.code.size() ? isa::disassemble(prog.code[pc]) : "-", t,
+                     fmt::format("cycle limit {} reached", opts.max_cycles)};
+      log.fault = f;
+      log.stats.cycles = t;
+      break;
+    }
+    if (top->issue_o) {
+      const isa::Instruction& in = prog.code[pc];
+      const bool controller_only = isa::spec_of(in.opcode).unit == isa::Unit::Controller;
+      model::RetireRecord r;
+      r.pc = pc;
+      r.issue = t;
+      r.start = controller_only ? t : t + 1;
+      r.completion = t;
+      r.completed = controller_only;
+      log.retired.push_back(r);
+      ++log.stats.instructions;
+    }
+    if (top->stall_o) ++log.stats.stall_cycles[top->stall_cause_o];
+
+    top->clk_i = 1;
+    top->eval();
+    top->clk_i = 0;
+    if (top->halted_o) {
+      log.halted = true;
+      log.stats.cycles = t + 1;
+      break;
+    }
+    if (top->fault_o) {
+      model::Fault f{pc, pc < prog.code.size() ? isa::disassemble(prog.code[pc]) : "-",
+                     static_cast<model::Cycle>(top->fault_cycle_o), fault_reason(top->fault_code_o)};
+      log.fault = f;
+      log.stats.cycles = f.cycle;
+      break;
+    }
+  }
+
+  // The unified buffer and accumulators, for outputs and comparison.
+  for (std::uint64_t r = 0; r < cfg.ub_rows; ++r)
+    get_bytes(root->tpu_core__DOT__ub_q[r], reinterpret_cast<std::uint8_t*>(mem.ub.row(r)), n);
+  for (std::uint64_t r = 0; r < cfg.acc_rows; ++r)
+    for (std::size_t j = 0; j < n; ++j)
+      mem.acc.row(r)[j] = static_cast<std::int32_t>(root->tpu_core__DOT__acc_q[r][j]);
+  top->final();
+  finish_stats(cfg, prog, log);
+  return log;
+}
+
+}  // namespace tpu::rtl::detail

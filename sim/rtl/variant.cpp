@@ -1,0 +1,20 @@
+// One Verilated build of tpu_core: TPU_RTL_PRESET names its configuration and
+// TPU_RTL_TOP its Verilated class (set by sim/rtl/CMakeLists.txt).
+#include "rtl_harness.h"
+
+#define TPU_STR2(x) #x
+#define TPU_STR(x) TPU_STR2(x)
+#define TPU_CAT2(a, b) a##b
+#define TPU_CAT(a, b) TPU_CAT2(a, b)
+
+#include TPU_STR(TPU_RTL_TOP.h)
+#include TPU_STR(TPU_CAT(TPU_RTL_TOP, ___024root.h))
+
+namespace tpu::rtl {
+
+model::RunLog TPU_CAT(run_, TPU_RTL_PRESET)(const ArchConfig& cfg, const isa::Program& prog,
+                                            model::Memories& mem, const model::RunOptions& opts) {
+  return detail::run_on_rtl<TPU_RTL_TOP>(cfg, prog, mem, opts);
+}
+
+}  // namespace tpu::rtl

@@ -1,0 +1,125 @@
+// tpu-cosim: runs constrained-random programs on the SystemC model and the
+// RTL core in lock step and reports the first divergence. A diverging
+// program is shrunk (instructions removed while it still diverges) to a small
+// reproducer, written as assembly next to its memory images.
+//
+//   tpu-cosim --seed S [--count K] [--preset P] [--out-dir D]
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "cli_common.h"
+#include "common/exit_codes.h"
+#include "common/file_io.h"
+#include "common/npy.h"
+#include "rtl/random_program.h"
+#include "rtl/rtl_engine.h"
+
+namespace {
+
+using namespace tpu;
+
+struct Outcome {
+  std::optional<rtl::Divergence> divergence;
+  model::Cycle cycles = 0;
+};
+
+Outcome cosimulate(const ArchConfig& cfg, const isa::Program& prog, const model::Memories& init) {
+  model::Memories a = init, b = init;
+  model::RunOptions opts;
+  opts.max_cycles = 1'000'000;
+  const model::RunLog la = model::run_program(cfg, prog, a, opts);
+  const model::RunLog lb = rtl::run_program(cfg, prog, b, opts);
+  return {rtl::compare(prog, la, a, lb, b), la.stats.cycles};
+}
+
+// Removes instructions (never the final HLT) while the program still diverges.
+isa::Program shrink(const ArchConfig& cfg, isa::Program prog, const model::Memories& init) {
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (std::size_t i = 0; i + 1 < prog.code.size();) {
+      isa::Program smaller = prog;
+      smaller.code.erase(smaller.code.begin() + static_cast<std::ptrdiff_t>(i));
+      if (cosimulate(cfg, smaller, init).divergence) {
+        prog = std::move(smaller);
+        progress = true;
+      } else {
+        ++i;
+      }
+    }
+  }
+  return prog;
+}
+
+void write_reproducer(const std::string& dir, std::uint64_t seed, const isa::Program& prog,
+                      const model::Memories& init, const rtl::Divergence& d) {
+  namespace fs = std::filesystem;
+  fs::create_directories(dir);
+  const std::string stem = fmt::format("{}/cosim_seed_{}", dir, seed);
+  std::string text = fmt::format("; tpu-cosim seed {}: {}\n.array {}\n", seed, d.message(), prog.array_n);
+  for (const isa::Instruction& in : prog.code) text += isa::disassemble(in) + "\n";
+  // The windows random programs use; the rest of each memory is zero.
+  const rtl::Windows w;
+  const std::size_t n = prog.array_n;
+  const auto head = [](const auto& span, std::size_t count) {
+    return std::vector<std::int8_t>(span.begin(), span.begin() + count);
+  };
+  write_npy(stem + ".host.npy",
+            NpyArray::of<std::int8_t>({w.host_rows, n}, head(init.host.data(), w.host_rows * n)));
+  write_npy(stem + ".weights.npy",
+            NpyArray::of<std::int8_t>({w.weight_tiles, n, n},
+                                      head(init.weights.data(), w.weight_tiles * n * n)));
+  text += "; UB and ACC windows start random: reproduce with tpu-cosim --seed " +
+          std::to_string(seed) + "\n";
+  write_file_atomic(stem + ".s", text);
+  std::cerr << fmt::format("tpu-cosim: reproducer: {}.s ({} instructions)\n", stem, prog.code.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tpu-cosim: random programs on the SystemC model and the RTL, compared cycle for cycle"};
+  std::uint64_t seed = 1;
+  std::uint64_t count = 100;
+  std::string out_dir = "cosim-failures";
+  cli::ConfigOptions cfg_opts;
+  app.add_option("--seed", seed, "first seed")->capture_default_str();
+  app.add_option("--count", count, "number of programs (seeds seed .. seed + count - 1)")
+      ->capture_default_str();
+  app.add_option("--out-dir", out_dir, "where a shrunk reproducer is written")->capture_default_str();
+  cfg_opts.add_to(app);
+  app.footer("Exit status: 0 all agree, 2 usage error, 3 no RTL build for the configuration, "
+             "5 the models diverge.");
+  if (auto rc = cli::parse(app, argc, argv)) return *rc;
+  try {
+    const ArchConfig cfg = cfg_opts.resolve();
+    if (!rtl::available(cfg))
+      throw std::runtime_error(fmt::format("no RTL build for preset {} (built: {})", cfg.preset,
+                                           fmt::join(rtl::built_presets(), ", ")));
+    model::Cycle total_cycles = 0;
+    for (std::uint64_t s = seed; s < seed + count; ++s) {
+      const isa::Program prog = rtl::random_program(cfg, s);
+      model::Memories init(cfg);
+      rtl::random_memories(init, s);
+      const Outcome out = cosimulate(cfg, prog, init);
+      total_cycles += out.cycles;
+      if (out.divergence) {
+        std::cerr << fmt::format("tpu-cosim: seed {}: {}\n", s, out.divergence->message());
+        const isa::Program small = shrink(cfg, prog, init);
+        const Outcome again = cosimulate(cfg, small, init);
+        write_reproducer(out_dir, s, small, init, again.divergence ? *again.divergence : *out.divergence);
+        return kExitDivergence;
+      }
+    }
+    std::cout << fmt::format("tpu-cosim: {} programs (seeds {}..{}) on {}: the RTL and the model "
+                             "agree on every retire cycle, statistic and memory ({} cycles)\n",
+                             count, seed, seed + count - 1, cfg.preset, total_cycles);
+    return kExitOk;
+  } catch (const std::exception& e) {
+    std::cerr << "tpu-cosim: error: " << e.what() << '\n';
+    return kExitBadInput;
+  }
+}

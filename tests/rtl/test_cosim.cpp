@@ -1,0 +1,94 @@
+// The RTL core against the SystemC model, cycle for cycle: every retire
+// record, the statistics and the final memories must be equal
+// (rtl::compare). Random programs run through tpu-cosim (tests/CMakeLists.txt).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <random>
+
+#include "asm/assembler.h"
+#include "common/file_io.h"
+#include "common/npy.h"
+#include "compiler/gemm.h"
+#include "rtl_engine.h"
+
+namespace {
+
+using namespace tpu;
+
+// Runs on both engines from the same memories; fails on the first divergence.
+void check_both(const ArchConfig& cfg, const isa::Program& prog, const model::Memories& init) {
+  model::Memories a = init, b = init;
+  const model::RunLog la = model::run_program(cfg, prog, a);
+  const model::RunLog lb = rtl::run_program(cfg, prog, b);
+  REQUIRE(la.halted);
+  const auto d = rtl::compare(prog, la, a, lb, b);
+  if (d) FAIL(d->message());
+  CHECK(lb.halted);
+  CHECK(la.stats.cycles == lb.stats.cycles);
+}
+
+}  // namespace
+
+TEST_CASE("every example program runs identically on the RTL", "[rtl]") {
+  namespace fs = std::filesystem;
+  const fs::path programs = fs::path(TPU_SOURCE_DIR) / "programs";
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(programs / "data")) {
+    const std::string name = entry.path().filename().string();
+    CAPTURE(name);
+    const std::string src = read_file_text((programs / (name + ".s")).string());
+    assembler::Options o;
+    o.default_array_n = 8;
+    const assembler::Result r = assembler::assemble(src, o);
+    REQUIRE(r.diagnostics.empty());
+    const ArchConfig cfg = preset_config("small" + std::to_string(r.program->array_n));
+    model::Memories mem(cfg);
+    const NpyArray host = read_npy((entry.path() / "host.npy").string());
+    const NpyArray weights = read_npy((entry.path() / "weights.npy").string());
+    std::copy(host.data.begin(), host.data.end(), reinterpret_cast<std::uint8_t*>(mem.host.row(0)));
+    std::copy(weights.data.begin(), weights.data.end(),
+              reinterpret_cast<std::uint8_t*>(mem.weights.row(0)));
+    check_both(cfg, *r.program, mem);
+    ++count;
+  }
+  CHECK(count >= 4);
+}
+
+TEST_CASE("GEMMs run identically on the RTL", "[rtl][gemm]") {
+  struct Shape {
+    std::size_t m, k, n;
+  };
+  for (unsigned n : {4u, 8u, 16u}) {
+    const ArchConfig cfg = preset_config("small" + std::to_string(n));
+    std::mt19937 rng(n);
+    for (const Shape s : {Shape{1, 1, 1}, Shape{7, 13, 5}, Shape{n - 1, n + 1, n},
+                          Shape{n + 1, n - 1, n + 1}, Shape{40, 3 * n + 1, 2 * n}}) {
+      CAPTURE(n, s.m, s.k, s.n);
+      std::uniform_int_distribution<int> d(-128, 127);
+      compiler::MatrixI8 a{s.m, s.k, std::vector<std::int8_t>(s.m * s.k)};
+      compiler::MatrixI8 b{s.k, s.n, std::vector<std::int8_t>(s.k * s.n)};
+      for (auto& v : a.data) v = static_cast<std::int8_t>(d(rng));
+      for (auto& v : b.data) v = static_cast<std::int8_t>(d(rng));
+      for (const compiler::GemmSpec& spec :
+           {compiler::GemmSpec{}, compiler::GemmSpec{model::Requant{77, 14, -5}, model::ActFunction::Relu},
+            compiler::GemmSpec{model::Requant{-93, 12, 3}, model::ActFunction::Tanh}}) {
+        const compiler::GemmPlan plan = compiler::compile_gemm(a, b, spec, cfg);
+        model::Memories mem(cfg);
+        std::copy(plan.host.begin(), plan.host.end(), mem.host.data().begin());
+        std::copy(plan.weights.begin(), plan.weights.end(), mem.weights.data().begin());
+        check_both(cfg, plan.program, mem);
+      }
+    }
+  }
+}
+
+TEST_CASE("a configuration without an RTL build is refused clearly", "[rtl]") {
+  ArchConfig cfg = preset_config("small8");
+  cfg.act_latency = 7;
+  CHECK_FALSE(rtl::available(cfg));
+  model::Memories mem(cfg);
+  isa::Program prog;
+  prog.array_n = 8;
+  CHECK_THROWS_WITH(rtl::run_program(cfg, prog, mem), Catch::Contains("no RTL build"));
+}
