@@ -132,6 +132,22 @@ module tpu_core
   );
   assign acc_write_o = acc_wr_valid;
 
+`ifndef SYNTHESIS
+  // Every port address lies inside its memory: the controller faults on any
+  // instruction whose ranges do not, before issuing it.
+  always_ff @(posedge clk_i) begin
+    if (rst_ni) begin
+      assert (!ub_wr_host_valid || ub_wr_host_row < UbRows)
+        else $error("UB write row %0d out of range at cycle %0d", ub_wr_host_row, cycle_q);
+      assert (!ub_wr_act_valid || ub_wr_act_row < UbRows)
+        else $error("UB write row %0d out of range at cycle %0d", ub_wr_act_row, cycle_q);
+      for (int unsigned j = 0; j < N; j++)
+        assert (!acc_wr_valid[j] || acc_wr_row[32*j +: 32] < AccRows)
+          else $error("ACC write row %0d out of range at cycle %0d", acc_wr_row[32*j +: 32], cycle_q);
+    end
+  end
+`endif
+
   tpu_activation_unit activation_unit (
     .clk_i, .rst_ni, .cmd_i(act_cmd),
     .acc_rd_row_o(acc_rd_act_row), .acc_rd_data_i(acc_rd_act_data),

@@ -6,6 +6,7 @@
 
 #include "common/file_io.h"
 #include "model/tpu.h"
+#include "rtl/rtl_engine.h"
 
 namespace tpu::cli {
 
@@ -15,7 +16,27 @@ void SimArgs::add_to(CLI::App& app) {
   app.add_flag("--trace", trace, "print one line per instruction: issue, start, completion");
   app.add_option("--max-cycles", max_cycles, "stop with a fault after this many cycles")
       ->capture_default_str();
+  // Advanced, for tests and benchmarks: both levels give identical results.
+  app.add_option("--detail", detail,
+                 "model detail: auto (detailed iff --vcd), detailed (every PE, every cycle) or "
+                 "fast (one GEMM per MMC, idle cycles skipped); results are identical")
+      ->check(CLI::IsMember({"auto", "detailed", "fast"}))
+      ->group("");
+  app.add_option("--engine", engine,
+                 "systemc (the SystemC model), rtl (the Verilated RTL core) or both (in lock "
+                 "step, reporting the first divergence)")
+      ->check(CLI::IsMember({"systemc", "rtl", "both"}))
+      ->capture_default_str();
   cfg.add_to(app);
+}
+
+model::Detail detail_of(const SimArgs& args) {
+  if (args.detail == "fast") {
+    if (!args.vcd.empty())
+      throw CLI::ValidationError("--detail", "fast has no per-cycle state for --vcd to show");
+    return model::Detail::Fast;
+  }
+  return args.detail == "detailed" ? model::Detail::Detailed : model::Detail::Auto;
 }
 
 nlohmann::json stats_json(const ArchConfig& cfg, const model::RunLog& log) {
@@ -74,7 +95,24 @@ model::RunLog simulate(const SimArgs& args, const ArchConfig& cfg, const isa::Pr
   model::RunOptions ropts;
   ropts.max_cycles = args.max_cycles;
   ropts.vcd_path = args.vcd;
-  model::RunLog log = model::run_program(cfg, prog, mem, ropts);
+  ropts.detail = detail_of(args);
+  if (args.engine != "systemc" && !args.vcd.empty())
+    throw CLI::ValidationError("--vcd", "waveforms come from the SystemC engine only, for now");
+  model::RunLog log;
+  if (args.engine == "systemc") {
+    log = model::run_program(cfg, prog, mem, ropts);
+  } else if (args.engine == "rtl") {
+    log = rtl::run_program(cfg, prog, mem, ropts);
+  } else {
+    model::Memories systemc_mem = mem;
+    const model::RunLog systemc_log = model::run_program(cfg, prog, systemc_mem, ropts);
+    log = rtl::run_program(cfg, prog, mem, ropts);
+    if (const auto d = rtl::compare(prog, systemc_log, systemc_mem, log, mem))
+      throw DivergenceError(d->message());
+    std::cout << fmt::format("engines: the RTL and the SystemC model agree on all {} retire "
+                             "records, the statistics and every memory\n",
+                             log.retired.size());
+  }
   if (args.trace)
     for (const model::RetireRecord& r : log.retired)
       std::cout << fmt::format("pc {:>4}  {:<28} issue {:>8}  start {:>8}  complete {:>8}\n", r.pc,

@@ -12,6 +12,7 @@
 #include "isa/program.h"
 #include "model/memories.h"
 #include "model/run_log.h"
+#include "model/tpu.h"
 
 namespace tpu::cli {
 
@@ -22,9 +23,21 @@ struct SimArgs {
   std::string vcd;
   bool trace = false;
   model::Cycle max_cycles = 100'000'000;
+  std::string detail = "auto";  // --detail, hidden: auto | detailed | fast (model/tpu.h)
+  std::string engine = "systemc";  // --engine: systemc | rtl | both
   cli::ConfigOptions cfg;
 
   void add_to(CLI::App& app);
+};
+
+// The model's level of detail named by --detail; a waveform (--vcd) with
+// "fast" is a usage error (CLI::ValidationError).
+model::Detail detail_of(const SimArgs& args);
+
+// Thrown by simulate() when --engine both finds the models disagreeing.
+class DivergenceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // The statistics as the documented JSON object (docs/microarchitecture.md).
@@ -33,8 +46,10 @@ nlohmann::json stats_json(const ArchConfig& cfg, const model::RunLog& log);
 // The human-readable summary on stdout.
 void print_summary(const ArchConfig& cfg, const model::RunLog& log);
 
-// Runs `prog` on `mem`, prints the trace (--trace) and summary, writes
-// --stats, and reports a fault on stderr; returns the log.
+// Runs `prog` on `mem` with the engine of --engine, prints the trace
+// (--trace) and summary, writes --stats, and reports a fault on stderr;
+// returns the log. With --engine both, the RTL's run is the one reported and
+// a divergence from the SystemC model throws DivergenceError.
 model::RunLog simulate(const SimArgs& args, const ArchConfig& cfg, const isa::Program& prog,
                        model::Memories& mem);
 

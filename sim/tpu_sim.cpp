@@ -12,9 +12,11 @@
 #include <map>
 #include <cstring>
 #include <iostream>
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include "sim_common.h"
+#include "tpu_net.h"
 #include "common/exit_codes.h"
 #include "common/file_io.h"
 #include "common/npy.h"
@@ -94,7 +96,8 @@ int run(const RunArgs& args) {
   const model::RunLog log = simulate(args, cfg, prog, mem);
   if (log.fault) return kExitFault;
   if (!args.out.empty()) {
-    const std::uint64_t rows = output_rows(prog, host_input_rows);
+    // A WHM never executed (after HLT) may name rows past the end of host memory.
+    const std::uint64_t rows = std::min(output_rows(prog, host_input_rows), cfg.host_rows);
     std::vector<std::int8_t> host(mem.host.data().begin(),
                                   mem.host.data().begin() + static_cast<std::ptrdiff_t>(rows * cfg.array_n));
     write_npy(args.out, NpyArray::of<std::int8_t>({rows, cfg.array_n}, host));
@@ -178,7 +181,8 @@ int main(int argc, char** argv) {
   CLI::App app{"tpu-sim: cycle-accurate TPUv1-style accelerator simulator"};
   app.require_subcommand(1);
   app.footer("Exit status: 0 ok, 2 usage error, 3 bad input file, 4 program fault, "
-             "6 result differs from the reference (--check).");
+             "5 the engines diverge (--engine both), 6 result differs from the reference "
+             "(--check).");
 
   RunArgs run_args;
   CLI::App* run_cmd = app.add_subcommand("run", "run a program on the SystemC model");
@@ -201,9 +205,11 @@ int main(int argc, char** argv) {
   gemm_cmd->add_option("--emit-asm", gemm_args.emit_asm, "write the generated program here (.s)");
   gemm_cmd->add_flag("--check", gemm_args.check, "compare C with the reference GEMM (Eigen)");
   gemm_args.add_to(*gemm_cmd);
+  const auto net_cmd = cli::add_net_command(app);
 
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   try {
+    if (net_cmd->parsed()) return net_cmd->run();
     if (gemm_cmd->parsed()) {
       if (gemm_args.act != "none" && gemm_args.requant.empty()) {
         std::cerr << "tpu-sim: error: --act needs --requant\n";
@@ -212,9 +218,16 @@ int main(int argc, char** argv) {
       return gemm(gemm_args);
     }
     return run(run_args);
+  } catch (const cli::DivergenceError& e) {
+    std::cerr << "tpu-sim: " << e.what() << '\n';
+    return kExitDivergence;
   } catch (const CLI::ValidationError& e) {
     std::cerr << "tpu-sim: error: " << e.what() << '\n';
     return kExitUsage;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "tpu-sim: error: out of memory: the configured memories (host_rows, weight_tiles, "
+                 "ub_rows, acc_rows) or the inputs are too large for this machine\n";
+    return kExitBadInput;
   } catch (const std::exception& e) {
     std::cerr << "tpu-sim: error: " << e.what() << '\n';
     return kExitBadInput;

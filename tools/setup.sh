@@ -2,11 +2,13 @@
 # Sets tpu-sim up on a Debian 12 machine and runs one job.
 #
 #   tools/setup.sh demo    install, build, run the example program      (default)
-#   tools/setup.sh test    install, build (plain and ASan/UBSan), run every test through CTest
+#   tools/setup.sh test    install, build (plain and ASan/UBSan), run every test through CTest,
+#                          then build the libFuzzer targets and run each one briefly
 #   tools/setup.sh build   install and build only
 #
 # Installing is idempotent: only Debian packages that are missing are
-# installed (with sudo when not root). Builds go to build/ and build-asan/.
+# installed (with sudo when not root). Builds go to build/, build-asan/ and
+# build-fuzz/.
 set -euo pipefail
 
 job=${1:-demo}
@@ -48,6 +50,16 @@ run_tests() {  # run_tests DIR
   (cd "$root/$1" && ctest --output-on-failure -j "$jobs")
 }
 
+# The fuzz targets of tests/fuzz with Clang's libFuzzer, ASan and UBSan in
+# build-fuzz/, each run for SECONDS (about 2 + 3 * SECONDS / 60 minutes on two
+# cores). Not -Werror: Clang warns where GCC, the project's compiler, does not.
+fuzz() {  # fuzz SECONDS
+  CC=clang CXX=clang++ cmake -S "$root" -B "$root/build-fuzz" -DTPU_FUZZ=ON \
+    -DTPU_BUILD_TESTS=OFF >/dev/null
+  cmake --build "$root/build-fuzz" -j "$jobs" --target tpu_fuzzers
+  "$root/tests/fuzz/run_fuzzers.sh" "$root/build-fuzz" "$1"
+}
+
 case "$job" in
   demo)
     install_packages
@@ -62,6 +74,8 @@ case "$job" in
     run_tests build
     echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer =="
     run_tests build-asan
+    echo "== fuzzers (libFuzzer, 45 s each) =="
+    fuzz 45
     ;;
   build)
     install_packages

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <type_traits>
 
 #include "isa/instruction.h"
@@ -159,6 +160,8 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
     for (std::size_t j = 0; j < n; ++j)
       mem.acc.row(r)[j] = static_cast<std::int32_t>(root->tpu_core__DOT__acc_q[r][j]);
   top->final();
+  if (ctx->gotError())
+    throw std::runtime_error("an RTL assertion failed (its message is above)");
   finish_stats(cfg, prog, log);
   return log;
 }

@@ -15,6 +15,13 @@ namespace {
 using isa::FieldSpec;
 using isa::InstrSpec;
 
+// Parsing, evaluating and freeing an expression recurse once per level of
+// nesting (parentheses, unary and binary operators), and evaluating a symbol
+// recurses into its definition. These limits keep any source, however
+// nested, from exhausting the stack.
+constexpr int kMaxExprDepth = 256;    // levels in one expression
+constexpr int kMaxEvalDepth = 1024;   // levels through symbol definitions
+
 struct Expr {
   enum class Kind { Number, Symbol, Unary, Binary };
   Kind kind = Kind::Number;
@@ -22,6 +29,7 @@ struct Expr {
   std::int64_t value = 0;
   std::string name;
   SourceLoc loc;
+  int depth = 1;  // levels of the tree below and including this node
   std::unique_ptr<Expr> lhs, rhs;
 };
 using ExprPtr = std::unique_ptr<Expr>;
@@ -81,6 +89,11 @@ class LineParser {
     if (t.kind == Tok::End) return "end of line";
     return fmt::format("'{}'", t.text);
   }
+  void check_depth(SourceLoc loc, int depth) {
+    if (depth > kMaxExprDepth)
+      fail(loc,
+           fmt::format("expression is nested too deeply (more than {} levels)", kMaxExprDepth));
+  }
 
   ExprPtr parse_expr() { return parse_shift(); }
 
@@ -90,8 +103,10 @@ class LineParser {
     e->kind = Expr::Kind::Binary;
     e->op = op;
     e->loc = loc;
+    e->depth = 1 + std::max(l->depth, r->depth);
     e->lhs = std::move(l);
     e->rhs = std::move(r);
+    check_depth(loc, e->depth);
     return e;
   }
   ExprPtr parse_shift() {
@@ -125,7 +140,11 @@ class LineParser {
       e->kind = Expr::Kind::Unary;
       e->op = op.kind;
       e->loc = op.loc;
+      check_depth(op.loc, ++nesting_);
       e->lhs = parse_unary();
+      --nesting_;
+      e->depth = 1 + e->lhs->depth;
+      check_depth(op.loc, e->depth);
       return e;
     }
     return parse_primary();
@@ -145,7 +164,9 @@ class LineParser {
         return e;
       case Tok::LParen: {
         next();
+        check_depth(t.loc, ++nesting_);
         ExprPtr inner = parse_expr();
+        --nesting_;
         expect(Tok::RParen, "')'");
         return inner;
       }
@@ -157,6 +178,7 @@ class LineParser {
   const std::vector<Token>& toks_;
   std::vector<Diagnostic>& diags_;
   std::size_t pos_ = 0;
+  int nesting_ = 0;  // open parentheses and unary operators being parsed
 };
 
 std::string field_range_text(const FieldSpec& f) {
@@ -348,6 +370,18 @@ class Assembler {
   }
 
   std::optional<std::int64_t> eval(const Expr& e) {
+    if (eval_depth_ >= kMaxEvalDepth) {
+      error(e.loc, fmt::format("symbol definitions nest too deeply (more than {} levels)",
+                               kMaxEvalDepth));
+      return std::nullopt;
+    }
+    ++eval_depth_;
+    const auto v = eval_node(e);
+    --eval_depth_;
+    return v;
+  }
+
+  std::optional<std::int64_t> eval_node(const Expr& e) {
     switch (e.kind) {
       case Expr::Kind::Number: return e.value;
       case Expr::Kind::Symbol: return value_of(e.name, e.loc);
@@ -472,6 +506,7 @@ class Assembler {
   std::vector<ExprPtr> owned_;
   const Expr* array_expr_ = nullptr;
   SourceLoc array_loc_;
+  int eval_depth_ = 0;  // eval() calls in progress
 };
 
 }  // namespace

@@ -42,6 +42,14 @@ const std::vector<Preset>& presets() {
   return kPresets;
 }
 
+// A name from the user, made safe for a one-line message: JSON string
+// escapes (so a newline shows as \n), without the quotes.
+std::string shown(std::string_view name) {
+  const std::string quoted = nlohmann::json(std::string(name))
+                                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return quoted.substr(1, quoted.size() - 2);
+}
+
 }  // namespace
 
 std::uint64_t ArchConfig::size_of(isa::Space space) const {
@@ -91,7 +99,7 @@ std::vector<std::string_view> preset_names() {
 ArchConfig preset_config(std::string_view name) {
   for (const Preset& p : presets())
     if (p.name == name) return p.cfg;
-  throw ConfigError(fmt::format("unknown preset '{}' (known: {})", name,
+  throw ConfigError(fmt::format("unknown preset '{}' (known: {})", shown(name),
                                 fmt::join(preset_names(), ", ")));
 }
 
@@ -107,7 +115,7 @@ void apply_json_overrides(ArchConfig& cfg, std::string_view json_text, std::stri
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error; out_of_range for 1e999
     throw ConfigError(fmt::format("{}: invalid JSON: {}", origin, e.what()));
   }
   if (!j.is_object()) throw ConfigError(fmt::format("{}: expected a JSON object", origin));
@@ -125,7 +133,8 @@ void apply_json_overrides(ArchConfig& cfg, std::string_view json_text, std::stri
     const ArchParam* param = nullptr;
     for (const ArchParam& p : arch_params())
       if (p.name == key) param = &p;
-    if (param == nullptr) throw ConfigError(fmt::format("{}: unknown field '{}'", origin, key));
+    if (param == nullptr)
+      throw ConfigError(fmt::format("{}: unknown field '{}'", origin, shown(key)));
     if (!value.is_number_unsigned())
       throw ConfigError(fmt::format("{}: '{}' must be a non-negative integer", origin, key));
     cfg.*param->member = value.get<std::uint64_t>();

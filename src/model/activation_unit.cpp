@@ -22,6 +22,14 @@ ActivationUnit::ActivationUnit(sc_module_name name, const ArchConfig& cfg, Memor
 
 void ActivationUnit::tick() {
   const Cycle now = current_cycle();
+  // Cycles the fast path's clock skipped (none in the detailed path): no
+  // command arrived in them.
+  for (Cycle t = last_tick_ + 1; t < now && active(); ++t) step(t, nullptr);
+  last_tick_ = now;
+  busy.write(step(now, cmd.read().valid ? &cmd.read() : nullptr));
+}
+
+bool ActivationUnit::step(Cycle now, const UnitCommand* command) {
   // Writes leaving the pipeline this cycle.
   bool retired_now = false;
   while (!pipeline_.empty() && pipeline_.front().due == now) {
@@ -29,12 +37,15 @@ void ActivationUnit::tick() {
     std::copy(w.data.begin(), w.data.end(), mem_.ub.row(w.ub_row));
     if (w.retire_seq >= 0) {
       log_.complete(static_cast<std::size_t>(w.retire_seq), now);
+      completions_.pop_front();
       retired_now = true;
     }
     pipeline_.pop_front();
   }
-  if (cmd.read().valid) {
-    jobs_.push_back({cmd.read(), now});
+  if (command) {
+    jobs_.push_back({*command, now});
+    const auto rows = static_cast<Cycle>(command->instr.operands[2]);
+    completions_.push_back(now + rows + cfg_.act_latency - 1);
     ++stats_.instructions;
   }
   // Read one accumulator row.
@@ -54,9 +65,9 @@ void ActivationUnit::tick() {
     if (i + 1 == rows) jobs_.pop_front();
   }
   // Busy from an ACT's start to its completion cycle, as every unit.
-  const bool active = retired_now || !jobs_.empty() || !pipeline_.empty();
-  busy.write(active);
-  if (active) ++stats_.busy_cycles;
+  const bool busy_now = retired_now || active();
+  if (busy_now) ++stats_.busy_cycles;
+  return busy_now;
 }
 
 }  // namespace tpu::model

@@ -13,6 +13,7 @@
 #include "model/memories.h"
 #include "model/run_log.h"
 #include "model/signals.h"
+#include "model/timing.h"
 
 namespace tpu::model {
 
@@ -23,6 +24,14 @@ SC_MODULE(ActivationUnit) {
 
   ActivationUnit(sc_module_name name, const ArchConfig& cfg, Memories& mem, RunLog& log);
   SC_HAS_PROCESS(ActivationUnit);
+
+  // The fast path's clock: the next completion cycle. A tick first runs the
+  // cycles the clock skipped (reading and writing the rows due in them), so
+  // every row of an ACT is written by its completion cycle, before any other
+  // unit may touch those rows.
+  Cycle next_activity(Cycle) const {
+    return completions_.empty() ? kNever : completions_.front();
+  }
 
  private:
   struct Job {
@@ -36,6 +45,10 @@ SC_MODULE(ActivationUnit) {
     std::int64_t retire_seq;  // >= 0 on an instruction's last row
   };
   void tick();
+  // One cycle of work; `command` is the command arriving in it, if any.
+  // Returns whether the unit is busy in it.
+  bool step(Cycle now, const UnitCommand* command);
+  bool active() const { return !jobs_.empty() || !pipeline_.empty(); }
 
   const ArchConfig& cfg_;
   Memories& mem_;
@@ -43,6 +56,8 @@ SC_MODULE(ActivationUnit) {
   UnitStats& stats_;
   std::deque<Job> jobs_;
   std::deque<PendingWrite> pipeline_;
+  std::deque<Cycle> completions_;  // of the ACTs accepted and not yet completed
+  Cycle last_tick_ = 0;
 };
 
 }  // namespace tpu::model

@@ -136,9 +136,24 @@ void Controller::issue(const isa::Instruction& in, Cycle now) {
     log_.stats.macs += static_cast<std::uint64_t>(in.operands[2]) * cfg_.array_n * cfg_.array_n;
 }
 
+Cycle Controller::next_activity(Cycle now) const {
+  if (stopped_) return kNever;
+  if (!last_stall_) return now + 1;
+  Cycle next = std::max(max_cycles_, now + 1);
+  for (const InFlight& f : scoreboard_) next = std::min(next, f.completion + 1);
+  for (Cycle free : unit_free_at_)
+    if (free > now) next = std::min(next, free);
+  return next;
+}
+
 void Controller::tick() {
   if (stopped_) return;
   const Cycle now = current_cycle();
+  // Cycles the fast path's clock skipped: each one stalled for the same cause.
+  if (last_stall_ && now > last_tick_ + 1)
+    log_.stats.stall_cycles[static_cast<unsigned>(*last_stall_)] += now - last_tick_ - 1;
+  last_tick_ = now;
+  last_stall_.reset();
   // Commands are valid for one cycle.
   for (auto* port : {&host_dma_cmd, &weight_dma_cmd, &array_cmd, &act_cmd})
     if (port->read().valid) port->write(UnitCommand{});
@@ -165,6 +180,7 @@ void Controller::tick() {
                    "deadlock: RW waits for room in the weight FIFO, which drains only when a "
                    "later MMC.S takes the tile in the shadow weights");
     ++log_.stats.stall_cycles[static_cast<unsigned>(*cause)];
+    last_stall_ = cause;
     stall_out.write(true);
     return;
   }

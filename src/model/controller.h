@@ -36,6 +36,14 @@ SC_MODULE(Controller) {
              Cycle max_cycles);
   SC_HAS_PROCESS(Controller);
 
+  // The fast path's clock (model/tpu.cpp): after the tick of cycle `now`, the
+  // first later cycle in which the controller may do something else than
+  // stall again for the same cause. Until then nothing it looks at changes:
+  // the scoreboard, the units' accept cycles and the cycle limit are known,
+  // and the array's tile counters change only in cycles the array itself
+  // asks to be followed by a tick.
+  Cycle next_activity(Cycle now) const;
+
  private:
   struct InFlight {
     isa::Unit unit;
@@ -61,6 +69,10 @@ SC_MODULE(Controller) {
   std::uint32_t rw_issued_ = 0;
   std::uint32_t switches_issued_ = 0;
   bool stopped_ = false;
+  // The last cycle ticked and, if it stalled, the cause: a cycle the fast
+  // path's clock skips stalls for the same cause (it skips none otherwise).
+  Cycle last_tick_ = 0;
+  std::optional<StallCause> last_stall_;
 };
 
 }  // namespace tpu::model

@@ -26,6 +26,11 @@ void HostDma::move_row(const isa::Instruction& in, std::uint64_t r) {
     // One ACC row of N int32, little-endian, fills kHostRowsPerAccRow host rows.
     const std::int32_t* src = mem_.acc.row(op0 + r);
     auto* dst = reinterpret_cast<std::uint8_t*>(mem_.host.row(op1 + r * isa::kHostRowsPerAccRow));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    // The host's own int32 layout is the one written.
+    std::memcpy(dst, src, 4 * n);
+    return;
+#endif
     for (std::uint64_t j = 0; j < n; ++j) {
       const auto v = static_cast<std::uint32_t>(src[j]);
       for (unsigned b = 0; b < 4; ++b) dst[4 * j + b] = static_cast<std::uint8_t>(v >> (8 * b));
@@ -35,8 +40,11 @@ void HostDma::move_row(const isa::Instruction& in, std::uint64_t r) {
 
 void HostDma::tick() {
   const Cycle now = current_cycle();
+  // Cycles the fast path's clock skipped within a transfer were busy.
+  if (job_ && now > last_tick_ + 1) stats_.busy_cycles += now - last_tick_ - 1;
+  last_tick_ = now;
   if (cmd.read().valid) {
-    job_ = Job{cmd.read(), now, 0};
+    job_ = Job{cmd.read(), now, 0, now + duration(cfg_, cmd.read().instr) - 1};
     ++stats_.instructions;
   }
   busy.write(job_.has_value());

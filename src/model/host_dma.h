@@ -12,6 +12,7 @@
 #include "model/memories.h"
 #include "model/run_log.h"
 #include "model/signals.h"
+#include "model/timing.h"
 
 namespace tpu::model {
 
@@ -23,11 +24,18 @@ SC_MODULE(HostDma) {
   HostDma(sc_module_name name, const ArchConfig& cfg, Memories& mem, RunLog& log);
   SC_HAS_PROCESS(HostDma);
 
+  // The fast path's clock: the completion cycle of the transfer in flight.
+  // A tick moves every row due by then, so the rows of a transfer land at the
+  // latest in its completion cycle; no other unit touches them before
+  // (docs/microarchitecture.md: hazards are interlocked until completion).
+  Cycle next_activity(Cycle) const { return job_ ? job_->completion : kNever; }
+
  private:
   struct Job {
     UnitCommand cmd;
     Cycle start;
     std::uint64_t rows_done;
+    Cycle completion;
   };
   void tick();
   void move_row(const isa::Instruction& in, std::uint64_t r);
@@ -37,6 +45,7 @@ SC_MODULE(HostDma) {
   RunLog& log_;
   UnitStats& stats_;
   std::optional<Job> job_;
+  Cycle last_tick_ = 0;
 };
 
 }  // namespace tpu::model

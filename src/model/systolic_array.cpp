@@ -7,20 +7,25 @@
 namespace tpu::model {
 
 SystolicArray::SystolicArray(sc_module_name name, const ArchConfig& cfg, Memories& mem,
-                             RunLog& log)
+                             RunLog& log, bool fast)
     : sc_module(name),
       cfg_(cfg),
       mem_(mem),
       log_(log),
       stats_(log.stats.units["systolic_array"]),
       n_(cfg.array_n),
-      history_(2 * cfg.array_n + 2),
-      x_reg_(n_ * n_),
-      x_set_(n_ * n_),
-      psum_reg_(n_ * n_) {
+      fast_(fast),
+      kernel_(best_gemm_kernel()) {
   weights_[0].assign(n_ * n_, 0);
   weights_[1].assign(n_ * n_, 0);
-  for (RowSlot& s : history_) s.x.assign(n_, 0);
+  if (!fast_) {
+    // The PE registers and the rows in the array, of the detailed path only.
+    history_.resize(2 * n_ + 2);
+    x_reg_.assign(n_ * n_, 0);
+    x_set_.assign(n_ * n_, 0);
+    psum_reg_.assign(n_ * n_, 0);
+    for (RowSlot& s : history_) s.x.assign(n_, 0);
+  }
   SC_METHOD(tick);
   sensitive << clk.pos();
   dont_initialize();
@@ -30,6 +35,12 @@ SystolicArray::SystolicArray(sc_module_name name, const ArchConfig& cfg, Memorie
 void SystolicArray::write_accumulators(Cycle now) {
   bool wrote = false;
   retired_now_ = false;
+  // No row has been read in the last 2N + 1 cycles (step_pes says so): no sum
+  // leaves the array now.
+  if (!any_rows_) {
+    acc_write.write(false);
+    return;
+  }
   for (std::size_t j = 0; j < n_; ++j) {
     if (now < 1 + n_ + j) break;
     const Cycle u = now - 1 - n_ - j;
@@ -63,12 +74,21 @@ void SystolicArray::handle_command(Cycle now) {
     shadow_ = Shadow::Free;
     shadow_free_from_ = used_[old] ? std::max<Cycle>(now, last_use_[old] + n_ + 1) : now;
   }
-  jobs_.push_back({c, now});
+  const auto rows = static_cast<Cycle>(c.instr.operands[2]);
+  jobs_.push_back({c, now, now + rows + 2 * n_ - 1, active_});
+  if (fast_) {
+    // What read_row records row by row in the detailed path, for all rows at
+    // once: they are read in cycles now .. now + rows - 1 with the active set.
+    last_use_[active_] = now + rows - 1;
+    used_[active_] = true;
+    log_.stats.array_active_cycles += rows;
+  }
 }
 
 void SystolicArray::run_loader(Cycle now) {
   if (shadow_ == Shadow::Loading && now == load_start_ + n_ - 1) {
     weights_[1 - active_] = std::move(loading_tile_);
+    packed_valid_[1 - active_] = false;
     shadow_ = Shadow::Loaded;
     used_[1 - active_] = false;
     ++loaded_;
@@ -175,8 +195,83 @@ void SystolicArray::sample_edges(Cycle now) {
   }
 }
 
+void SystolicArray::compute_mmc(const Job& job) {
+  const isa::Instruction& in = job.cmd.instr;
+  if (!packed_valid_[job.weight_set]) {
+    packed_[job.weight_set] = pack_weights(weights_[job.weight_set].data(), n_, kernel_);
+    packed_valid_[job.weight_set] = true;
+  }
+  int8_gemm(mem_.ub.row(static_cast<std::uint64_t>(in.operands[0])),
+            static_cast<std::size_t>(in.operands[2]), packed_[job.weight_set],
+            mem_.acc.row(static_cast<std::uint64_t>(in.operands[1])),
+            in.has(isa::kFlagMmcOverwrite));
+}
+
+void SystolicArray::flush_partial(Cycle t) {
+  for (const Job& job : jobs_) {
+    const isa::Instruction& in = job.cmd.instr;
+    const auto rows = static_cast<Cycle>(in.operands[2]);
+    const bool overwrite = in.has(isa::kFlagMmcOverwrite);
+    const std::int8_t* w = weights_[job.weight_set].data();
+    for (Cycle i = 0; i < rows; ++i) {
+      const Cycle u = job.start + i;  // read cycle of row i
+      if (u > t) {
+        --log_.stats.array_active_cycles;
+        continue;
+      }
+      const std::int8_t* x = mem_.ub.row(static_cast<std::uint64_t>(in.operands[0]) + i);
+      std::int32_t* acc = mem_.acc.row(static_cast<std::uint64_t>(in.operands[1]) + i);
+      // Column j is written at u + N + j + 1.
+      for (std::size_t j = 0; j < n_ && u + n_ + j + 1 <= t; ++j) {
+        std::uint32_t sum = 0;
+        for (std::size_t k = 0; k < n_; ++k)
+          sum += static_cast<std::uint32_t>(x[k] * w[k * n_ + j]);
+        const std::uint32_t old = static_cast<std::uint32_t>(acc[j]);
+        acc[j] = static_cast<std::int32_t>(overwrite ? sum : old + sum);
+      }
+    }
+  }
+  jobs_.clear();
+}
+
+Cycle SystolicArray::next_activity(Cycle now) const {
+  if (counters_changed_) return now + 1;
+  Cycle next = jobs_.empty() ? kNever : jobs_.front().completion;
+  if (shadow_ == Shadow::Loading) next = std::min(next, load_start_ + n_ - 1);
+  if (shadow_ == Shadow::Free && !fifo_.empty())
+    next = std::min(next, std::max(shadow_free_from_, now + 1));
+  return next;
+}
+
+void SystolicArray::tick_fast(Cycle now) {
+  // Cycles the clock skipped: busy if an MMC was in flight (none completed).
+  if (!jobs_.empty() && now > last_tick_ + 1) stats_.busy_cycles += now - last_tick_ - 1;
+  last_tick_ = now;
+  const std::uint32_t popped = popped_, loaded = loaded_;
+  // MMCs completing now (every completion cycle is ticked), before the loader.
+  retired_now_ = false;
+  while (!jobs_.empty() && jobs_.front().completion <= now) {
+    compute_mmc(jobs_.front());
+    log_.complete(jobs_.front().cmd.seq, now);
+    jobs_.pop_front();
+    retired_now_ = true;
+  }
+  if (tile_push.read().valid) {
+    const std::int8_t* t = mem_.weights.row(tile_push.read().tile);
+    fifo_.emplace_back(t, t + n_ * n_);
+  }
+  handle_command(now);
+  run_loader(now);
+  if (retired_now_ || !jobs_.empty()) ++stats_.busy_cycles;
+  tiles_popped.write(popped_);
+  tiles_loaded.write(loaded_);
+  fifo_count.write(static_cast<std::uint32_t>(fifo_.size()));
+  counters_changed_ = popped_ != popped || loaded_ != loaded;
+}
+
 void SystolicArray::tick() {
   const Cycle now = current_cycle();
+  if (fast_) return tick_fast(now);
   if (traced_) sample_edges(now);
   write_accumulators(now);
   if (tile_push.read().valid) {

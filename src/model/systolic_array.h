@@ -9,6 +9,29 @@
 //
 // The array is one module whose PE registers are flat arrays updated in tight
 // loops each cycle, not one module per PE.
+//
+// In the fast path (model/tpu.h, Detail::Fast) there are no PE registers: an
+// MMC is computed as one int8 GEMM in its completion cycle d, straight from
+// the UB into the accumulators. Nothing can tell the difference:
+// - The UB rows an MMC reads and the ACC rows it writes belong to it from its
+//   issue to d: another unit's instruction that writes those UB rows, or
+//   reads or writes those ACC rows, is held by the controller's hazard
+//   interlock until d + 1 (WAR, RAW, WAW), and only MMCs write the ACC. So
+//   the UB rows still hold at d what the detailed path reads at s + i, and no
+//   one looks at the ACC rows before d + 1, when the detailed path has
+//   written them all too.
+// - MMCs accumulating into the same ACC rows write them in issue order in
+//   both paths: a later MMC starts at least `rows` cycles after an earlier
+//   one, so each of its element writes comes after the earlier one's, and in
+//   the fast path its completion cycle is later.
+// - All rows of an MMC use the weight set active at its start (a switch
+//   happens only at an MMC's start). That set is not overwritten before d:
+//   the loader writes it at the earliest N - 1 cycles after it may start,
+//   u + N + 1 for the last row u that used it, i.e. at u + 2N = d, and in a
+//   tick completions come before the loader.
+// - A fault stops the run in the middle of MMCs: flush_partial() then writes
+//   exactly the elements the detailed path had written (and un-counts the
+//   rows it had not yet read).
 #pragma once
 
 #include <systemc.h>
@@ -18,9 +41,11 @@
 #include <vector>
 
 #include "config/arch_config.h"
+#include "model/int8_gemm.h"
 #include "model/memories.h"
 #include "model/run_log.h"
 #include "model/signals.h"
+#include "model/timing.h"
 #include "model/waveform.h"
 
 namespace tpu::model {
@@ -35,8 +60,18 @@ SC_MODULE(SystolicArray) {
   sc_out<std::uint32_t> fifo_count;
   sc_out<bool> acc_write;              // the accumulator port writes this cycle
 
-  SystolicArray(sc_module_name name, const ArchConfig& cfg, Memories& mem, RunLog& log);
+  SystolicArray(sc_module_name name, const ArchConfig& cfg, Memories& mem, RunLog& log,
+                bool fast = false);
   SC_HAS_PROCESS(SystolicArray);
+
+  // Fast path: after the tick of `now`, the next cycle in which the array
+  // completes an MMC, finishes or may start a weight load, or the one after
+  // `now` if its tile counters changed (the controller looks at them then).
+  Cycle next_activity(Cycle now) const;
+
+  // Fast path, after a fault in cycle `t`: the part of the MMCs in flight
+  // that the detailed path had done by the end of cycle t.
+  void flush_partial(Cycle t);
 
   // Adds the array's edges to a waveform: x entering each PE row at column 0
   // and the sums leaving each column at the bottom, with their valid bits.
@@ -57,9 +92,13 @@ SC_MODULE(SystolicArray) {
   struct Job {
     UnitCommand cmd;
     Cycle start;
+    Cycle completion;
+    std::uint8_t weight_set;  // the set its rows use
   };
 
   void tick();
+  void tick_fast(Cycle now);
+  void compute_mmc(const Job& job);
   void write_accumulators(Cycle now);
   void handle_command(Cycle now);
   void run_loader(Cycle now);
@@ -94,6 +133,14 @@ SC_MODULE(SystolicArray) {
   Cycle rows_in_flight_until_ = 0;      // last cycle any PE has work
   bool any_rows_ = false;
   bool retired_now_ = false;  // an MMC completed this cycle
+
+  // Fast path.
+  const bool fast_;
+  Cycle last_tick_ = 0;
+  bool counters_changed_ = false;
+  GemmKernel kernel_;
+  PackedWeights packed_[2];     // weights_[s] packed for kernel_, when packed_valid_[s]
+  bool packed_valid_[2] = {false, false};
 
   // Edge values for waveforms, sampled each cycle only when traced.
   bool traced_ = false;

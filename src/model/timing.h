@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "config/arch_config.h"
 #include "isa/instruction.h"
@@ -11,6 +12,9 @@
 namespace tpu::model {
 
 using Cycle = std::uint64_t;
+
+// A unit with nothing scheduled (the fast path's clock, model/tpu.cpp).
+inline constexpr Cycle kNever = std::numeric_limits<Cycle>::max();
 
 constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 

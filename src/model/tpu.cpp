@@ -2,7 +2,11 @@
 
 #include <systemc.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <memory>
+#include <stdexcept>
+#include <string_view>
 
 #include "model/activation_unit.h"
 #include "model/controller.h"
@@ -14,8 +18,18 @@
 namespace tpu::model {
 namespace {
 
+// The clock. Detailed: an sc_clock, a rising edge every cycle. Fast: a signal
+// that a method raises only in the cycles some unit asks for: after the
+// units' processes of cycle t have run (at t + half a period), it asks each
+// for its next_activity(t) and raises the next edge at the earliest. Every
+// unit runs at every edge, so each one catches up, from its last tick, on
+// the cycles skipped in between; a unit asks for a cycle whenever something
+// it does there could matter to another unit or to its own counts.
 SC_MODULE(Tpu) {
-  sc_clock clk;
+  std::unique_ptr<sc_clock> free_clock;  // detailed
+  sc_signal<bool> fast_clock{"fast_clock"};
+  const bool fast;
+  bool clock_high = false;
   sc_signal<UnitCommand> host_dma_cmd{"host_dma_cmd"}, weight_dma_cmd{"weight_dma_cmd"},
       array_cmd{"array_cmd"}, act_cmd{"act_cmd"};
   sc_signal<TilePush> tile_push{"tile_push"};
@@ -31,15 +45,22 @@ SC_MODULE(Tpu) {
   SystolicArray systolic_array;
   ActivationUnit activation_unit;
 
+  SC_HAS_PROCESS(Tpu);
   Tpu(sc_module_name name, const ArchConfig& cfg, const isa::Program& prog, Memories& mem,
-      RunLog& log, Cycle max_cycles)
+      RunLog& log, Cycle max_cycles, bool fast_path)
       : sc_module(name),
-        clk("clk", kClockPeriod),
+        fast(fast_path),
         controller("controller", cfg, prog, log, max_cycles),
         host_dma("host_dma", cfg, mem, log),
         weight_dma("weight_dma", cfg, log),
-        systolic_array("systolic_array", cfg, mem, log),
+        systolic_array("systolic_array", cfg, mem, log, fast_path),
         activation_unit("activation_unit", cfg, mem, log) {
+    if (!fast) free_clock = std::make_unique<sc_clock>("clk", kClockPeriod);
+    sc_signal_in_if<bool>& clk =
+        fast ? static_cast<sc_signal_in_if<bool>&>(fast_clock) : *free_clock;
+    if (fast) {
+      SC_METHOD(drive_clock);  // runs at time 0: the first edge is cycle 0
+    }
     controller.clk(clk);
     controller.host_dma_cmd(host_dma_cmd);
     controller.weight_dma_cmd(weight_dma_cmd);
@@ -70,8 +91,28 @@ SC_MODULE(Tpu) {
     activation_unit.busy(act_busy);
   }
 
+  void drive_clock() {
+    const sc_core::sc_time kHalf = kClockPeriod / 2;
+    if (!clock_high) {
+      fast_clock.write(true);
+      clock_high = true;
+      next_trigger(kHalf);
+      return;
+    }
+    fast_clock.write(false);
+    clock_high = false;
+    const Cycle now = current_cycle();
+    const Cycle next = std::min({controller.next_activity(now), host_dma.next_activity(now),
+                                 weight_dma.next_activity(now), systolic_array.next_activity(now),
+                                 activation_unit.next_activity(now)});
+    // Nothing scheduled (the controller has stopped): the kernel runs out of
+    // events and sc_start returns.
+    if (next == kNever || next - now > (Cycle{1} << 40)) return;
+    next_trigger(kClockPeriod * static_cast<double>(next - now) - kHalf);
+  }
+
   void trace(Waveform& w) {
-    sc_trace(w.file(), clk, "clk");
+    sc_trace(w.file(), *free_clock, "clk");
     w.add(pc, "controller", "pc", 32);
     w.add(issue, "controller", "issue");
     w.add(stall, "controller", "stall");
@@ -115,14 +156,34 @@ void fresh_simcontext() {
 
 }  // namespace
 
+Detail resolve_detail(const RunOptions& opts) {
+  const bool wave = !opts.vcd_path.empty();
+  switch (opts.detail) {
+    case Detail::Auto: {
+      if (wave) return Detail::Detailed;
+      // For running a whole test suite on one path: TPU_DETAIL=detailed|fast.
+      const char* env = std::getenv("TPU_DETAIL");
+      return env && std::string_view(env) == "detailed" ? Detail::Detailed : Detail::Fast;
+    }
+    case Detail::Detailed: return Detail::Detailed;
+    case Detail::Fast:
+      if (wave)
+        throw std::invalid_argument(
+            "a waveform needs the detailed model: the fast path keeps no per-cycle state");
+      return Detail::Fast;
+  }
+  return Detail::Detailed;
+}
+
 RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, Memories& mem,
                    const RunOptions& opts) {
+  const bool fast = resolve_detail(opts) == Detail::Fast;
   RunLog log;
   log.retired.reserve(prog.code.size());
   sc_core::sc_simcontext* previous = sc_core::sc_curr_simcontext;
   fresh_simcontext();
   {
-    Tpu top("tpu", cfg, prog, mem, log, opts.max_cycles);
+    Tpu top("tpu", cfg, prog, mem, log, opts.max_cycles, fast);
     std::unique_ptr<Waveform> wave;
     if (!opts.vcd_path.empty()) {
       wave = std::make_unique<Waveform>(opts.vcd_path);
@@ -130,6 +191,8 @@ RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, Memories& me
       wave->write_save_file();
     }
     sc_start();
+    if (fast && log.fault) top.systolic_array.flush_partial(log.fault->cycle);
+    if (wave) wave->close();  // the VCD and .gtkw appear only now, whole
   }
   delete sc_core::sc_curr_simcontext;
   sc_core::sc_curr_simcontext = previous;

@@ -13,10 +13,32 @@
 
 namespace tpu::model {
 
+// The model's two levels of detail. Both give the same retire records,
+// statistics, faults and memories, cycle for cycle (tests/model/
+// test_fast_path.cpp); they differ in what they compute in between.
+//
+// - Detailed: a free-running clock; every unit runs every cycle and the
+//   systolic array keeps every PE's registers, so that a waveform shows the
+//   data moving through the array.
+// - Fast: the clock only ticks in the cycles in which some unit has something
+//   to do (an issue, a completion, a weight load, a stall that may end); the
+//   cycles in between are accounted for in closed form. The array computes
+//   each MMC as one blocked int8 GEMM (model/int8_gemm.h) in its completion
+//   cycle.
+// - Auto: Detailed when a waveform is asked for, Fast otherwise (Detailed
+//   with TPU_DETAIL=detailed in the environment, to run a test suite on it).
+enum class Detail : std::uint8_t { Auto, Detailed, Fast };
+
 struct RunOptions {
   Cycle max_cycles = 100'000'000;
   std::string vcd_path;  // empty: no waveform
+  Detail detail = Detail::Auto;
 };
+
+// The level of detail a run with `opts` uses: never Auto. Throws
+// std::invalid_argument for Fast with a waveform (the fast path has no
+// per-cycle state to show).
+Detail resolve_detail(const RunOptions& opts);
 
 // Runs `prog` on a machine configured by `cfg` whose memories start as
 // `mem`, which holds the final state afterwards. Each call builds a fresh

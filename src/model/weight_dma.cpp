@@ -13,6 +13,9 @@ WeightDma::WeightDma(sc_module_name name, const ArchConfig& cfg, RunLog& log)
 
 void WeightDma::tick() {
   const Cycle now = current_cycle();
+  // Cycles the fast path's clock skipped within a transfer were busy.
+  if (job_ && now > last_tick_ + 1) stats_.busy_cycles += now - last_tick_ - 1;
+  last_tick_ = now;
   if (cmd.read().valid) {
     job_.emplace(cmd.read(), now + duration(cfg_, cmd.read().instr) - 1);
     ++stats_.instructions;
@@ -29,6 +32,7 @@ void WeightDma::tick() {
     }
   }
   tile_push.write(push);
+  pushed_ = push.valid;
 }
 
 }  // namespace tpu::model

@@ -10,6 +10,7 @@
 #include "config/arch_config.h"
 #include "model/run_log.h"
 #include "model/signals.h"
+#include "model/timing.h"
 
 namespace tpu::model {
 
@@ -22,6 +23,13 @@ SC_MODULE(WeightDma) {
   WeightDma(sc_module_name name, const ArchConfig& cfg, RunLog& log);
   SC_HAS_PROCESS(WeightDma);
 
+  // The fast path's clock: the completion cycle of the tile in flight, and
+  // the cycle after a push (the array takes the tile then, and the push is
+  // withdrawn).
+  Cycle next_activity(Cycle now) const {
+    return pushed_ ? now + 1 : job_ ? job_->second : kNever;
+  }
+
  private:
   void tick();
 
@@ -29,6 +37,8 @@ SC_MODULE(WeightDma) {
   RunLog& log_;
   UnitStats& stats_;
   std::optional<std::pair<UnitCommand, Cycle>> job_;  // command, completion cycle
+  bool pushed_ = false;
+  Cycle last_tick_ = 0;
 };
 
 }  // namespace tpu::model

@@ -373,6 +373,55 @@ TEST_CASE("a memory error and a syntax error in one file are both reported", "[a
   CHECK(where == std::vector<std::string>{"1:5", "1:10", "2:1"});
 }
 
+// ---- Nesting limits (found by tests/fuzz: deep nesting overflowed the stack) --
+
+// `n` copies of `s`.
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+TEST_CASE("expressions nested up to 256 levels assemble", "[asm][diag][limits]") {
+  CHECK(assemble("RW " + repeat("(", 255) + "1" + repeat(")", 255) + "\n", Options{}).program);
+  CHECK(assemble("RW " + repeat("-", 254) + "1\n", Options{}).program);
+  CHECK(assemble("RW 0" + repeat("+1", 255) + "\n", Options{}).program);
+  // 128 minus signs and 128 parentheses.
+  CHECK(assemble("RW " + repeat("-(", 128) + "0" + repeat(")", 128) + "\n", Options{}).program);
+}
+
+TEST_CASE("deeper expressions are an error, not a stack overflow", "[asm][diag][limits]") {
+  const std::string message = "expression is nested too deeply (more than 256 levels)";
+  for (const int n : {257, 100000}) {
+    INFO("levels: " << n);
+    // The error is at the parenthesis or operator that opens level 257.
+    check_error({"RW " + repeat("(", n) + "1" + repeat(")", n), 1, 260, message});
+    check_error({"RW " + repeat("-", n) + "1", 1, 260, message});
+    check_error({"RW 0" + repeat("+1", n), 1, 515, message});
+    check_error({"RW 0" + repeat("*(1", n) + repeat(")", n), 1, 774, message});
+    check_error({"RW " + repeat("-(", n) + "0" + repeat(")", n), 1, 260, message});
+  }
+}
+
+TEST_CASE("long chains of symbol definitions are an error, not a stack overflow",
+          "[asm][diag][limits]") {
+  // Each .equ names the next one, so evaluating A0 goes through all of them.
+  const auto chain = [](int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i)
+      s += ".equ A" + std::to_string(i) + ", A" + std::to_string(i + 1) + "\n";
+    return s + ".equ A" + std::to_string(n) + ", 7\nRW A0\n";
+  };
+  const Result ok = assemble(chain(300), Options{});
+  REQUIRE(ok.program);
+  CHECK(ok.program->code[0].operands[0] == 7);
+  const Result r = assemble(chain(100000), Options{});
+  CHECK_FALSE(r.program.has_value());
+  REQUIRE_FALSE(r.diagnostics.empty());
+  CHECK_THAT(r.diagnostics[0].message,
+             Contains("symbol definitions nest too deeply (more than 1024 levels)"));
+}
+
 // ---- Formatting -------------------------------------------------------------
 
 TEST_CASE("a diagnostic is formatted as file:line:col, the line and a caret", "[asm][diag][format]") {

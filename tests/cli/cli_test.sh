@@ -184,6 +184,22 @@ assert c8.dtype == np.int8 and c8.shape == (19, 11), 'int8 C'"
     expect_status 2 "$bin/tpu-sim" gemm --a "$tmp/a.npy" --b "$tmp/b.npy" --act relu
     expect_status 2 "$bin/tpu-sim" gemm --a "$tmp/a.npy" --b "$tmp/b.npy" --requant 1,63,0
     ;;
+  sim_engines)  # --engine rtl and both give the SystemC model's outputs; no build: exit 3
+    expect_status 0 "$bin/tpu-as" "$src/programs/mlp2.s" -o "$tmp/m.tpu"
+    data="$src/programs/data/mlp2"
+    expect_status 0 "$bin/tpu-sim" run "$tmp/m.tpu" --hostmem "$data/host.npy" \
+      --weights "$data/weights.npy" --out "$tmp/sc.npy" --stats "$tmp/sc.json"
+    expect_status 0 "$bin/tpu-sim" run "$tmp/m.tpu" --hostmem "$data/host.npy" \
+      --weights "$data/weights.npy" --out "$tmp/rtl.npy" --stats "$tmp/rtl.json" --engine rtl
+    cmp "$tmp/sc.npy" "$tmp/rtl.npy" || fail "--engine rtl output differs"
+    cmp "$tmp/sc.json" "$tmp/rtl.json" || fail "--engine rtl stats differ"
+    expect_status 0 "$bin/tpu-sim" run "$tmp/m.tpu" --hostmem "$data/host.npy" \
+      --weights "$data/weights.npy" --engine both
+    grep -q "the RTL and the SystemC model agree" "$tmp/out" || fail "--engine both message"
+    expect_status 3 "$bin/tpu-sim" run "$tmp/m.tpu" --hostmem "$data/host.npy" \
+      --weights "$data/weights.npy" --engine rtl --preset tpuv1 --array 8
+    grep -q "no RTL build for this configuration" "$tmp/err" || fail "no-build message"
+    ;;
   isa_pkg_fresh)  # the committed SystemVerilog package matches the instruction table
     "$bin/tpu-gen" isa-pkg >"$tmp/pkg.sv"
     diff -u "$src/rtl/tpu_isa_pkg.sv" "$tmp/pkg.sv" ||
@@ -194,11 +210,14 @@ assert c8.dtype == np.int8 and c8.shape == (19, 11), 'int8 C'"
     diff -u "$src/rtl/tpu_act_pkg.sv" "$tmp/act.sv" ||
       fail "rtl/tpu_act_pkg.sv is stale: run tpu-gen act-pkg -o rtl/tpu_act_pkg.sv"
     ;;
+  rtl_config_fresh)  # the committed configuration package of preset ARG is up to date
+    "$bin/tpu-gen" config-pkg --preset "$arg" >"$tmp/cfg.sv"
+    diff -u "$src/rtl/config/$arg/tpu_config_pkg.sv" "$tmp/cfg.sv" ||
+      fail "rtl/config/$arg is stale: tpu-gen config-pkg --preset $arg -o rtl/config/$arg/tpu_config_pkg.sv"
+    ;;
   rtl_lint)  # the RTL core is lint-clean (verilator -Wall) for preset ARG
-    mkdir -p "$tmp/cfg"
-    "$bin/tpu-gen" config-pkg --preset "$arg" -o "$tmp/cfg/tpu_config_pkg.sv"
     (cd "$src/rtl" && verilator --lint-only -Wall --top-module tpu_core \
-      tpu_isa_pkg.sv "$tmp/cfg/tpu_config_pkg.sv" tpu_act_pkg.sv tpu_core_pkg.sv \
+      tpu_isa_pkg.sv "config/$arg/tpu_config_pkg.sv" tpu_act_pkg.sv tpu_core_pkg.sv \
       tpu_controller.sv tpu_host_dma.sv tpu_weight_dma.sv tpu_systolic_array.sv \
       tpu_activation_unit.sv tpu_core.sv)
     ;;

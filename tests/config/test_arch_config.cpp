@@ -265,6 +265,20 @@ TEST_CASE("invalid JSON is rejected naming the origin", "[config][json]") {
                  "invalid JSON");
 }
 
+TEST_CASE("a number too large for JSON is invalid JSON naming the origin", "[config][json]") {
+  // Found by tests/fuzz/fuzz_config: nlohmann throws out_of_range, not parse_error, for these.
+  check_rejected({R"({"ub_rows": 1e999})", R"({"ub_rows": -1e999})", R"({"x": [8E88888]})"},
+                 "invalid JSON");
+}
+
+TEST_CASE("names from a JSON file are shown escaped on one line", "[config][json]") {
+  // Found by tests/fuzz/fuzz_config: a key with a newline gave a two-line message.
+  CHECK(override_error(R"({"ub\nrows": 1})") == kOrigin + ": unknown field 'ub\\nrows'");
+  CHECK_THAT(override_error(R"({"preset": "small\n8"})"),
+             Contains(kOrigin + ": unknown preset 'small\\n8' (known: "));
+  CHECK_THAT(override_error(R"({"\u0001\"": 1})"), Contains("unknown field '\\u0001\\\"'"));
+}
+
 TEST_CASE("out-of-range JSON values are rejected naming the origin", "[config][json]") {
   check_rejected({R"({"array_n": 3})", R"({"array_n": 257})", R"({"array_n": 0})",
                   R"({"fifo_depth": 0})", R"({"fifo_depth": 65})", R"({"ub_rows": 0})",

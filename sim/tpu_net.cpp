@@ -1,0 +1,297 @@
+#include "tpu_net.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "common/exit_codes.h"
+#include "common/file_io.h"
+#include "common/npy.h"
+#include "compiler/layer_reference.h"
+#include "compiler/model_file.h"
+#include "compiler/network.h"
+#include "model/tpu.h"
+#include "sim_common.h"
+
+namespace tpu::cli {
+namespace {
+
+using compiler::LayerKind;
+
+struct NetArgs : SimArgs {
+  std::string model;
+  std::string input;
+  std::string labels;
+  std::string emit_asm;
+  bool check = false;
+};
+
+// PATH for a one-program network, else PATH with ".K" before its extension.
+std::string indexed_path(const std::string& path, std::size_t k, std::size_t count) {
+  if (count == 1) return path;
+  const std::filesystem::path p(path);
+  std::filesystem::path out = p.parent_path() / p.stem();
+  out += fmt::format(".{}{}", k, p.extension().string());
+  return out.string();
+}
+
+std::string shape_text(const std::vector<std::size_t>& shape) {
+  std::string s;
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
+template <typename T>
+std::vector<std::int64_t> widen(const NpyArray& a) {
+  const std::vector<T> v = a.values<T>();
+  return std::vector<std::int64_t>(v.begin(), v.end());
+}
+
+// Integer labels, one per sample.
+std::vector<std::int64_t> read_labels(const std::string& path, std::size_t batch) {
+  const NpyArray a = read_npy(path);
+  std::vector<std::int64_t> labels;
+  switch (a.dtype) {
+    case Dtype::int8: labels = widen<std::int8_t>(a); break;
+    case Dtype::uint8: labels = widen<std::uint8_t>(a); break;
+    case Dtype::int16: labels = widen<std::int16_t>(a); break;
+    case Dtype::uint16: labels = widen<std::uint16_t>(a); break;
+    case Dtype::int32: labels = widen<std::int32_t>(a); break;
+    case Dtype::int64: labels = widen<std::int64_t>(a); break;
+    default:
+      throw FileError(fmt::format("{}: labels must be integers, got {}", path, dtype_name(a.dtype)));
+  }
+  if (a.rank() != 1 || a.shape[0] != batch)
+    throw FileError(fmt::format("{}: expected {} labels (a 1-D array), got shape {}", path, batch,
+                                format_shape(a.shape)));
+  return labels;
+}
+
+// The network input: int8 as it is, or float quantized with the model's
+// input quantization.
+compiler::Tensor read_input(const std::string& path, const compiler::Network& net) {
+  const NpyArray a = read_npy(path);
+  std::vector<std::size_t> want = net.input_shape;
+  if (a.rank() != want.size() + 1 || !std::equal(want.begin(), want.end(), a.shape.begin() + 1))
+    throw FileError(fmt::format("{}: expected a batch of inputs of shape (B, {}), got shape {}", path,
+                                fmt::join(want, ", "), format_shape(a.shape)));
+  if (a.shape[0] == 0) throw FileError(fmt::format("{}: the batch is empty", path));
+  if (a.dtype == Dtype::int8) {
+    compiler::Tensor x;
+    x.shape = a.shape;
+    const std::vector<std::int8_t> v = a.values<std::int8_t>();
+    x.data.assign(v.begin(), v.end());
+    return x;
+  }
+  std::vector<double> values;
+  if (a.dtype == Dtype::float32) {
+    const std::vector<float> v = a.values<float>();
+    values.assign(v.begin(), v.end());
+  } else if (a.dtype == Dtype::float64) {
+    values = a.values<double>();
+  } else {
+    throw FileError(fmt::format("{}: the input must be int8 (quantized) or float32/float64, got {}",
+                                path, dtype_name(a.dtype)));
+  }
+  try {
+    return compiler::quantize_input(net, a.shape, values);
+  } catch (const compiler::CompileError& e) {
+    throw FileError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+class Net final : public NetCommand {
+ public:
+  explicit Net(CLI::App& app) {
+    cmd_ = app.add_subcommand("net", "compile and run a quantized network (model file) on the model");
+    cmd_->add_option("model", args_.model, "model description (.json, docs/quantization.md)")
+        ->required();
+    cmd_->add_option("--input", args_.input,
+                     "input batch: int8 (quantized) or float .npy of shape (B, input shape)")
+        ->required();
+    cmd_->add_option("--out", args_.out, "write the network's output here (.npy, int8 or int32)");
+    cmd_->add_option("--labels", args_.labels,
+                     "integer labels (.npy, one per sample): report the argmax accuracy");
+    cmd_->add_option("--emit-asm", args_.emit_asm,
+                     "write the generated program(s) here (.s; F.K.s for program K of several)");
+    cmd_->add_flag("--check", args_.check,
+                   "compare the output with the independent int8 reference (exit 6 if it differs)");
+    args_.add_to(*cmd_);
+  }
+  bool parsed() const override { return cmd_->parsed(); }
+  int run() override;
+
+ private:
+  CLI::App* cmd_ = nullptr;
+  NetArgs args_;
+};
+
+int Net::run() {
+  const ArchConfig cfg = args_.cfg.resolve();
+  const compiler::Network net = compiler::load_network(args_.model);
+  const compiler::Tensor x = read_input(args_.input, net);
+  const std::size_t batch = x.batch();
+  std::vector<std::int64_t> labels;
+  if (!args_.labels.empty()) labels = read_labels(args_.labels, batch);
+  const compiler::NetworkPlan plan = compiler::compile_network(net, batch, cfg);
+  const std::size_t programs = plan.segments.size();
+  if (!args_.emit_asm.empty())
+    for (std::size_t k = 0; k < programs; ++k)
+      write_file_atomic(indexed_path(args_.emit_asm, k, programs), plan.segments[k].assembly);
+
+  const std::string name = net.name.empty() ? args_.model : net.name;
+  std::cout << fmt::format("network {}: {} layers, batch {}, on a {}x{} array: {} program{}\n", name,
+                           net.layers.size(), batch, cfg.array_n, cfg.array_n, programs,
+                           programs == 1 ? "" : "s");
+  const auto layer_name = [&](std::size_t i) {
+    return net.layers[i].name.empty() ? fmt::format("#{}", i) : net.layers[i].name;
+  };
+  for (const compiler::NetworkStep& step : plan.steps) {
+    if (step.on_host) {
+      std::cout << fmt::format("  host       {} ({})\n", layer_name(step.layer),
+                               compiler::layer_kind_name(net.layers[step.layer].kind));
+      continue;
+    }
+    const compiler::SegmentPlan& seg = plan.segments[step.segment];
+    std::string names;
+    for (std::size_t id : seg.layers) names += (names.empty() ? "" : ", ") + layer_name(id);
+    const bool im2col = net.layers[seg.layers.front()].kind == LayerKind::Conv2d;
+    std::cout << fmt::format(
+        "  program {}  {}: {} instructions, input from the host{}, {} chunk{} of {} {}\n",
+        step.segment, names, seg.program.code.size(), im2col ? " (im2col)" : "",
+        (seg.units + seg.chunk_units - 1) / seg.chunk_units,
+        seg.units > seg.chunk_units ? "s" : "", seg.chunk_units,
+        seg.unit_is_sample ? "samples" : "rows");
+  }
+
+  const compiler::ProgramRunner runner = [&](std::size_t k, const compiler::SegmentPlan& seg,
+                                             model::Memories& mem) {
+    model::RunOptions ropts;
+    ropts.max_cycles = args_.max_cycles;
+    if (!args_.vcd.empty()) ropts.vcd_path = indexed_path(args_.vcd, k, programs);
+    model::RunLog log = model::run_program(cfg, seg.program, mem, ropts);
+    if (args_.trace) {
+      std::cout << fmt::format("program {} trace:\n", k);
+      for (const model::RetireRecord& r : log.retired)
+        std::cout << fmt::format("pc {:>4}  {:<28} issue {:>8}  start {:>8}  complete {:>8}\n",
+                                 r.pc, isa::disassemble(seg.program.code[r.pc]), r.issue, r.start,
+                                 r.completed ? fmt::to_string(r.completion) : std::string("-"));
+    }
+    if (log.fault) std::cerr << fmt::format("tpu-sim: program {}: {}\n", k, log.fault->message());
+    return log;
+  };
+  const compiler::NetworkRun result = compiler::run_network(plan, x, cfg, runner);
+  if (result.fault) return kExitFault;
+
+  // Per-layer report.
+  const double nn = static_cast<double>(cfg.array_n * cfg.array_n);
+  const auto util = [&](std::uint64_t macs, std::uint64_t cycles) {
+    return cycles ? static_cast<double>(macs) / (static_cast<double>(cycles) * nn) : 0.0;
+  };
+  std::cout << fmt::format("{:<12} {:<10} {:<14} {:<8} {:>10} {:>12} {:>12} {:>12}\n", "layer",
+                           "type", "output", "where", "cycles", "array MACs", "utilization",
+                           "useful MACs");
+  nlohmann::json layers_json = nlohmann::json::array();
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const compiler::LayerStats& ls = result.layers[i];
+    const std::string where = ls.segment ? fmt::format("prog {}", *ls.segment) : "host";
+    const std::string out_shape = fmt::format("{}x{}", batch, shape_text(plan.infos[i + 1].shape));
+    const bool gemm = net.layers[i].kind == LayerKind::Dense || net.layers[i].kind == LayerKind::Conv2d;
+    std::cout << fmt::format("{:<12} {:<10} {:<14} {:<8} {:>10} {:>12} {:>12} {:>12}\n",
+                             layer_name(i), compiler::layer_kind_name(net.layers[i].kind), out_shape,
+                             where, ls.segment ? fmt::to_string(ls.cycles) : "-",
+                             gemm ? fmt::to_string(ls.array_macs) : "-",
+                             gemm ? fmt::format("{:.2f}%", 100.0 * util(ls.array_macs, ls.cycles)) : "-",
+                             gemm ? fmt::to_string(ls.useful_macs) : "-");
+    nlohmann::json lj;
+    lj["name"] = layer_name(i);
+    lj["type"] = compiler::layer_kind_name(net.layers[i].kind);
+    lj["output_shape"] = plan.infos[i + 1].shape;
+    lj["program"] = ls.segment ? nlohmann::json(*ls.segment) : nlohmann::json(nullptr);
+    lj["cycles"] = ls.cycles;
+    lj["instructions"] = ls.instructions;
+    lj["mmc_rows"] = ls.mmc_rows;
+    lj["array_macs"] = ls.array_macs;
+    lj["useful_macs"] = ls.useful_macs;
+    lj["utilization"] = util(ls.array_macs, ls.cycles);
+    layers_json.push_back(lj);
+  }
+  std::uint64_t total_cycles = 0, total_macs = 0, useful = 0;
+  nlohmann::json programs_json = nlohmann::json::array();
+  for (std::size_t k = 0; k < result.logs.size(); ++k) {
+    const model::RunLog& log = result.logs[k];
+    total_cycles += log.stats.cycles;
+    total_macs += log.stats.macs;
+    std::cout << fmt::format("program {}: {} cycles, {} instructions, utilization {:.2f}%\n", k,
+                             log.stats.cycles, log.stats.instructions,
+                             100.0 * util(log.stats.macs, log.stats.cycles));
+    nlohmann::json pj = stats_json(cfg, log);
+    pj["layers"] = nlohmann::json::array();
+    for (std::size_t id : plan.segments[k].layers) pj["layers"].push_back(layer_name(id));
+    programs_json.push_back(pj);
+  }
+  for (const auto& ls : result.layers) useful += ls.useful_macs;
+  std::cout << fmt::format(
+      "total: {} cycles, {} MACs, utilization {:.2f}% of {}x{} MACs per cycle ({:.2f}% useful)\n",
+      total_cycles, total_macs, 100.0 * util(total_macs, total_cycles), cfg.array_n, cfg.array_n,
+      100.0 * util(useful, total_cycles));
+
+  const compiler::Tensor& y = result.output;
+  if (!args_.out.empty()) {
+    if (y.int32)
+      write_npy(args_.out, NpyArray::of<std::int32_t>(y.shape, y.data));
+    else
+      write_npy(args_.out, NpyArray::of<std::int8_t>(
+                               y.shape, std::vector<std::int8_t>(y.data.begin(), y.data.end())));
+  }
+  nlohmann::json stats;
+  stats["network"] = name;
+  stats["batch"] = batch;
+  stats["array_n"] = cfg.array_n;
+  stats["programs"] = programs_json;
+  stats["layers"] = layers_json;
+  stats["total"] = {{"cycles", total_cycles},
+                    {"macs", total_macs},
+                    {"useful_macs", useful},
+                    {"utilization", util(total_macs, total_cycles)}};
+  if (!labels.empty()) {
+    if (y.shape.size() != 2)
+      throw FileError(fmt::format("{}: labels need a 2-D output (batch x classes), the output is {}",
+                                  args_.labels, shape_text(y.shape)));
+    const std::size_t classes = y.shape[1];
+    std::size_t correct = 0;
+    for (std::size_t s = 0; s < batch; ++s) {
+      const auto* row = &y.data[s * classes];
+      const auto best = static_cast<std::int64_t>(std::max_element(row, row + classes) - row);
+      correct += best == labels[s];
+    }
+    std::cout << fmt::format("accuracy: {}/{} = {:.2f}% (argmax of the output against {})\n",
+                             correct, batch, 100.0 * static_cast<double>(correct) / batch,
+                             args_.labels);
+    stats["accuracy"] = {{"correct", correct},
+                         {"total", batch},
+                         {"accuracy", static_cast<double>(correct) / batch}};
+  }
+  if (!args_.stats.empty()) write_file_atomic(args_.stats, stats.dump(2) + "\n");
+  if (args_.check) {
+    const compiler::Tensor want = compiler::reference_network(net, x);
+    for (std::size_t i = 0; i < want.data.size(); ++i)
+      if (y.data[i] != want.data[i]) {
+        std::cerr << fmt::format(
+            "tpu-sim: check failed: output element {} = {} but the int8 reference gives {}\n", i,
+            y.data[i], want.data[i]);
+        return kExitCheckFailed;
+      }
+    std::cout << fmt::format("check: all {} output elements equal the int8 reference\n",
+                             want.data.size());
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+std::unique_ptr<NetCommand> add_net_command(CLI::App& app) { return std::make_unique<Net>(app); }
+
+}  // namespace tpu::cli

@@ -1,0 +1,156 @@
+#include "compiler/layer_reference.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "compiler/reference.h"
+
+namespace tpu::compiler {
+namespace {
+
+std::int32_t wrap32(std::int64_t v) {
+  const std::uint64_t u = static_cast<std::uint64_t>(v) & 0xFFFFFFFFull;
+  return u >= 0x80000000ull ? static_cast<std::int32_t>(static_cast<std::int64_t>(u) - (std::int64_t{1} << 32))
+                            : static_cast<std::int32_t>(u);
+}
+
+// Accumulator -> layer output element.
+std::int32_t finish(std::int64_t acc, const Layer& l, double in_scale) {
+  const std::int32_t a = wrap32(acc);
+  if (l.int32_output) return a;
+  const bool table = l.act == model::ActFunction::Sigmoid || l.act == model::ActFunction::Tanh;
+  const double out_scale = table ? 1.0 / 16.0 : l.output.scale;
+  const std::int32_t zp = table ? 0 : l.output.zero_point;
+  const model::Requant q = reference_requant(in_scale * l.weight_scale / out_scale, zp);
+  return reference_activate(reference_requantize(a, q), l.act, q.zero_point);
+}
+
+Tensor dense(const Layer& l, const TensorInfo& in, const Tensor& x) {
+  const std::size_t k = l.weight_shape[0], n_out = l.weight_shape[1], batch = x.batch();
+  Tensor y;
+  y.shape = {batch, n_out};
+  y.int32 = l.int32_output;
+  y.data.resize(batch * n_out);
+  for (std::size_t s = 0; s < batch; ++s)
+    for (std::size_t o = 0; o < n_out; ++o) {
+      std::int64_t acc = l.bias.empty() ? 0 : l.bias[o];
+      for (std::size_t f = 0; f < k; ++f)
+        acc += (std::int64_t{x.data[s * k + f]} - in.quant.zero_point) * l.weights[f * n_out + o];
+      y.data[s * n_out + o] = finish(acc, l, in.quant.scale);
+    }
+  return y;
+}
+
+Tensor conv2d(const Layer& l, const TensorInfo& in, const TensorInfo& out, const Tensor& x) {
+  const std::size_t h = in.shape[0], w = in.shape[1], cin = in.shape[2];
+  const std::size_t oh = out.shape[0], ow = out.shape[1], cout = out.shape[2];
+  const std::size_t kh = l.weight_shape[0], kw = l.weight_shape[1], batch = x.batch();
+  Tensor y;
+  y.shape = {batch, oh, ow, cout};
+  y.int32 = l.int32_output;
+  y.data.resize(batch * oh * ow * cout);
+  for (std::size_t s = 0; s < batch; ++s)
+    for (std::size_t i = 0; i < oh; ++i)
+      for (std::size_t j = 0; j < ow; ++j)
+        for (std::size_t co = 0; co < cout; ++co) {
+          std::int64_t acc = l.bias.empty() ? 0 : l.bias[co];
+          for (std::size_t dy = 0; dy < kh; ++dy)
+            for (std::size_t dx = 0; dx < kw; ++dx) {
+              // Input position; outside the image the input is the zero point,
+              // whose contribution (z - z) * w is zero.
+              const long long yy = static_cast<long long>(i * l.stride_h + dy) - l.pad_top;
+              const long long xx = static_cast<long long>(j * l.stride_w + dx) - l.pad_left;
+              if (yy < 0 || xx < 0 || yy >= static_cast<long long>(h) || xx >= static_cast<long long>(w))
+                continue;
+              for (std::size_t ci = 0; ci < cin; ++ci) {
+                const std::int64_t v =
+                    x.data[((s * h + static_cast<std::size_t>(yy)) * w + static_cast<std::size_t>(xx)) * cin + ci];
+                acc += (v - in.quant.zero_point) * l.weights[((dy * kw + dx) * cin + ci) * cout + co];
+              }
+            }
+          y.data[((s * oh + i) * ow + j) * cout + co] = finish(acc, l, in.quant.scale);
+        }
+  return y;
+}
+
+Tensor maxpool(const Layer& l, const TensorInfo& in, const TensorInfo& out, const Tensor& x) {
+  const std::size_t h = in.shape[0], w = in.shape[1], c = in.shape[2];
+  const std::size_t oh = out.shape[0], ow = out.shape[1], batch = x.batch();
+  Tensor y;
+  y.shape = {batch, oh, ow, c};
+  y.data.resize(batch * oh * ow * c);
+  for (std::size_t s = 0; s < batch; ++s)
+    for (std::size_t i = 0; i < oh; ++i)
+      for (std::size_t j = 0; j < ow; ++j)
+        for (std::size_t ch = 0; ch < c; ++ch) {
+          std::int32_t m = -129;
+          for (std::size_t dy = 0; dy < l.kernel_h; ++dy)
+            for (std::size_t dx = 0; dx < l.kernel_w; ++dx) {
+              const std::size_t yy = i * l.stride_h + dy, xx = j * l.stride_w + dx;
+              if (yy < h && xx < w) m = std::max(m, x.data[((s * h + yy) * w + xx) * c + ch]);
+            }
+          y.data[((s * oh + i) * ow + j) * c + ch] = m;
+        }
+  return y;
+}
+
+}  // namespace
+
+model::Requant reference_requant(double real, std::int32_t zero_point) {
+  if (!(real > 0.0) || !std::isfinite(real))
+    throw CompileError(fmt::format("requantization multiplier {} is not positive and finite", real));
+  // The shift that brings real * 2^S into [2^30, 2^31).
+  long long s = 0;
+  while (std::ldexp(real, static_cast<int>(s)) < 1073741824.0) ++s;
+  while (std::ldexp(real, static_cast<int>(s)) >= 2147483648.0) --s;
+  // Round half away from zero (the value is positive).
+  long long m = static_cast<long long>(std::floor(std::ldexp(real, static_cast<int>(s)) + 0.5));
+  if (m == 2147483648LL) {
+    m = 1073741824LL;
+    --s;
+  }
+  if (s < 0) throw CompileError(fmt::format("requantization multiplier {} is too large", real));
+  if (s > 62) {
+    m = static_cast<long long>(std::floor(std::ldexp(real, 62) + 0.5));
+    s = 62;
+  }
+  model::Requant q;
+  q.multiplier = static_cast<std::int32_t>(m);
+  q.shift = static_cast<std::uint32_t>(s);
+  q.zero_point = static_cast<std::int8_t>(zero_point);
+  return q;
+}
+
+std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x) {
+  const std::vector<TensorInfo> infos = infer_network(net);
+  std::vector<Tensor> outs;
+  outs.reserve(net.layers.size());  // `cur` points into it
+  const Tensor* cur = &x;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const Layer& l = net.layers[i];
+    const TensorInfo& in = infos[i];
+    const TensorInfo& out = infos[i + 1];
+    switch (l.kind) {
+      case LayerKind::Dense: outs.push_back(dense(l, in, *cur)); break;
+      case LayerKind::Conv2d: outs.push_back(conv2d(l, in, out, *cur)); break;
+      case LayerKind::MaxPool2d: outs.push_back(maxpool(l, in, out, *cur)); break;
+      case LayerKind::Flatten: {
+        Tensor y = *cur;
+        y.shape = {cur->batch(), out.shape[0]};
+        outs.push_back(std::move(y));
+        break;
+      }
+    }
+    cur = &outs.back();
+  }
+  return outs;
+}
+
+Tensor reference_network(const Network& net, const Tensor& x) {
+  std::vector<Tensor> all = reference_network_all(net, x);
+  return all.empty() ? x : std::move(all.back());
+}
+
+}  // namespace tpu::compiler

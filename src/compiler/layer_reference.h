@@ -1,0 +1,26 @@
+// The independent int8 reference for networks: every layer computed directly
+// from its definition (docs/quantization.md), without the compiler's lowering:
+// a convolution as a sum over its window (no im2col, padding by bounds
+// checks), the input zero point subtracted from every input (not folded into
+// the bias), the bias added in int64, the requantization multiplier and shift
+// found by a search rather than frexp, and the requantization and activation
+// of compiler/reference.h.
+#pragma once
+
+#include <vector>
+
+#include "compiler/network.h"
+
+namespace tpu::compiler {
+
+// M, S of the scheme for a real multiplier, found independently of
+// requant_from_multiplier: the shift S for which 2^30 <= real * 2^S < 2^31.
+model::Requant reference_requant(double real, std::int32_t zero_point);
+
+// The output of every layer: outputs[i] is layer i's output for input x.
+std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x);
+
+// The network's output.
+Tensor reference_network(const Network& net, const Tensor& x);
+
+}  // namespace tpu::compiler

@@ -1,0 +1,280 @@
+#include "compiler/model_file.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "common/file_io.h"
+#include "common/npy.h"
+
+namespace tpu::compiler {
+namespace {
+
+using nlohmann::json;
+
+class Reader {
+ public:
+  explicit Reader(std::string path) : path_(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string& where, const std::string& what) const {
+    throw FileError(fmt::format("{}: {}{}", path_, where.empty() ? "" : where + ": ", what));
+  }
+
+  void only_keys(const json& obj, const std::string& where, std::set<std::string> allowed) const {
+    for (const auto& [key, value] : obj.items())
+      if (!allowed.count(key)) {
+        std::string list;
+        for (const std::string& k : allowed) list += (list.empty() ? "" : ", ") + k;
+        fail(where, fmt::format("unknown key '{}' (known: {})", key, list));
+      }
+  }
+
+  const json& need(const json& obj, const std::string& key, const std::string& where) const {
+    if (!obj.contains(key)) fail(where, fmt::format("missing '{}'", key));
+    return obj.at(key);
+  }
+
+  double number(const json& v, const std::string& where, const std::string& key) const {
+    if (!v.is_number()) fail(where, fmt::format("'{}' must be a number", key));
+    return v.get<double>();
+  }
+
+  long long integer(const json& v, const std::string& where, const std::string& key,
+                    long long lo, long long hi) const {
+    if (!v.is_number_integer())
+      fail(where, fmt::format("'{}' must be an integer", key));
+    const long long x = v.is_number_unsigned() && v.get<unsigned long long>() > 1ull << 62
+                            ? hi + 1
+                            : v.get<long long>();
+    if (x < lo || x > hi) fail(where, fmt::format("'{}' = {} is outside {}..{}", key, x, lo, hi));
+    return x;
+  }
+
+  // An integer or a list of `count` integers.
+  std::vector<unsigned> ints(const json& v, const std::string& where, const std::string& key,
+                             std::size_t count, long long lo, long long hi) const {
+    if (v.is_number()) return std::vector<unsigned>(count, static_cast<unsigned>(integer(v, where, key, lo, hi)));
+    if (!v.is_array() || v.size() != count)
+      fail(where, fmt::format("'{}' must be an integer or a list of {} integers", key, count));
+    std::vector<unsigned> out;
+    for (const json& e : v) out.push_back(static_cast<unsigned>(integer(e, where, key, lo, hi)));
+    return out;
+  }
+
+  QuantParams quant(const json& v, const std::string& where) const {
+    if (!v.is_object()) fail(where, "a quantization must be an object {\"scale\": S, \"zero_point\": Z}");
+    only_keys(v, where, {"scale", "zero_point"});
+    QuantParams q;
+    q.scale = number(need(v, "scale", where), where, "scale");
+    if (!(q.scale > 0.0) || !std::isfinite(q.scale))
+      fail(where, fmt::format("scale {} is not positive and finite", q.scale));
+    q.zero_point = static_cast<std::int32_t>(integer(need(v, "zero_point", where), where, "zero_point", -128, 127));
+    return q;
+  }
+
+  std::string file(const json& v, const std::string& where, const std::string& key) const {
+    if (!v.is_string() || v.get<std::string>().empty())
+      fail(where, fmt::format("'{}' must be a file name", key));
+    const std::filesystem::path p(v.get<std::string>());
+    if (p.is_absolute()) return p.string();
+    return (std::filesystem::path(path_).parent_path() / p).string();
+  }
+
+ private:
+  std::string path_;
+};
+
+model::ActFunction parse_act(const Reader& r, const json& v, const std::string& where) {
+  if (!v.is_string()) r.fail(where, "'activation' must be a string");
+  const std::string s = v.get<std::string>();
+  if (s == "none") return model::ActFunction::None;
+  if (s == "relu") return model::ActFunction::Relu;
+  if (s == "sigmoid") return model::ActFunction::Sigmoid;
+  if (s == "tanh") return model::ActFunction::Tanh;
+  r.fail(where, fmt::format("unknown activation '{}' (known: none, relu, sigmoid, tanh)", s));
+}
+
+void parse_gemm_layer(const Reader& r, const json& j, const std::string& where, Layer& l,
+                      std::size_t rank) {
+  const std::string wpath = r.file(r.need(j, "weights", where), where, "weights");
+  const NpyArray w = read_npy(wpath);
+  l.weights = expect_int8(w, rank, rank == 2 ? "dense weights, K x Nout" : "conv2d weights, KH x KW x Cin x Cout");
+  l.weight_shape = w.shape;
+  for (std::size_t d : w.shape)
+    if (d == 0) throw FileError(fmt::format("{}: the weights have a zero dimension", wpath));
+  if (j.contains("bias")) {
+    const std::string bpath = r.file(j.at("bias"), where, "bias");
+    const NpyArray b = read_npy(bpath);
+    l.bias = expect_int32(b, 1, "bias, int32 per output");
+    if (l.bias.size() != w.shape.back())
+      throw FileError(fmt::format("{}: {} biases but the weights have {} outputs", bpath,
+                                  l.bias.size(), w.shape.back()));
+  }
+  l.weight_scale = r.number(r.need(j, "weight_scale", where), where, "weight_scale");
+  if (!(l.weight_scale > 0.0) || !std::isfinite(l.weight_scale))
+    r.fail(where, fmt::format("weight_scale {} is not positive and finite", l.weight_scale));
+  l.act = j.contains("activation") ? parse_act(r, j.at("activation"), where) : model::ActFunction::None;
+  const bool table = l.act == model::ActFunction::Sigmoid || l.act == model::ActFunction::Tanh;
+  if (j.contains("output") && j.at("output").is_string()) {
+    if (j.at("output").get<std::string>() != "int32")
+      r.fail(where, "'output' must be a quantization object or \"int32\"");
+    if (l.act != model::ActFunction::None) r.fail(where, "an int32 output takes no activation");
+    l.int32_output = true;
+  } else if (table) {
+    // Fixed by the tables: scale 1/127, zero point 0.
+    l.output = {kSigmoidTanhOutputScale, 0};
+    if (j.contains("output")) {
+      const QuantParams q = r.quant(j.at("output"), where + ": output");
+      if (q.zero_point != 0 || std::fabs(q.scale * 127.0 - 1.0) > 1e-9)
+        r.fail(where, "the output of sigmoid and tanh is fixed at scale 1/127, zero point 0");
+    }
+  } else {
+    l.output = r.quant(r.need(j, "output", where), where + ": output");
+  }
+}
+
+}  // namespace
+
+Network load_network(const std::string& json_path) {
+  const std::string text = read_file_text(json_path);
+  Reader r(json_path);
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception& e) {
+    r.fail("", fmt::format("invalid JSON: {}", e.what()));
+  }
+  if (!root.is_object()) r.fail("", "expected a JSON object");
+  r.only_keys(root, "", {"format", "version", "name", "input", "layers", "description"});
+  const json& format = r.need(root, "format", "");
+  if (!format.is_string() || format.get<std::string>() != "tpu-sim-net")
+    r.fail("", "'format' must be \"tpu-sim-net\"");
+  if (r.integer(r.need(root, "version", ""), "", "version", 0, 1 << 30) != 1)
+    r.fail("", "unsupported version (this build reads version 1)");
+  Network net;
+  if (root.contains("name")) {
+    if (!root.at("name").is_string()) r.fail("", "'name' must be a string");
+    net.name = root.at("name").get<std::string>();
+  }
+  const json& input = r.need(root, "input", "");
+  if (!input.is_object()) r.fail("input", "must be an object");
+  r.only_keys(input, "input", {"shape", "scale", "zero_point"});
+  const json& shape = r.need(input, "shape", "input");
+  if (!shape.is_array() || shape.empty())
+    r.fail("input", "'shape' must be a list of dimensions: [features] or [H, W, C]");
+  for (const json& d : shape)
+    net.input_shape.push_back(static_cast<std::size_t>(r.integer(d, "input", "shape", 1, 1 << 24)));
+  json q = {{"scale", r.need(input, "scale", "input")}, {"zero_point", r.need(input, "zero_point", "input")}};
+  net.input = r.quant(q, "input");
+
+  const json& layers = r.need(root, "layers", "");
+  if (!layers.is_array()) r.fail("", "'layers' must be a list");
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const json& j = layers[i];
+    std::string where = fmt::format("layer {}", i);
+    if (!j.is_object()) r.fail(where, "must be an object");
+    Layer l;
+    if (j.contains("name")) {
+      if (!j.at("name").is_string()) r.fail(where, "'name' must be a string");
+      l.name = j.at("name").get<std::string>();
+      where = fmt::format("layer {} ('{}')", i, l.name);
+    }
+    const json& type = r.need(j, "type", where);
+    const std::string t = type.is_string() ? type.get<std::string>() : "";
+    if (t == "dense") {
+      r.only_keys(j, where, {"type", "name", "weights", "bias", "weight_scale", "activation", "output"});
+      l.kind = LayerKind::Dense;
+      parse_gemm_layer(r, j, where, l, 2);
+    } else if (t == "conv2d") {
+      r.only_keys(j, where, {"type", "name", "weights", "bias", "weight_scale", "activation", "output",
+                             "stride", "padding"});
+      l.kind = LayerKind::Conv2d;
+      parse_gemm_layer(r, j, where, l, 4);
+      l.kernel_h = static_cast<unsigned>(l.weight_shape[0]);
+      l.kernel_w = static_cast<unsigned>(l.weight_shape[1]);
+      if (j.contains("stride")) {
+        const auto s = r.ints(j.at("stride"), where, "stride", 2, 1, 1 << 16);
+        l.stride_h = s[0];
+        l.stride_w = s[1];
+      }
+      if (j.contains("padding")) {
+        const json& p = j.at("padding");
+        if (p.is_string()) {
+          const std::string mode = p.get<std::string>();
+          if (mode == "same") {
+            // As TensorFlow: output = ceil(input / stride), the extra row or
+            // column of padding at the bottom or right. Needs the input size:
+            // resolved below once shapes are known.
+            l.pad_top = l.pad_bottom = l.pad_left = l.pad_right = ~0u;
+          } else if (mode != "valid") {
+            r.fail(where, fmt::format("unknown padding '{}' (valid, same, or [top, bottom, left, right])", mode));
+          }
+        } else if (p.is_array() && p.size() == 4) {
+          const auto v = r.ints(p, where, "padding", 4, 0, 1 << 16);
+          l.pad_top = v[0];
+          l.pad_bottom = v[1];
+          l.pad_left = v[2];
+          l.pad_right = v[3];
+        } else {
+          const auto v = r.ints(p, where, "padding", 2, 0, 1 << 16);
+          l.pad_top = l.pad_bottom = v[0];
+          l.pad_left = l.pad_right = v[1];
+        }
+      }
+    } else if (t == "maxpool2d") {
+      r.only_keys(j, where, {"type", "name", "pool", "stride"});
+      l.kind = LayerKind::MaxPool2d;
+      const auto k = r.ints(r.need(j, "pool", where), where, "pool", 2, 1, 1 << 16);
+      l.kernel_h = k[0];
+      l.kernel_w = k[1];
+      l.stride_h = k[0];
+      l.stride_w = k[1];
+      if (j.contains("stride")) {
+        const auto s = r.ints(j.at("stride"), where, "stride", 2, 1, 1 << 16);
+        l.stride_h = s[0];
+        l.stride_w = s[1];
+      }
+    } else if (t == "flatten") {
+      r.only_keys(j, where, {"type", "name"});
+      l.kind = LayerKind::Flatten;
+    } else {
+      r.fail(where, "'type' must be one of dense, conv2d, maxpool2d, flatten");
+    }
+    net.layers.push_back(std::move(l));
+  }
+
+  // "same" padding needs each conv's input size: walk the shapes.
+  std::vector<std::size_t> shape_now = net.input_shape;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    Layer& l = net.layers[i];
+    if (l.kind == LayerKind::Conv2d && l.pad_top == ~0u) {
+      if (shape_now.size() != 3) r.fail(fmt::format("layer {}", i), "conv2d needs an HxWxC input");
+      const auto same = [](std::size_t in, unsigned k, unsigned s, unsigned& a, unsigned& b) {
+        const std::size_t out = (in + s - 1) / s;
+        const std::size_t need = (out - 1) * s + k;
+        const std::size_t total = need > in ? need - in : 0;
+        a = static_cast<unsigned>(total / 2);
+        b = static_cast<unsigned>(total - total / 2);
+      };
+      same(shape_now[0], l.kernel_h, l.stride_h, l.pad_top, l.pad_bottom);
+      same(shape_now[1], l.kernel_w, l.stride_w, l.pad_left, l.pad_right);
+    }
+    // The output shape of this layer (checked fully by infer_network).
+    Network prefix;
+    prefix.input_shape = net.input_shape;
+    prefix.input = net.input;
+    prefix.layers.assign(net.layers.begin(), net.layers.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    try {
+      shape_now = infer_network(prefix).back().shape;
+    } catch (const CompileError& e) {
+      throw FileError(fmt::format("{}: {}", json_path, e.what()));
+    }
+  }
+  if (net.layers.empty()) r.fail("", "the network has no layers");
+  return net;
+}
+
+}  // namespace tpu::compiler

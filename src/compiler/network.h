@@ -1,0 +1,187 @@
+// Quantized networks on the TPU: layers (dense, conv2d, max-pool, flatten),
+// the network compiler that maps them onto programs, and the runner that
+// executes those programs with the host-side steps between them.
+//
+// Mapping (docs/quantization.md, "How layers map to the TPU"):
+// - dense and conv2d are GEMMs on the array: a dense layer's rows are samples,
+//   a conv2d layer's rows are output pixels of its im2col matrix (laid out by
+//   the host), K is the input features (kh, kw, cin) and the columns are the
+//   output channels. The bias, with the input zero point folded in, enters the
+//   accumulators through constant input lanes whose weight rows hold its
+//   int8 digits (quant.h, decompose_bias).
+// - A program (a "segment") runs a chain of such layers: its first layer's
+//   input comes from host memory, every later layer reads the previous layer's
+//   output where the activation unit wrote it in the unified buffer, and only
+//   the last layer's output is written back to the host. A layer chains when
+//   its input needs no rearrangement: a dense layer after a dense layer, a
+//   dense layer after conv2d + flatten (the conv's rows are ordered pixel-major
+//   so that flattening is a re-reading of unified buffer rows), and a 1x1,
+//   stride-1, unpadded conv2d after a conv2d. Everything else (im2col of a
+//   conv's output, max-pool, flatten of data on the host) ends the segment;
+//   the host does it and the next segment starts from host memory.
+// - Rows are processed in chunks that fit the unified buffer and accumulators;
+//   a chain that does not fit at all is split into more segments.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/gemm.h"
+#include "compiler/quant.h"
+#include "config/arch_config.h"
+#include "isa/program.h"
+#include "model/memories.h"
+#include "model/run_log.h"
+
+namespace tpu::compiler {
+
+enum class LayerKind { Dense, Conv2d, MaxPool2d, Flatten };
+const char* layer_kind_name(LayerKind kind);  // "dense", "conv2d", "maxpool2d", "flatten"
+
+struct Layer {
+  LayerKind kind = LayerKind::Dense;
+  std::string name;
+  // Dense: K x Nout; Conv2d: KH x KW x Cin x Cout (HWIO). Row-major int8,
+  // symmetric (zero point 0) at weight_scale.
+  std::vector<std::size_t> weight_shape;
+  std::vector<std::int8_t> weights;
+  // Nout (Cout) int32 at scale input_scale * weight_scale; empty: all zero.
+  std::vector<std::int32_t> bias;
+  double weight_scale = 1.0;
+  // Output: int8 at `output` after requantization and `act`, or the raw int32
+  // accumulators (scale input_scale * weight_scale; last layer only).
+  bool int32_output = false;
+  QuantParams output;
+  model::ActFunction act = model::ActFunction::None;
+  // Conv2d: kernel from weight_shape, stride and padding. MaxPool2d: window
+  // (kernel_h x kernel_w) and stride, no padding.
+  unsigned kernel_h = 1, kernel_w = 1;
+  unsigned stride_h = 1, stride_w = 1;
+  unsigned pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+};
+
+struct Network {
+  std::string name;
+  std::vector<std::size_t> input_shape;  // one sample: {features} or {H, W, C}
+  QuantParams input;
+  std::vector<Layer> layers;
+};
+
+// One sample's tensor between layers.
+struct TensorInfo {
+  std::vector<std::size_t> shape;  // {features} or {H, W, C}
+  QuantParams quant;               // for int32: scale = input_scale * weight_scale, zero point 0
+  bool int32 = false;
+};
+
+// infos[0] is the network input, infos[i + 1] the output of layer i. Checks
+// every layer (shapes, sizes, quantization parameters); throws CompileError.
+std::vector<TensorInfo> infer_network(const Network& net);
+
+// A batch of tensors, sample-major, C order: int8 values (or int32).
+struct Tensor {
+  std::vector<std::size_t> shape;  // {batch, ...}
+  bool int32 = false;
+  std::vector<std::int32_t> data;
+  std::size_t batch() const { return shape.empty() ? 0 : shape[0]; }
+};
+
+// Host-side operations.
+Tensor host_maxpool(const Layer& pool, const Tensor& x);
+Tensor host_flatten(const Tensor& x);
+
+// One program and how its host memory is laid out.
+struct SegmentPlan {
+  std::vector<std::size_t> layers;  // network layer indices run by this program, in order
+  isa::Program program;
+  std::string assembly;
+  std::vector<std::int8_t> weights;  // weight memory image, tiles x N x N
+  std::uint64_t weight_tiles_used = 0;
+  std::uint64_t host_rows_used = 0;
+  // The network layer each instruction is charged to (per pc).
+  std::vector<std::size_t> instruction_layer;
+  // Chunks: `chunk_units` units (samples, or rows of the first layer) per
+  // chunk, `units` in all.
+  bool unit_is_sample = false;
+  std::uint64_t units = 0, chunk_units = 0;
+  // Input: the first layer's GEMM rows, in host memory from row 0, chunk by
+  // chunk, K tile by K tile (like compile_gemm); rows_per_unit_in rows per
+  // unit; pixel-major inside a chunk when unit_is_sample and the first layer is
+  // a conv2d. Lanes past K hold the constant `host_lane_values` (0 if absent).
+  std::uint64_t in_k = 0, in_k_tiles = 0, rows_per_unit_in = 1;
+  std::vector<std::pair<std::uint64_t, std::int8_t>> host_lane_values;  // (lane >= K, value)
+  // The constant block: rows of `const_lane_values` at host row const_host_row.
+  std::uint64_t const_host_row = 0, const_rows = 0;
+  std::vector<std::int8_t> const_lane_values;
+  // Output: the last layer's rows, column tile by column tile, at out_host_row.
+  std::uint64_t out_host_row = 0, out_rows = 0, out_cols = 0, out_col_tiles = 0;
+  bool out_int32 = false;
+  std::vector<std::size_t> out_shape;  // one sample
+  std::uint64_t array_n = 0;
+};
+
+// What the network does, step by step: a host operation on layer `layer`, or
+// program `segment`.
+struct NetworkStep {
+  bool on_host = false;
+  std::size_t layer = 0;
+  std::size_t segment = 0;
+};
+
+struct NetworkPlan {
+  Network net;
+  std::vector<TensorInfo> infos;
+  std::uint64_t batch = 0;
+  std::vector<NetworkStep> steps;
+  std::vector<SegmentPlan> segments;
+  std::vector<std::optional<std::size_t>> layer_segment;  // per layer: its program, or host
+};
+
+// Compiles `net` for a batch of `batch` samples. Throws CompileError.
+NetworkPlan compile_network(const Network& net, std::uint64_t batch, const ArchConfig& cfg);
+
+// The host memory image of a segment for its input tensor (the output of the
+// layer before segment.layers[0], or the network input).
+std::vector<std::int8_t> segment_host_image(const NetworkPlan& plan, const SegmentPlan& seg,
+                                            const Tensor& input);
+// The segment's output tensor read back from the final host memory.
+Tensor segment_output(const NetworkPlan& plan, const SegmentPlan& seg, const std::int8_t* host);
+
+// Quantizes float inputs with the network's input quantization:
+// q = clamp(round_half_even(x / scale) + zero_point, -128, 127), in double.
+Tensor quantize_input(const Network& net, const std::vector<std::size_t>& shape,
+                      const std::vector<double>& values);
+
+// Per-layer figures of a run. A cycle of a program is charged to the layer of
+// the oldest instruction not yet completed in it, so the layers' cycles of a
+// program add up to its total cycles.
+struct LayerStats {
+  std::optional<std::size_t> segment;  // nullopt: a host step (no TPU cycles)
+  std::uint64_t cycles = 0;
+  std::uint64_t instructions = 0;
+  std::uint64_t array_macs = 0;   // rows * N * N over its MMCs
+  std::uint64_t useful_macs = 0;  // the layer's own multiply-accumulates
+  std::uint64_t mmc_rows = 0;
+};
+
+struct NetworkRun {
+  Tensor output;
+  std::vector<model::RunLog> logs;  // one per program run
+  std::vector<LayerStats> layers;
+  bool fault = false;  // a program faulted; `logs.back()` says where
+};
+
+// Runs program `segment` on `mem` (which holds its host and weight images).
+using ProgramRunner =
+    std::function<model::RunLog(std::size_t segment, const SegmentPlan&, model::Memories&)>;
+
+NetworkRun run_network(const NetworkPlan& plan, const Tensor& input, const ArchConfig& cfg,
+                       const ProgramRunner& runner);
+
+// The useful multiply-accumulates of layer i for the plan's batch.
+std::uint64_t layer_useful_macs(const NetworkPlan& plan, std::size_t layer);
+
+}  // namespace tpu::compiler

@@ -1,0 +1,76 @@
+#include "compiler/quant.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "compiler/gemm.h"
+
+namespace tpu::compiler {
+
+model::Requant requant_from_multiplier(double real, std::int32_t zero_point) {
+  if (!(real > 0.0) || !std::isfinite(real))
+    throw CompileError(fmt::format("requantization multiplier {} is not positive and finite", real));
+  if (zero_point < -128 || zero_point > 127)
+    throw CompileError(fmt::format("zero point {} is outside -128..127", zero_point));
+  int e = 0;
+  const double f = std::frexp(real, &e);  // real = f * 2^e, f in [0.5, 1)
+  // f * 2^31 is exact; llround rounds halves away from zero.
+  std::int64_t m = std::llround(std::ldexp(f, 31));
+  if (m == (std::int64_t{1} << 31)) {
+    m = std::int64_t{1} << 30;
+    ++e;
+  }
+  std::int64_t s = 31 - e;
+  if (s < 0)
+    throw CompileError(fmt::format(
+        "requantization multiplier {} is too large (at least 2^31): check the scales", real));
+  if (s > 62) {
+    s = 62;
+    m = std::llround(std::ldexp(real, 62));
+  }
+  model::Requant q;
+  q.multiplier = static_cast<std::int32_t>(m);
+  q.shift = static_cast<std::uint32_t>(s);
+  q.zero_point = static_cast<std::int8_t>(zero_point);
+  return q;
+}
+
+model::Requant layer_requant(double input_scale, double weight_scale, const QuantParams& output,
+                             model::ActFunction act) {
+  const bool table = act == model::ActFunction::Sigmoid || act == model::ActFunction::Tanh;
+  const double out_scale = table ? kSigmoidTanhInputScale : output.scale;
+  const std::int32_t zero_point = table ? 0 : output.zero_point;
+  return requant_from_multiplier(input_scale * weight_scale / out_scale, zero_point);
+}
+
+std::optional<std::vector<std::vector<std::int8_t>>> decompose_bias(
+    const std::vector<std::int32_t>& bias, const std::vector<std::int32_t>& values) {
+  std::vector<std::size_t> order(values.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return std::llabs(values[a]) > std::llabs(values[b]);
+  });
+  std::vector<std::vector<std::int8_t>> digits(values.size(),
+                                               std::vector<std::int8_t>(bias.size(), 0));
+  for (std::size_t o = 0; o < bias.size(); ++o) {
+    std::int64_t rest = bias[o];
+    for (std::size_t l : order) {
+      const std::int64_t v = values[l];
+      if (v == 0 || rest == 0) continue;
+      // Nearest quotient, halves away from zero, clamped to the digit range.
+      const std::int64_t a = std::llabs(rest), b = std::llabs(v);
+      std::int64_t qt = (2 * a + b) / (2 * b);
+      if ((rest < 0) != (v < 0)) qt = -qt;
+      qt = std::clamp<std::int64_t>(qt, -127, 127);
+      digits[l][o] = static_cast<std::int8_t>(qt);
+      rest -= qt * v;
+    }
+    if (rest != 0) return std::nullopt;
+  }
+  return digits;
+}
+
+}  // namespace tpu::compiler

@@ -1,0 +1,51 @@
+// The quantization scheme of docs/quantization.md: affine per-tensor int8
+// activations (scale, zero point), symmetric per-tensor int8 weights, int32
+// biases at the accumulator scale, and the requantization multiplier and
+// shift the activation unit's SETQ takes, derived from the scales.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "model/activation.h"
+
+namespace tpu::compiler {
+
+// real value = scale * (q - zero_point); zero_point in -128..127.
+struct QuantParams {
+  double scale = 1.0;
+  std::int32_t zero_point = 0;
+};
+
+// The input scale of the sigmoid and tanh tables (ACT.Q, ACT.T compute
+// f(y / 16)), and the output quantization they produce (127 * f, zero point 0).
+inline constexpr double kSigmoidTanhInputScale = 1.0 / 16.0;
+inline constexpr double kSigmoidTanhOutputScale = 1.0 / 127.0;
+
+// (M, S) with M / 2^S as close to `real` as 31 bits allow, per
+// docs/quantization.md: real = f * 2^e with f in [0.5, 1); M = round(f * 2^31)
+// (halves away from zero), S = 31 - e; M = 2^31 becomes 2^30 with S - 1; a
+// shift above 62 is clamped to 62 with M = round(real * 2^62). Throws
+// CompileError when `real` is not positive and finite or needs S < 0
+// (real >= 2^31).
+model::Requant requant_from_multiplier(double real, std::int32_t zero_point);
+
+// The requantization of a dense or conv2d layer: real multiplier
+// input_scale * weight_scale / output_scale (evaluated in this order, in
+// double), where output_scale is the layer's output scale for no activation
+// and ReLU, and 1/16 (the tables' input scale) with zero point 0 for sigmoid
+// and tanh.
+model::Requant layer_requant(double input_scale, double weight_scale, const QuantParams& output,
+                             model::ActFunction act);
+
+// Decomposes int32 biases into int8 digits on constant input lanes: for each
+// column o, bias[o] = sum over lanes l of values[l] * digits[l][o] exactly,
+// with every digit in -127..127. Lanes are tried largest |value| first (each
+// digit the rounded quotient of what is left, clamped). Returns nullopt when
+// some column cannot be represented (no lane of value +-1, or too few lanes).
+// Lanes of value 0 get digit 0.
+std::optional<std::vector<std::vector<std::int8_t>>> decompose_bias(
+    const std::vector<std::int32_t>& bias, const std::vector<std::int32_t>& values);
+
+}  // namespace tpu::compiler

@@ -1,0 +1,267 @@
+#include "model/int8_gemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TPU_X86_KERNELS 1
+#endif
+
+namespace tpu::model {
+namespace {
+
+std::size_t round_up(std::size_t a, std::size_t b) { return (a + b - 1) / b * b; }
+
+// Adds (or stores) one block of results; `tmp` holds mr x nr sums with row
+// stride nr, of which columns j0 .. j0 + cols - 1 exist.
+inline void write_block(const std::int32_t* tmp, std::size_t mr, std::size_t nr, std::size_t cols,
+                        const std::int32_t* correction, std::int32_t* c, std::size_t n,
+                        bool overwrite) {
+  for (std::size_t r = 0; r < mr; ++r) {
+    std::int32_t* out = c + r * n;
+    for (std::size_t j = 0; j < cols; ++j) {
+      const auto v = static_cast<std::uint32_t>(tmp[r * nr + j]) -
+                     (correction ? static_cast<std::uint32_t>(correction[j]) : 0u);
+      out[j] = static_cast<std::int32_t>(overwrite ? v : static_cast<std::uint32_t>(out[j]) + v);
+    }
+  }
+}
+
+// ---- scalar -----------------------------------------------------------------
+
+void gemm_scalar(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
+                 bool overwrite) {
+  const std::size_t n = w.n;
+  const std::int8_t* wt = w.bytes.data();
+  std::vector<std::int32_t> tmp(n);
+  for (std::size_t i = 0; i < rows; ++i) {
+    std::fill(tmp.begin(), tmp.end(), 0);
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::int32_t xv = x[i * n + k];
+      if (xv == 0) continue;
+      const std::int8_t* wr = wt + k * n;
+      for (std::size_t j = 0; j < n; ++j) tmp[j] += xv * wr[j];
+    }
+    write_block(tmp.data(), 1, n, n, nullptr, c + i * n, n, overwrite);
+  }
+}
+
+#ifdef TPU_X86_KERNELS
+
+// ---- avx2: VPMADDWD on int16 pairs --------------------------------------------
+// Packed: for each block of 16 columns, for each pair p of rows of W (k = 2p,
+// 2p + 1), 16 int16 pairs (W[2p][j], W[2p+1][j]): 64 bytes.
+
+constexpr std::size_t kAvx2Nr = 16, kAvx2Mr = 4;
+
+template <std::size_t MR>
+__attribute__((target("avx2"))) void avx2_block(const std::int16_t* xs, std::size_t kp,
+                                                const std::int16_t* wp, std::size_t pairs,
+                                                std::int32_t* tmp) {
+  __m256i acc[MR][2];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  for (std::size_t p = 0; p < pairs; ++p) {
+    const __m256i w0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + p * 32));
+    const __m256i w1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wp + p * 32 + 16));
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < MR; ++r) {
+      std::int32_t pair;
+      std::memcpy(&pair, xs + r * kp + 2 * p, sizeof pair);
+      const __m256i xb = _mm256_set1_epi32(pair);
+      acc[r][0] = _mm256_add_epi32(acc[r][0], _mm256_madd_epi16(xb, w0));
+      acc[r][1] = _mm256_add_epi32(acc[r][1], _mm256_madd_epi16(xb, w1));
+    }
+  }
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < MR; ++r) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(tmp + r * kAvx2Nr), acc[r][0]);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(tmp + r * kAvx2Nr + 8), acc[r][1]);
+  }
+}
+
+__attribute__((target("avx2"))) void gemm_avx2(const std::int8_t* x, std::size_t rows,
+                                               const PackedWeights& w, std::int32_t* c,
+                                               bool overwrite) {
+  const std::size_t n = w.n, kp = round_up(n, 2), pairs = kp / 2;
+  const auto* wp = reinterpret_cast<const std::int16_t*>(w.bytes.data());
+  std::vector<std::int16_t> xs(rows * kp, 0);
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t k = 0; k < n; ++k) xs[i * kp + k] = x[i * n + k];
+  alignas(32) std::int32_t tmp[kAvx2Mr * kAvx2Nr];
+  for (std::size_t j0 = 0; j0 < n; j0 += kAvx2Nr) {
+    const std::int16_t* wb = wp + (j0 / kAvx2Nr) * pairs * 32;
+    const std::size_t cols = std::min(kAvx2Nr, n - j0);
+    std::size_t i = 0;
+    for (; i + kAvx2Mr <= rows; i += kAvx2Mr) {
+      avx2_block<kAvx2Mr>(xs.data() + i * kp, kp, wb, pairs, tmp);
+      write_block(tmp, kAvx2Mr, kAvx2Nr, cols, nullptr, c + i * n + j0, n, overwrite);
+    }
+    for (; i < rows; ++i) {
+      avx2_block<1>(xs.data() + i * kp, kp, wb, pairs, tmp);
+      write_block(tmp, 1, kAvx2Nr, cols, nullptr, c + i * n + j0, n, overwrite);
+    }
+  }
+}
+
+// ---- avx512vnni: VPDPBUSD -------------------------------------------------------
+// Packed: for each block of 32 columns, for each quad q of rows of W
+// (k = 4q .. 4q + 3), 32 columns of 4 bytes (W[4q][j] .. W[4q+3][j]): 128 bytes.
+
+constexpr std::size_t kVnniNr = 32, kVnniMr = 8;
+
+#define TPU_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+template <std::size_t MR>
+TPU_VNNI_TARGET void vnni_block(const std::uint8_t* xu, std::size_t kp, const std::int8_t* wp,
+                                std::size_t quads, std::int32_t* tmp) {
+  __m512i acc[MR][2];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+  for (std::size_t q = 0; q < quads; ++q) {
+    const __m512i w0 = _mm512_loadu_si512(wp + q * 128);
+    const __m512i w1 = _mm512_loadu_si512(wp + q * 128 + 64);
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < MR; ++r) {
+      std::int32_t quad;
+      std::memcpy(&quad, xu + r * kp + 4 * q, sizeof quad);
+      const __m512i xb = _mm512_set1_epi32(quad);
+      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], xb, w0);
+      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], xb, w1);
+    }
+  }
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < MR; ++r) {
+    _mm512_storeu_si512(tmp + r * kVnniNr, acc[r][0]);
+    _mm512_storeu_si512(tmp + r * kVnniNr + 16, acc[r][1]);
+  }
+}
+
+TPU_VNNI_TARGET void gemm_vnni(const std::int8_t* x, std::size_t rows, const PackedWeights& w,
+                               std::int32_t* c, bool overwrite) {
+  const std::size_t n = w.n, kp = round_up(n, 4), quads = kp / 4;
+  // x + 128 as unsigned bytes; the padding multiplies zero weights.
+  std::vector<std::uint8_t> xu(rows * kp, 0);
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t k = 0; k < n; ++k)
+      xu[i * kp + k] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(x[i * n + k]) ^ 0x80u);
+  alignas(64) std::int32_t tmp[kVnniMr * kVnniNr];
+  for (std::size_t j0 = 0; j0 < n; j0 += kVnniNr) {
+    const std::int8_t* wb = w.bytes.data() + (j0 / kVnniNr) * quads * 128;
+    const std::size_t cols = std::min(kVnniNr, n - j0);
+    const std::int32_t* corr = w.colsum.data() + j0;
+    std::size_t i = 0;
+    for (; i + kVnniMr <= rows; i += kVnniMr) {
+      vnni_block<kVnniMr>(xu.data() + i * kp, kp, wb, quads, tmp);
+      write_block(tmp, kVnniMr, kVnniNr, cols, corr, c + i * n + j0, n, overwrite);
+    }
+    for (; i + 4 <= rows; i += 4) {
+      vnni_block<4>(xu.data() + i * kp, kp, wb, quads, tmp);
+      write_block(tmp, 4, kVnniNr, cols, corr, c + i * n + j0, n, overwrite);
+    }
+    for (; i < rows; ++i) {
+      vnni_block<1>(xu.data() + i * kp, kp, wb, quads, tmp);
+      write_block(tmp, 1, kVnniNr, cols, corr, c + i * n + j0, n, overwrite);
+    }
+  }
+}
+
+#endif  // TPU_X86_KERNELS
+
+}  // namespace
+
+const char* gemm_kernel_name(GemmKernel k) {
+  switch (k) {
+    case GemmKernel::Scalar:
+      return "scalar";
+    case GemmKernel::Avx2:
+      return "avx2";
+    case GemmKernel::Avx512Vnni:
+      return "avx512vnni";
+  }
+  return "?";
+}
+
+bool gemm_kernel_available(GemmKernel k) {
+  switch (k) {
+    case GemmKernel::Scalar:
+      return true;
+#ifdef TPU_X86_KERNELS
+    case GemmKernel::Avx2:
+      return __builtin_cpu_supports("avx2");
+    case GemmKernel::Avx512Vnni:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vnni");
+#else
+    default:
+      return false;
+#endif
+  }
+  return false;
+}
+
+GemmKernel best_gemm_kernel() {
+  static const GemmKernel best = [] {
+    if (const char* env = std::getenv("TPU_GEMM_KERNEL")) {
+      for (GemmKernel k : {GemmKernel::Scalar, GemmKernel::Avx2, GemmKernel::Avx512Vnni})
+        if (std::string_view(env) == gemm_kernel_name(k) && gemm_kernel_available(k)) return k;
+    }
+    for (GemmKernel k : {GemmKernel::Avx512Vnni, GemmKernel::Avx2})
+      if (gemm_kernel_available(k)) return k;
+    return GemmKernel::Scalar;
+  }();
+  return best;
+}
+
+PackedWeights pack_weights(const std::int8_t* w, std::size_t n, GemmKernel kernel) {
+  PackedWeights p;
+  p.kernel = kernel;
+  p.n = n;
+  switch (kernel) {
+    case GemmKernel::Scalar:
+      p.bytes.assign(w, w + n * n);
+      break;
+    case GemmKernel::Avx2: {
+      const std::size_t pairs = round_up(n, 2) / 2, blocks = round_up(n, 16) / 16;
+      std::vector<std::int16_t> v(blocks * pairs * 32, 0);
+      for (std::size_t k = 0; k < n; ++k)
+        for (std::size_t j = 0; j < n; ++j)
+          v[((j / 16) * pairs + k / 2) * 32 + (j % 16) * 2 + k % 2] = w[k * n + j];
+      p.bytes.resize(v.size() * 2);
+      std::memcpy(p.bytes.data(), v.data(), p.bytes.size());
+      break;
+    }
+    case GemmKernel::Avx512Vnni: {
+      const std::size_t quads = round_up(n, 4) / 4, blocks = round_up(n, 32) / 32;
+      p.bytes.assign(blocks * quads * 128, 0);
+      p.colsum.assign(blocks * 32, 0);
+      for (std::size_t k = 0; k < n; ++k)
+        for (std::size_t j = 0; j < n; ++j) {
+          p.bytes[((j / 32) * quads + k / 4) * 128 + (j % 32) * 4 + k % 4] = w[k * n + j];
+          p.colsum[j] += 128 * w[k * n + j];
+        }
+      break;
+    }
+  }
+  return p;
+}
+
+void int8_gemm(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
+               bool overwrite) {
+  if (rows == 0) return;
+  switch (w.kernel) {
+#ifdef TPU_X86_KERNELS
+    case GemmKernel::Avx2:
+      return gemm_avx2(x, rows, w, c, overwrite);
+    case GemmKernel::Avx512Vnni:
+      return gemm_vnni(x, rows, w, c, overwrite);
+#endif
+    default:
+      return gemm_scalar(x, rows, w, c, overwrite);
+  }
+}
+
+}  // namespace tpu::model

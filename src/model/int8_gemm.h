@@ -1,0 +1,47 @@
+// The fast path's matrix unit: one MMC as a blocked int8 GEMM,
+// C[rows x n] (+)= X[rows x n] . W[n x n], with int32 two's-complement
+// wrap-around in the accumulation into C, exactly what the array's PEs
+// compute (every partial sum of n int8 products fits in int32 for n <= 256,
+// so only the addition to the accumulators can wrap).
+//
+// Kernels, chosen at run time by what the CPU supports (all give the same
+// bits):
+// - avx512vnni: VPDPBUSD on 16 int32 lanes, 8 rows x 32 columns per step.
+//   VPDPBUSD multiplies unsigned by signed bytes, so X is offset by 128
+//   (x ^ 0x80 = x + 128) and 128 * sum_k W[k][j] is subtracted at the end.
+// - avx2: VPMADDWD on int16 pairs, 4 rows x 16 columns per step.
+// - scalar: plain loops, for other CPUs and as the reference of the tests.
+// Weights are packed once per tile (PackedWeights) and reused by every MMC
+// that uses the tile.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace tpu::model {
+
+enum class GemmKernel : std::uint8_t { Scalar, Avx2, Avx512Vnni };
+
+const char* gemm_kernel_name(GemmKernel k);
+bool gemm_kernel_available(GemmKernel k);
+// The fastest kernel this CPU runs; TPU_GEMM_KERNEL=scalar|avx2|avx512vnni
+// in the environment picks another (when available).
+GemmKernel best_gemm_kernel();
+
+// A weight tile W[k][j] (n x n, row-major) laid out for one kernel.
+struct PackedWeights {
+  GemmKernel kernel = GemmKernel::Scalar;
+  std::size_t n = 0;
+  std::vector<std::int8_t> bytes;    // kernel-specific layout
+  std::vector<std::int32_t> colsum;  // avx512vnni: 128 * sum_k W[k][j]
+};
+
+PackedWeights pack_weights(const std::int8_t* w, std::size_t n, GemmKernel kernel);
+
+// c[i * n + j] = (overwrite ? 0 : c[i * n + j]) + sum_k x[i * n + k] * W[k][j]
+// for i < rows, with int32 wrap-around.
+void int8_gemm(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
+               bool overwrite);
+
+}  // namespace tpu::model

@@ -1,0 +1,500 @@
+// Quantized layers on the TPU: every layer type (dense, conv2d, max-pool,
+// flatten) and chains of them, compiled by the network compiler, simulated
+// cycle by cycle and compared bit for bit with the independent int8 reference
+// (compiler/layer_reference.h: direct convolution, zero points subtracted,
+// its own multiplier search). Odd shapes, every padding and stride
+// combination, zero points, big biases, chunking and segment splitting.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "compiler/layer_reference.h"
+#include "compiler/network.h"
+#include "compiler/quant.h"
+#include "model/tpu.h"
+
+namespace {
+
+using namespace tpu;
+using compiler::Layer;
+using compiler::LayerKind;
+using compiler::Network;
+using compiler::NetworkPlan;
+using compiler::QuantParams;
+using compiler::Tensor;
+using model::ActFunction;
+
+ArchConfig config_for(unsigned n) {
+  ArchConfig c = preset_config(n <= 16 ? "small" + std::to_string(n) : "small16");
+  c.array_n = n;
+  return c;
+}
+
+std::vector<std::int8_t> random_int8(std::size_t count, std::mt19937& rng, int lo = -127,
+                                     int hi = 127) {
+  std::uniform_int_distribution<int> d(lo, hi);
+  std::vector<std::int8_t> v(count);
+  for (auto& x : v) x = static_cast<std::int8_t>(d(rng));
+  return v;
+}
+
+Tensor random_input(std::vector<std::size_t> shape, std::mt19937& rng) {
+  Tensor x;
+  x.shape = std::move(shape);
+  const std::size_t count =
+      std::accumulate(x.shape.begin(), x.shape.end(), std::size_t{1}, std::multiplies<>());
+  std::uniform_int_distribution<int> d(-128, 127);
+  x.data.resize(count);
+  for (auto& v : x.data) v = d(rng);
+  return x;
+}
+
+// A dense or conv2d layer with random weights and biases, and an output scale
+// that maps the accumulators' typical spread (about 128 * 73 * sqrt(K)) to
+// roughly +-50, so that outputs are neither all saturated nor all equal.
+Layer gemm_layer(LayerKind kind, std::vector<std::size_t> wshape, ActFunction act,
+                 const QuantParams& in, std::mt19937& rng, std::int32_t out_zero_point = -7,
+                 double bias_spread = 1.0) {
+  Layer l;
+  l.kind = kind;
+  l.name = kind == LayerKind::Dense ? "dense" : "conv";
+  l.weight_shape = wshape;
+  const std::size_t count =
+      std::accumulate(wshape.begin(), wshape.end(), std::size_t{1}, std::multiplies<>());
+  l.weights = random_int8(count, rng);
+  const std::size_t k = count / wshape.back();
+  const double spread = 128.0 * 73.0 * std::sqrt(static_cast<double>(k));
+  std::uniform_real_distribution<double> bd(-bias_spread * spread, bias_spread * spread);
+  l.bias.resize(wshape.back());
+  for (auto& b : l.bias) b = static_cast<std::int32_t>(std::lround(bd(rng)));
+  l.act = act;
+  if (act == ActFunction::Sigmoid || act == ActFunction::Tanh) {
+    // The tables read y / 16 of the requantized y: the spread goes to about
+    // +-64 (+-4 on the table).
+    l.weight_scale = 4.0 / (spread * in.scale);
+    l.output = {compiler::kSigmoidTanhOutputScale, 0};
+  } else {
+    l.weight_scale = 0.0137;
+    l.output = {in.scale * l.weight_scale * spread / 50.0, out_zero_point};
+  }
+  if (kind == LayerKind::Conv2d) {
+    l.kernel_h = static_cast<unsigned>(wshape[0]);
+    l.kernel_w = static_cast<unsigned>(wshape[1]);
+  }
+  return l;
+}
+
+Layer flatten() {
+  Layer l;
+  l.kind = LayerKind::Flatten;
+  l.name = "flatten";
+  return l;
+}
+
+Layer maxpool(unsigned kh, unsigned kw, unsigned sh, unsigned sw) {
+  Layer l;
+  l.kind = LayerKind::MaxPool2d;
+  l.name = "pool";
+  l.kernel_h = kh;
+  l.kernel_w = kw;
+  l.stride_h = sh;
+  l.stride_w = sw;
+  return l;
+}
+
+// The scales of layer i's input, for building the next layer.
+QuantParams out_quant(const Network& net) {
+  return compiler::infer_network(net).back().quant;
+}
+
+struct Outcome {
+  NetworkPlan plan;
+  compiler::NetworkRun run;
+};
+
+// Compiles, runs on the model, compares with the reference; returns the plan.
+Outcome check_network(const Network& net, const Tensor& x, const ArchConfig& cfg) {
+  Outcome o{compiler::compile_network(net, x.batch(), cfg), {}};
+  o.run = compiler::run_network(o.plan, x, cfg,
+                                [&](std::size_t, const compiler::SegmentPlan& seg,
+                                    model::Memories& mem) {
+                                  return model::run_program(cfg, seg.program, mem);
+                                });
+  REQUIRE_FALSE(o.run.fault);
+  const Tensor want = compiler::reference_network(net, x);
+  REQUIRE(o.run.output.shape == want.shape);
+  REQUIRE(o.run.output.int32 == want.int32);
+  std::size_t mismatches = 0;
+  for (std::size_t i = 0; i < want.data.size(); ++i)
+    if (o.run.output.data[i] != want.data[i] && mismatches++ == 0)
+      FAIL_CHECK("output element " << i << " = " << o.run.output.data[i] << ", reference "
+                                   << want.data[i]);
+  CHECK(mismatches == 0);
+  // The layers' cycles add up to the programs' cycles.
+  std::uint64_t layer_cycles = 0, program_cycles = 0;
+  for (const auto& ls : o.run.layers) layer_cycles += ls.cycles;
+  for (const auto& log : o.run.logs) program_cycles += log.stats.cycles;
+  CHECK(layer_cycles == program_cycles);
+  CHECK(o.run.logs.size() == o.plan.segments.size());
+  return o;
+}
+
+Network single(std::vector<std::size_t> input_shape, QuantParams in, Layer l) {
+  Network net;
+  net.name = "t";
+  net.input_shape = std::move(input_shape);
+  net.input = in;
+  net.layers.push_back(std::move(l));
+  return net;
+}
+
+const ActFunction kActs[] = {ActFunction::None, ActFunction::Relu, ActFunction::Sigmoid,
+                             ActFunction::Tanh};
+
+}  // namespace
+
+TEST_CASE("requantization multiplier and shift from the scales", "[layers][quant]") {
+  using compiler::requant_from_multiplier;
+  auto q = requant_from_multiplier(0.5, 3);
+  CHECK(q.multiplier == (1 << 30));
+  CHECK(q.shift == 31);
+  CHECK(q.zero_point == 3);
+  q = requant_from_multiplier(1.0, 0);
+  CHECK(q.multiplier == (1 << 30));
+  CHECK(q.shift == 30);
+  q = requant_from_multiplier(0.75, 0);
+  CHECK(q.multiplier == 1610612736);
+  CHECK(q.shift == 31);
+  // f * 2^31 rounds up to 2^31: M = 2^30 and one shift less.
+  q = requant_from_multiplier(1.0 - std::ldexp(1.0, -40), 0);
+  CHECK(q.multiplier == (1 << 30));
+  CHECK(q.shift == 30);
+  // Tiny multipliers clamp the shift to 62.
+  q = requant_from_multiplier(1e-12, 0);
+  CHECK(q.shift == 62);
+  CHECK(q.multiplier == std::llround(std::ldexp(1e-12, 62)));
+  q = requant_from_multiplier(1e-30, 0);
+  CHECK(q.shift == 62);
+  CHECK(q.multiplier == 0);
+  CHECK_THROWS_AS(requant_from_multiplier(std::ldexp(1.0, 31), 0), compiler::CompileError);
+  CHECK_THROWS_AS(requant_from_multiplier(0.0, 0), compiler::CompileError);
+  CHECK_THROWS_AS(requant_from_multiplier(1.0, 128), compiler::CompileError);
+  // The compiler's frexp and the reference's search agree.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> e(-45.0, 30.0);
+  for (int i = 0; i < 20000; ++i) {
+    const double real = std::exp2(e(rng));
+    const auto a = requant_from_multiplier(real, -5), b = compiler::reference_requant(real, -5);
+    CAPTURE(real);
+    REQUIRE(a.multiplier == b.multiplier);
+    REQUIRE(a.shift == b.shift);
+  }
+}
+
+TEST_CASE("biases decompose exactly into int8 digits on constant lanes", "[layers][quant]") {
+  std::mt19937 rng(8);
+  std::uniform_int_distribution<std::int32_t> big(-16129 * 7 - 127, 16129 * 7 + 127);
+  std::vector<std::int32_t> bias(500);
+  for (auto& b : bias) b = big(rng);
+  bias[0] = 16129 * 7 + 127;
+  bias[1] = -(16129 * 7 + 127);
+  const std::vector<std::int32_t> lanes = {1, 127, 127, 127, 127, 127, 127, 127};
+  const auto digits = compiler::decompose_bias(bias, lanes);
+  REQUIRE(digits);
+  for (std::size_t o = 0; o < bias.size(); ++o) {
+    std::int64_t sum = 0;
+    for (std::size_t l = 0; l < lanes.size(); ++l) {
+      REQUIRE(std::abs((*digits)[l][o]) <= 127);
+      sum += std::int64_t{lanes[l]} * (*digits)[l][o];
+    }
+    REQUIRE(sum == bias[o]);
+  }
+  CHECK_FALSE(compiler::decompose_bias({16129 * 7 + 128}, lanes));
+  CHECK_FALSE(compiler::decompose_bias({5}, {127, -128}));  // no unit lane
+  CHECK(compiler::decompose_bias({-128 * 3}, {127, -128}));
+}
+
+TEST_CASE("dense layers: odd shapes, every activation, zero points, int32 output", "[layers][dense]") {
+  for (unsigned n : {4u, 8u, 16u}) {
+    const ArchConfig cfg = config_for(n);
+    std::mt19937 rng(100 + n);
+    const std::vector<std::pair<std::size_t, std::size_t>> shapes = {
+        {1, 1}, {7, 5}, {n - 1, n + 1}, {n, n}, {n + 1, 2 * n + 3}, {64, 10}, {3 * n - 2, 33}};
+    for (const auto& [k, n_out] : shapes)
+      for (ActFunction act : kActs)
+        for (std::int32_t zp : {0, -128, 37}) {
+          CAPTURE(n, k, n_out, static_cast<int>(act), zp);
+          const QuantParams in{0.05, zp};
+          const Network net = single({k}, in, gemm_layer(LayerKind::Dense, {k, n_out}, act, in, rng));
+          check_network(net, random_input({5, k}, rng), cfg);
+        }
+    for (const auto& [k, n_out] : shapes) {
+      CAPTURE(n, k, n_out);
+      const QuantParams in{0.05, -20};
+      Layer l = gemm_layer(LayerKind::Dense, {k, n_out}, ActFunction::None, in, rng);
+      l.int32_output = true;
+      check_network(single({k}, in, l), random_input({9, k}, rng), cfg);
+    }
+  }
+}
+
+TEST_CASE("dense layers: batch sizes and no bias", "[layers][dense]") {
+  const ArchConfig cfg = config_for(8);
+  std::mt19937 rng(5);
+  for (std::size_t batch : {1u, 2u, 17u, 300u}) {
+    CAPTURE(batch);
+    const QuantParams in{0.02, 0};
+    Layer l = gemm_layer(LayerKind::Dense, {20, 12}, ActFunction::Relu, in, rng);
+    l.bias.clear();  // zero point 0 and no bias: no constant lanes at all
+    const auto o = check_network(single({20}, in, l), random_input({batch, 20}, rng), cfg);
+    CHECK(o.plan.segments[0].const_rows == 0);
+    CHECK(o.plan.segments[0].host_lane_values.empty());
+  }
+}
+
+TEST_CASE("biases: padding lanes, constant tiles, very large biases", "[layers][dense]") {
+  const ArchConfig cfg = config_for(8);
+  std::mt19937 rng(6);
+  const QuantParams in{0.05, 11};
+  {
+    INFO("K = 13 leaves 3 padding lanes: the host writes the constants there");
+    Layer l = gemm_layer(LayerKind::Dense, {13, 9}, ActFunction::Relu, in, rng);
+    const auto o = check_network(single({13}, in, l), random_input({6, 13}, rng), cfg);
+    CHECK_FALSE(o.plan.segments[0].host_lane_values.empty());
+    CHECK(o.plan.segments[0].const_rows == 0);
+  }
+  {
+    INFO("K = 16 leaves none: a constant block tile");
+    Layer l = gemm_layer(LayerKind::Dense, {16, 9}, ActFunction::Relu, in, rng);
+    const auto o = check_network(single({16}, in, l), random_input({6, 16}, rng), cfg);
+    CHECK(o.plan.segments[0].host_lane_values.empty());
+    CHECK(o.plan.segments[0].const_rows > 0);
+  }
+  {
+    INFO("biases of millions need many constant tiles");
+    Layer l = gemm_layer(LayerKind::Dense, {15, 9}, ActFunction::None, in, rng);
+    l.int32_output = true;
+    l.bias[0] = 5000000;
+    l.bias[1] = -4999999;
+    l.bias[2] = 1234567;
+    const auto o = check_network(single({15}, in, l), random_input({3, 15}, rng), cfg);
+    CHECK(o.plan.segments[0].weight_tiles_used > 40);
+  }
+  {
+    INFO("biases beyond 64 constant tiles are rejected");
+    Layer l = gemm_layer(LayerKind::Dense, {15, 9}, ActFunction::None, in, rng);
+    l.int32_output = true;
+    l.bias[0] = 2147483647;
+    CHECK_THROWS_WITH(compiler::compile_network(single({15}, in, l), 1, cfg),
+                      Catch::Contains("bias is too large"));
+  }
+}
+
+TEST_CASE("conv2d: kernels, strides, paddings, channels", "[layers][conv]") {
+  struct Geo {
+    std::size_t h, w, cin, kh, kw, cout;
+    unsigned sh, sw, pt, pb, pl, pr;
+  };
+  const std::vector<Geo> geos = {
+      {5, 7, 3, 3, 3, 5, 1, 1, 0, 0, 0, 0},   // valid
+      {5, 7, 3, 3, 3, 5, 1, 1, 1, 1, 1, 1},   // same
+      {8, 8, 1, 3, 3, 8, 1, 1, 1, 1, 1, 1},   // the digits CNN's first layer
+      {6, 5, 9, 2, 3, 17, 2, 1, 1, 0, 2, 1},  // asymmetric padding, stride (2, 1)
+      {9, 9, 4, 5, 5, 3, 2, 2, 2, 2, 2, 2},   // 5x5, stride 2
+      {7, 6, 2, 1, 1, 7, 1, 1, 0, 0, 0, 0},   // pointwise
+      {7, 6, 2, 1, 1, 7, 3, 2, 0, 0, 0, 0},   // strided 1x1
+      {4, 4, 8, 4, 4, 1, 1, 1, 0, 0, 0, 0},   // kernel = input: one pixel
+      {3, 11, 5, 2, 2, 9, 1, 3, 3, 2, 0, 1},  // more padding than needed, stride (1, 3)
+      {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0},   // 1x1x1
+  };
+  for (unsigned n : {4u, 8u}) {
+    const ArchConfig cfg = config_for(n);
+    std::mt19937 rng(200 + n);
+    for (const Geo& g : geos)
+      for (ActFunction act : {ActFunction::None, ActFunction::Relu, ActFunction::Tanh})
+        for (std::int32_t zp : {0, -128}) {
+          CAPTURE(n, g.h, g.w, g.cin, g.kh, g.kw, g.cout, g.sh, g.sw, g.pt, g.pb, g.pl, g.pr,
+                  static_cast<int>(act), zp);
+          const QuantParams in{0.031, zp};
+          Layer l = gemm_layer(LayerKind::Conv2d, {g.kh, g.kw, g.cin, g.cout}, act, in, rng);
+          l.stride_h = g.sh;
+          l.stride_w = g.sw;
+          l.pad_top = g.pt;
+          l.pad_bottom = g.pb;
+          l.pad_left = g.pl;
+          l.pad_right = g.pr;
+          check_network(single({g.h, g.w, g.cin}, in, l), random_input({3, g.h, g.w, g.cin}, rng),
+                        cfg);
+        }
+  }
+}
+
+TEST_CASE("max-pool and flatten on the host", "[layers][pool]") {
+  const ArchConfig cfg = config_for(8);
+  std::mt19937 rng(9);
+  struct Pool {
+    unsigned kh, kw, sh, sw;
+  };
+  for (const Pool& p : {Pool{2, 2, 2, 2}, Pool{3, 3, 2, 2}, Pool{2, 3, 1, 2}, Pool{1, 1, 1, 1},
+                        Pool{3, 2, 3, 1}}) {
+    CAPTURE(p.kh, p.kw, p.sh, p.sw);
+    const QuantParams in{0.04, -128};
+    Network net = single({7, 9, 3}, in,
+                         gemm_layer(LayerKind::Conv2d, {3, 3, 3, 6}, ActFunction::Relu, in, rng, -128));
+    net.layers[0].pad_top = net.layers[0].pad_bottom = net.layers[0].pad_left =
+        net.layers[0].pad_right = 1;
+    net.layers.push_back(maxpool(p.kh, p.kw, p.sh, p.sw));
+    net.layers.push_back(flatten());
+    const std::size_t features = compiler::infer_network(net).back().shape[0];
+    net.layers.push_back(gemm_layer(LayerKind::Dense, {features, 10}, ActFunction::None,
+                                    out_quant(net), rng));
+    const auto o = check_network(net, random_input({4, 7, 9, 3}, rng), cfg);
+    // conv | pool, flatten on the host | dense.
+    CHECK(o.plan.segments.size() == 2);
+    CHECK_FALSE(o.plan.layer_segment[1]);
+    CHECK_FALSE(o.plan.layer_segment[2]);
+  }
+  {
+    INFO("a network of host layers only");
+    Network net;
+    net.input_shape = {6, 6, 2};
+    net.input = {0.1, 0};
+    net.layers = {maxpool(2, 2, 2, 2), flatten()};
+    const auto o = check_network(net, random_input({3, 6, 6, 2}, rng), cfg);
+    CHECK(o.plan.segments.empty());
+  }
+}
+
+TEST_CASE("chains stay in the unified buffer", "[layers][chain]") {
+  for (unsigned n : {4u, 8u}) {
+    const ArchConfig cfg = config_for(n);
+    std::mt19937 rng(300 + n);
+    {
+      INFO("dense -> dense -> dense (an MLP): one program");
+      const QuantParams in{0.02, -128};
+      Network net = single({30}, in, gemm_layer(LayerKind::Dense, {30, 21}, ActFunction::Relu, in, rng, -128));
+      net.layers.push_back(gemm_layer(LayerKind::Dense, {21, 16}, ActFunction::Sigmoid, out_quant(net), rng));
+      net.layers.push_back(gemm_layer(LayerKind::Dense, {16, 7}, ActFunction::None, out_quant(net), rng, 3));
+      const auto o = check_network(net, random_input({11, 30}, rng), cfg);
+      CHECK(o.plan.segments.size() == 1);
+      CHECK(o.plan.segments[0].layers.size() == 3);
+    }
+    {
+      INFO("conv -> flatten -> dense -> dense: one program, flatten by re-reading UB rows");
+      const QuantParams in{0.03, -128};
+      Network net = single({6, 5, 2}, in, gemm_layer(LayerKind::Conv2d, {3, 3, 2, 5}, ActFunction::Relu, in, rng, -128));
+      net.layers[0].pad_top = net.layers[0].pad_bottom = 1;
+      net.layers[0].pad_left = net.layers[0].pad_right = 1;
+      net.layers.push_back(flatten());
+      net.layers.push_back(gemm_layer(LayerKind::Dense, {150, 12}, ActFunction::Relu, out_quant(net), rng, -128));
+      net.layers.push_back(gemm_layer(LayerKind::Dense, {12, 10}, ActFunction::None, out_quant(net), rng));
+      const auto o = check_network(net, random_input({7, 6, 5, 2}, rng), cfg);
+      CHECK(o.plan.segments.size() == 1);
+      CHECK(o.plan.segments[0].unit_is_sample);
+    }
+    {
+      INFO("conv -> 1x1 conv -> 1x1 conv (int32): one program");
+      const QuantParams in{0.03, 5};
+      Network net = single({5, 6, 3}, in, gemm_layer(LayerKind::Conv2d, {2, 2, 3, 9}, ActFunction::Relu, in, rng, -100));
+      net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, 9, 6}, ActFunction::Tanh, out_quant(net), rng));
+      net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, 6, 4}, ActFunction::None, out_quant(net), rng));
+      net.layers.back().int32_output = true;
+      const auto o = check_network(net, random_input({3, 5, 6, 3}, rng), cfg);
+      CHECK(o.plan.segments.size() == 1);
+    }
+    {
+      INFO("conv -> 3x3 conv: im2col on the host, two programs");
+      const QuantParams in{0.03, 0};
+      Network net = single({6, 6, 2}, in, gemm_layer(LayerKind::Conv2d, {3, 3, 2, 4}, ActFunction::Relu, in, rng, -128));
+      net.layers.push_back(gemm_layer(LayerKind::Conv2d, {3, 3, 4, 3}, ActFunction::None, out_quant(net), rng));
+      const auto o = check_network(net, random_input({2, 6, 6, 2}, rng), cfg);
+      CHECK(o.plan.segments.size() == 2);
+    }
+    {
+      INFO("flatten of a 1-D tensor between dense layers is a no-op in the UB");
+      const QuantParams in{0.02, 0};
+      Network net = single({9}, in, gemm_layer(LayerKind::Dense, {9, 9}, ActFunction::Relu, in, rng, -128));
+      net.layers.push_back(flatten());
+      net.layers.push_back(gemm_layer(LayerKind::Dense, {9, 4}, ActFunction::None, out_quant(net), rng));
+      const auto o = check_network(net, random_input({4, 9}, rng), cfg);
+      CHECK(o.plan.segments.size() == 1);
+    }
+  }
+}
+
+TEST_CASE("chunks: a small unified buffer splits the rows", "[layers][chunks]") {
+  std::mt19937 rng(11);
+  ArchConfig cfg = config_for(4);
+  cfg.ub_rows = 200;
+  cfg.acc_rows = 24;
+  {
+    INFO("an MLP over many chunks of samples");
+    const QuantParams in{0.02, -128};
+    Network net = single({10}, in, gemm_layer(LayerKind::Dense, {10, 9}, ActFunction::Relu, in, rng, -128));
+    net.layers.push_back(gemm_layer(LayerKind::Dense, {9, 6}, ActFunction::None, out_quant(net), rng));
+    const auto o = check_network(net, random_input({101, 10}, rng), cfg);
+    CHECK(o.plan.segments.size() == 1);
+    CHECK(o.plan.segments[0].chunk_units < 101);
+  }
+  {
+    INFO("conv -> flatten -> dense in chunks of whole samples");
+    const QuantParams in{0.03, 0};
+    Network net = single({4, 3, 1}, in, gemm_layer(LayerKind::Conv2d, {2, 2, 1, 3}, ActFunction::Relu, in, rng, -128));
+    net.layers.push_back(flatten());
+    net.layers.push_back(gemm_layer(LayerKind::Dense, {18, 5}, ActFunction::None, out_quant(net), rng));
+    const auto o = check_network(net, random_input({13, 4, 3, 1}, rng), cfg);
+    CHECK(o.plan.segments.size() == 1);
+    CHECK(o.plan.segments[0].unit_is_sample);
+    CHECK(o.plan.segments[0].chunk_units < 13);
+  }
+  {
+    INFO("a conv in chunks of rows");
+    const QuantParams in{0.03, 0};
+    Network net = single({9, 9, 3}, in, gemm_layer(LayerKind::Conv2d, {3, 3, 3, 5}, ActFunction::Relu, in, rng));
+    const auto o = check_network(net, random_input({2, 9, 9, 3}, rng), cfg);
+    CHECK(o.plan.segments[0].chunk_units < 2 * 49);
+  }
+}
+
+TEST_CASE("a chain that does not fit the unified buffer is split", "[layers][chunks]") {
+  std::mt19937 rng(12);
+  ArchConfig cfg = config_for(4);
+  cfg.ub_rows = 60;  // the dense layers fit, but not after the conv with one sample
+  const QuantParams in{0.03, 0};
+  Network net = single({6, 6, 1}, in, gemm_layer(LayerKind::Conv2d, {3, 3, 1, 4}, ActFunction::Relu, in, rng, -128));
+  net.layers.push_back(flatten());
+  net.layers.push_back(gemm_layer(LayerKind::Dense, {64, 6}, ActFunction::Relu, out_quant(net), rng));
+  net.layers.push_back(gemm_layer(LayerKind::Dense, {6, 3}, ActFunction::None, out_quant(net), rng));
+  const auto o = check_network(net, random_input({3, 6, 6, 1}, rng), cfg);
+  CHECK(o.plan.segments.size() == 2);
+  CHECK_FALSE(o.plan.layer_segment[1]);  // the flatten moved to the host
+  CHECK(o.plan.layer_segment[2] == o.plan.layer_segment[3]);
+}
+
+TEST_CASE("the compiler rejects malformed networks", "[layers]") {
+  std::mt19937 rng(13);
+  const ArchConfig cfg = config_for(8);
+  const QuantParams in{0.05, 0};
+  Network net = single({3, 3, 2}, in, gemm_layer(LayerKind::Dense, {18, 4}, ActFunction::None, in, rng));
+  CHECK_THROWS_WITH(compiler::compile_network(net, 1, cfg), Catch::Contains("needs a 1-D input"));
+  net = single({10}, in, gemm_layer(LayerKind::Dense, {9, 4}, ActFunction::None, in, rng));
+  CHECK_THROWS_WITH(compiler::compile_network(net, 1, cfg), Catch::Contains("expect 9 input features"));
+  net = single({10}, in, gemm_layer(LayerKind::Dense, {10, 4}, ActFunction::None, in, rng));
+  net.layers[0].int32_output = true;
+  net.layers.push_back(gemm_layer(LayerKind::Dense, {4, 4}, ActFunction::None, in, rng));
+  CHECK_THROWS_WITH(compiler::compile_network(net, 1, cfg), Catch::Contains("only the last layer"));
+  net = single({4, 4, 1}, in, gemm_layer(LayerKind::Conv2d, {5, 5, 1, 2}, ActFunction::None, in, rng));
+  CHECK_THROWS_WITH(compiler::compile_network(net, 1, cfg), Catch::Contains("does not fit the padded"));
+  net = single({4, 4, 1}, in, maxpool(5, 5, 1, 1));
+  CHECK_THROWS_WITH(compiler::compile_network(net, 1, cfg), Catch::Contains("window does not fit"));
+  net = single({10}, in, gemm_layer(LayerKind::Dense, {10, 4}, ActFunction::None, in, rng));
+  net.layers[0].output.scale = 1e-14;  // multiplier >= 2^31
+  CHECK_THROWS_WITH(compiler::compile_network(net, 1, cfg), Catch::Contains("too large"));
+  net = single({10}, in, gemm_layer(LayerKind::Dense, {10, 4}, ActFunction::None, in, rng));
+  CHECK_THROWS_WITH(compiler::compile_network(net, 0, cfg), Catch::Contains("batch is empty"));
+  ArchConfig tiny = cfg;
+  tiny.acc_rows = 1;
+  CHECK_THROWS_WITH(compiler::compile_network(net, 1, tiny), Catch::Contains("does not fit"));
+}

@@ -1,0 +1,6 @@
+RHM 0, 0, 8
+RW 0
+MMC.SO 0, 0, 8
+ACT.R 0, 8, 8
+WHM 8, 16, 8
+HLT

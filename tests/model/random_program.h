@@ -1,0 +1,191 @@
+// Random valid programs for differential tests of the model (the fast path
+// against the detailed one, tests/model/test_fast_path.cpp).
+//
+// A program mixes every instruction and flag on a small machine with random
+// timing parameters, and is dense in what makes timing interesting: ranges
+// drawn from a few narrow windows so that instructions of different units
+// overlap (RAW, WAR and WAW hazards) and MMCs accumulate into each other's
+// rows, bursts of RW against the FIFO depth (FIFO full), MMC.S waiting for
+// tiles, SETQ between ACTs, SYNCs. It stays clear of deadlocks (RW only while
+// the FIFO and the shadow can still take the tile without a switch, MMC.S
+// only after an RW that no switch has taken), unless `faults` is set: then
+// about one program in ten has an address past a memory's end or an
+// instruction that deadlocks.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "config/arch_config.h"
+#include "isa/isa.h"
+#include "isa/program.h"
+#include "model/memories.h"
+
+namespace tpu::testing {
+
+struct RandomProgram {
+  ArchConfig cfg;
+  isa::Program program;
+};
+
+class RandomProgramGenerator {
+ public:
+  explicit RandomProgramGenerator(std::uint32_t seed) : rng_(seed) {}
+
+  RandomProgram next(bool faults) {
+    RandomProgram p;
+    p.cfg = random_config();
+    const ArchConfig& c = p.cfg;
+    p.program.array_n = static_cast<unsigned>(c.array_n);
+    std::vector<isa::Instruction>& code = p.program.code;
+    const unsigned length = pick(1, 60);
+    const bool faulty = faults && pick(0, 9) == 0;
+    const unsigned fault_at = pick(0, length);
+    unsigned pending_tiles = 0;  // RWs not yet taken by a switch
+    for (unsigned i = 0; i < length; ++i) {
+      if (faulty && i == fault_at) {
+        for (const isa::Instruction& in : fault_instructions(c, pending_tiles)) code.push_back(in);
+        continue;
+      }
+      isa::Instruction in;
+      switch (pick(0, 15)) {
+        case 0:
+        case 1:
+          in = op(isa::Opcode::RHM, 0, host_row(c), ub_row(c), rows(c));
+          break;
+        case 2:
+          in = op(isa::Opcode::WHM, 0, ub_row(c), host_row(c), rows(c));
+          break;
+        case 3: {
+          const std::uint64_t r = rows(c);
+          in = op(isa::Opcode::WHM, isa::kFlagWhmAcc, acc_row(c, r), host_row(c, 4 * r), r);
+          break;
+        }
+        case 4:
+        case 5:
+        case 6:
+          if (pending_tiles >= c.fifo_depth + 1) continue;
+          in = op(isa::Opcode::RW, 0, pick(0, static_cast<unsigned>(c.weight_tiles) - 1));
+          ++pending_tiles;
+          break;
+        case 7:
+        case 8:
+        case 9:
+        case 10: {
+          std::uint8_t flags = 0;
+          if (pending_tiles > 0 && pick(0, 2) != 0) {
+            flags |= isa::kFlagMmcSwitch;
+            --pending_tiles;
+          }
+          if (pick(0, 2) == 0) flags |= isa::kFlagMmcOverwrite;
+          const std::uint64_t r = rows(c);
+          in = op(isa::Opcode::MMC, flags, ub_row(c, r), acc_row(c, r), r);
+          break;
+        }
+        case 11:
+        case 12: {
+          static const std::uint8_t kActs[] = {0, isa::kFlagActRelu, isa::kFlagActSigmoid,
+                                               isa::kFlagActTanh};
+          const std::uint64_t r = rows(c);
+          in = op(isa::Opcode::ACT, kActs[pick(0, 3)], acc_row(c, r), ub_row(c, r), r);
+          break;
+        }
+        case 13:
+          in = op(isa::Opcode::SETQ, 0, static_cast<std::int64_t>(pick(0, 2000)) - 1000,
+                  pick(0, 20), static_cast<std::int64_t>(pick(0, 255)) - 128);
+          break;
+        case 14:
+          in = op(pick(0, 1) ? isa::Opcode::SYNC : isa::Opcode::NOP, 0);
+          break;
+        default:
+          in = op(isa::Opcode::NOP, 0);
+          break;
+      }
+      code.push_back(in);
+    }
+    code.push_back(op(isa::Opcode::HLT, 0));
+    return p;
+  }
+
+  // Random contents for every memory (the UB and ACC too, so that reading
+  // rows no instruction wrote still gives telling values).
+  void fill(model::Memories& mem) {
+    for (auto* m : {&mem.host, &mem.weights, &mem.ub})
+      for (std::int8_t& v : m->data()) v = static_cast<std::int8_t>(rng_());
+    for (std::int32_t& v : mem.acc.data()) v = static_cast<std::int32_t>(rng_());
+  }
+
+  unsigned pick(unsigned lo, unsigned hi) {
+    return std::uniform_int_distribution<unsigned>(lo, hi)(rng_);
+  }
+
+ private:
+  ArchConfig random_config() {
+    static const unsigned kSizes[] = {4, 5, 8, 8, 12, 16, 16, 33};
+    ArchConfig c = preset_config("small8");
+    c.array_n = kSizes[pick(0, 7)];
+    c.host_rows = 256;
+    c.weight_tiles = 6;
+    c.ub_rows = 48;
+    c.acc_rows = 40;
+    c.host_latency = pick(0, 12);
+    c.host_bytes_per_cycle = pick(1, 3) == 1 ? pick(1, 4) : pick(5, 300);
+    c.weight_latency = pick(0, 12);
+    c.weight_bytes_per_cycle = pick(1, 3) == 1 ? pick(1, 8) : pick(9, 600);
+    c.act_latency = pick(1, 6);
+    c.fifo_depth = pick(1, 4);
+    validate(c);
+    return c;
+  }
+
+  static isa::Instruction op(isa::Opcode opcode, std::uint8_t flags, std::int64_t a = 0,
+                             std::int64_t b = 0, std::int64_t c = 0) {
+    isa::Instruction in;
+    in.opcode = opcode;
+    in.flags = flags;
+    const unsigned n = isa::spec_of(opcode).num_operands;
+    if (n > 0) in.operands[0] = a;
+    if (n > 1) in.operands[1] = b;
+    if (n > 2) in.operands[2] = c;
+    return in;
+  }
+
+  // Row counts: mostly short, sometimes long enough to fill a memory.
+  std::uint64_t rows(const ArchConfig&) { return pick(0, 4) == 0 ? pick(9, 20) : pick(1, 8); }
+  // A start row from a few narrow windows, so that ranges overlap often.
+  std::uint64_t windowed(std::uint64_t size, std::uint64_t count) {
+    const std::uint64_t last = size - count;
+    const std::uint64_t window = std::min<std::uint64_t>(last, pick(0, 1) ? 4 : last);
+    const std::uint64_t base = pick(0, 2) * (last - window) / 2;
+    return base + pick(0, static_cast<unsigned>(window));
+  }
+  std::uint64_t ub_row(const ArchConfig& c, std::uint64_t count = 20) {
+    return windowed(c.ub_rows, count);
+  }
+  std::uint64_t acc_row(const ArchConfig& c, std::uint64_t count = 20) {
+    return windowed(c.acc_rows, count);
+  }
+  std::uint64_t host_row(const ArchConfig& c, std::uint64_t count = 80) {
+    return windowed(c.host_rows, count);
+  }
+
+  std::vector<isa::Instruction> fault_instructions(const ArchConfig& c, unsigned pending_tiles) {
+    switch (pick(0, 3)) {
+      case 0:  // past the end of the UB
+        return {op(isa::Opcode::RHM, 0, 0, c.ub_rows - 2, 5)};
+      case 1:  // past the end of the accumulators
+        return {op(isa::Opcode::MMC, 0, 0, c.acc_rows - 1, 3)};
+      case 2:  // one MMC.S more than there are RWs for: a deadlock
+        return std::vector<isa::Instruction>(pending_tiles + 1,
+                                             op(isa::Opcode::MMC, isa::kFlagMmcSwitch, 0, 0, 2));
+      default:  // more RWs than the FIFO and the shadow hold without a switch: a deadlock
+        return std::vector<isa::Instruction>(c.fifo_depth + 2, op(isa::Opcode::RW, 0, 0));
+    }
+  }
+
+  std::mt19937 rng_;
+};
+
+}  // namespace tpu::testing

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Command-line tests of `tpu-sim net`; one case per CTest test.
+#   net_cli_test.sh CASE BIN_DIR SOURCE_DIR
+set -euo pipefail
+case_name=$1
+bin=$2
+src=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+nets="$src/programs/nets"
+py=/usr/bin/python3  # Debian's python3-numpy
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# expect_status WANT CMD... : runs CMD (stdout to $tmp/out, stderr to $tmp/err), checks the status.
+expect_status() {
+  local want=$1
+  shift
+  local got=0
+  "$@" >"$tmp/out" 2>"$tmp/err" || got=$?
+  [ "$got" -eq "$want" ] || { cat "$tmp/out" "$tmp/err" >&2; fail "'$*' exited $got, want $want"; }
+}
+# expect_error PATTERN: stderr is one line matching PATTERN.
+expect_error() {
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err" >&2; fail "not one line on stderr"; }
+  grep -q -- "$1" "$tmp/err" || { cat "$tmp/err" >&2; fail "stderr does not say '$1'"; }
+}
+
+# A copy of the MLP demo to break in various ways.
+copy_mlp() {
+  mkdir -p "$tmp/m"
+  cp "$nets"/digits_mlp/*.npy "$nets/digits_mlp/model.json" "$tmp/m/"
+}
+# edit_model PYTHON: runs PYTHON on the JSON object `m` of $tmp/m/model.json and writes it back.
+edit_model() {
+  $py -c "
+import json
+m = json.load(open('$tmp/m/model.json'))
+$1
+json.dump(m, open('$tmp/m/model.json', 'w'))"
+}
+
+case "$case_name" in
+  report)  # the per-layer report, statistics JSON, labels, --check, int8 and float input
+    expect_status 0 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$nets/digits_cnn/test_x.npy" \
+      --labels "$nets/digits_cnn/test_y.npy" --stats "$tmp/s.json" --out "$tmp/y.npy" --check
+    for pattern in "^network digits_cnn: 6 layers, batch 360, on a 8x8 array: 2 programs" \
+                   "^  program 0  conv1: .* input from the host (im2col)" \
+                   "^  host       pool1 (maxpool2d)" \
+                   "^  program 1  conv2, flatten, fc1, fc2: " \
+                   "^conv1 *conv2d *360x8x8x8 *prog 0 " "^pool1 *maxpool2d *360x4x4x8 *host *- " \
+                   "^fc2 *dense *360x10 *prog 1 " "^total: [0-9]* cycles" \
+                   "^accuracy: [0-9]*/360 = " "^check: all 3600 output elements equal the int8 reference"; do
+      grep -q "$pattern" "$tmp/out" || { cat "$tmp/out"; fail "no line '$pattern'"; }
+    done
+    $py -c "
+import json, numpy as np
+s = json.load(open('$tmp/s.json'))
+assert [l['name'] for l in s['layers']] == ['conv1', 'pool1', 'conv2', 'flatten', 'fc1', 'fc2']
+assert s['layers'][1]['program'] is None and s['layers'][4]['program'] == 1
+assert len(s['programs']) == 2 and s['programs'][1]['layers'] == ['conv2', 'flatten', 'fc1', 'fc2']
+assert sum(l['cycles'] for l in s['layers']) == s['total']['cycles'] == sum(p['cycles'] for p in s['programs'])
+assert s['total']['macs'] == sum(l['array_macs'] for l in s['layers'])
+assert s['accuracy']['total'] == 360
+y = np.load('$tmp/y.npy'); assert y.dtype == np.int8 and y.shape == (360, 10)
+# The same input already quantized gives the same output.
+import sys; sys.path.insert(0, '$src/tools'); import int8_reference as r
+m = json.load(open('$nets/digits_cnn/model.json'))['input']
+np.save('$tmp/xq.npy', r.quantize_input(np.load('$nets/digits_cnn/test_x.npy'), m['scale'], m['zero_point']))"
+    expect_status 0 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$tmp/xq.npy" --out "$tmp/yq.npy"
+    cmp "$tmp/y.npy" "$tmp/yq.npy" || fail "int8 input gives another output than float input"
+    ;;
+  emit_asm)  # --emit-asm: F.s for one program, F.K.s for several; each assembles; --vcd likewise
+    expect_status 0 "$bin/tpu-sim" net "$nets/digits_mlp/model.json" --input "$nets/digits_mlp/test_x.npy" \
+      --emit-asm "$tmp/mlp.s"
+    [ -s "$tmp/mlp.s" ] || fail "no mlp.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/mlp.s" -o "$tmp/mlp.tpu"
+    expect_status 0 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$nets/digits_cnn/test_x.npy" \
+      --emit-asm "$tmp/cnn.s"
+    [ ! -e "$tmp/cnn.s" ] || fail "cnn.s written for a two-program network"
+    for k in 0 1; do expect_status 0 "$bin/tpu-as" "$tmp/cnn.$k.s" -o "$tmp/cnn.$k.tpu"; done
+    # A small batch with waveforms (the detailed model): one VCD per program.
+    $py -c "
+import numpy as np
+np.save('$tmp/x3.npy', np.load('$nets/digits_cnn/test_x.npy')[:3])"
+    expect_status 0 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$tmp/x3.npy" --vcd "$tmp/w.vcd" --check
+    [ -s "$tmp/w.0.vcd" ] && [ -s "$tmp/w.1.vcd" ] || fail "no w.0.vcd and w.1.vcd"
+    expect_status 0 "$bin/tpu-sim" net "$nets/digits_mlp/model.json" --input "$nets/digits_mlp/test_x.npy" --trace
+    grep -q "^program 0 trace:" "$tmp/out" || fail "no trace"
+    grep -q "^pc    0  RHM" "$tmp/out" || fail "no trace lines"
+    ;;
+  usage)  # usage errors exit 2
+    expect_status 2 "$bin/tpu-sim" net
+    expect_status 2 "$bin/tpu-sim" net "$nets/digits_mlp/model.json"
+    expect_status 2 "$bin/tpu-sim" net "$nets/digits_mlp/model.json" --input "$nets/digits_mlp/test_x.npy" --array 3
+    ;;
+  bad_files)  # malformed models and inputs: one line naming the file, exit 3
+    expect_status 3 "$bin/tpu-sim" net "$tmp/missing.json" --input "$nets/digits_mlp/test_x.npy"
+    expect_error "missing.json"
+    echo '{"format": "tpu-sim-net", ' >"$tmp/bad.json"
+    expect_status 3 "$bin/tpu-sim" net "$tmp/bad.json" --input "$nets/digits_mlp/test_x.npy"
+    expect_error "bad.json: invalid JSON"
+    copy_mlp
+    edit_model "m['layers'][0]['type'] = 'lstm'"
+    expect_status 3 "$bin/tpu-sim" net "$tmp/m/model.json" --input "$nets/digits_mlp/test_x.npy"
+    expect_error "model.json: layer 0 ('fc1'): 'type' must be one of dense, conv2d, maxpool2d, flatten"
+    copy_mlp
+    edit_model "m['layers'][1]['activaton'] = 'relu'"
+    expect_status 3 "$bin/tpu-sim" net "$tmp/m/model.json" --input "$nets/digits_mlp/test_x.npy"
+    expect_error "layer 1 ('fc2'): unknown key 'activaton'"
+    copy_mlp
+    edit_model "m['layers'][1]['output']['zero_point'] = 200"
+    expect_status 3 "$bin/tpu-sim" net "$tmp/m/model.json" --input "$nets/digits_mlp/test_x.npy"
+    expect_error "'zero_point' = 200 is outside -128..127"
+    copy_mlp
+    rm "$tmp/m/fc2_w.npy"
+    expect_status 3 "$bin/tpu-sim" net "$tmp/m/model.json" --input "$nets/digits_mlp/test_x.npy"
+    expect_error "fc2_w.npy"
+    copy_mlp
+    cp "$tmp/m/fc1_b.npy" "$tmp/m/fc2_w.npy"  # int32, 1-D
+    expect_status 3 "$bin/tpu-sim" net "$tmp/m/model.json" --input "$nets/digits_mlp/test_x.npy"
+    expect_error "fc2_w.npy: expected a 2-D int8 array"
+    copy_mlp
+    cp "$tmp/m/fc2_b.npy" "$tmp/m/fc1_b.npy"  # 10 biases for 32 outputs
+    expect_status 3 "$bin/tpu-sim" net "$tmp/m/model.json" --input "$nets/digits_mlp/test_x.npy"
+    expect_error "fc1_b.npy: 10 biases but the weights have 32 outputs"
+    copy_mlp
+    edit_model "m['layers'].insert(1, {'type': 'maxpool2d', 'pool': 2})"
+    expect_status 3 "$bin/tpu-sim" net "$tmp/m/model.json" --input "$nets/digits_mlp/test_x.npy"
+    expect_error "max-pool needs an HxWxC input"
+    # Inputs of the wrong shape or type; labels of the wrong length.
+    expect_status 3 "$bin/tpu-sim" net "$nets/digits_mlp/model.json" --input "$nets/digits_cnn/test_x.npy"
+    expect_error "test_x.npy: expected a batch of inputs of shape (B, 64), got shape (360, 8, 8, 1)"
+    expect_status 3 "$bin/tpu-sim" net "$nets/digits_mlp/model.json" --input "$nets/digits_mlp/test_y.npy"
+    expect_error "test_y.npy: expected a batch of inputs"
+    $py -c "
+import numpy as np
+np.save('$tmp/xi.npy', np.zeros((4, 64), np.int32))
+np.save('$tmp/l5.npy', np.zeros(5, np.int64))
+np.save('$tmp/x4.npy', np.zeros((4, 64), np.float32))"
+    expect_status 3 "$bin/tpu-sim" net "$nets/digits_mlp/model.json" --input "$tmp/xi.npy"
+    expect_error "must be int8 (quantized) or float32/float64, got int32"
+    expect_status 3 "$bin/tpu-sim" net "$nets/digits_mlp/model.json" --input "$tmp/x4.npy" --labels "$tmp/l5.npy"
+    expect_error "l5.npy: expected 4 labels"
+    # A network too big for the machine.
+    echo '{"ub_rows": 8}' >"$tmp/tiny.json"
+    expect_status 3 "$bin/tpu-sim" net "$nets/digits_mlp/model.json" --input "$tmp/x4.npy" --config "$tmp/tiny.json"
+    expect_error "does not fit"
+    ;;
+  fault)  # a program that runs out of cycles: exit 4, the program named
+    expect_status 4 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$nets/digits_cnn/test_x.npy" \
+      --max-cycles 1000
+    grep -q "^tpu-sim: program 0: fault at pc .*cycle limit 1000 reached" "$tmp/err" || { cat "$tmp/err"; fail "fault message"; }
+    ;;
+  *)
+    fail "unknown case $case_name"
+    ;;
+esac
+echo "ok: $case_name"
