@@ -12,7 +12,6 @@
 #include "compiler/layer_reference.h"
 #include "compiler/model_file.h"
 #include "compiler/network.h"
-#include "model/tpu.h"
 #include "sim_common.h"
 
 namespace tpu::cli {
@@ -166,21 +165,16 @@ int Net::run() {
         seg.unit_is_sample ? "samples" : "rows");
   }
 
+  // Each program runs as `tpu-sim run` would: the engine of --engine, its
+  // trace and statistics summary; --vcd per program; --stats written below.
   const compiler::ProgramRunner runner = [&](std::size_t k, const compiler::SegmentPlan& seg,
                                              model::Memories& mem) {
-    model::RunOptions ropts;
-    ropts.max_cycles = args_.max_cycles;
-    if (!args_.vcd.empty()) ropts.vcd_path = indexed_path(args_.vcd, k, programs);
-    model::RunLog log = model::run_program(cfg, seg.program, mem, ropts);
-    if (args_.trace) {
-      std::cout << fmt::format("program {} trace:\n", k);
-      for (const model::RetireRecord& r : log.retired)
-        std::cout << fmt::format("pc {:>4}  {:<28} issue {:>8}  start {:>8}  complete {:>8}\n",
-                                 r.pc, isa::disassemble(seg.program.code[r.pc]), r.issue, r.start,
-                                 r.completed ? fmt::to_string(r.completion) : std::string("-"));
-    }
-    if (log.fault) std::cerr << fmt::format("tpu-sim: program {}: {}\n", k, log.fault->message());
-    return log;
+    SimArgs per = args_;
+    per.out.clear();
+    per.stats.clear();
+    if (!args_.vcd.empty()) per.vcd = indexed_path(args_.vcd, k, programs);
+    std::cout << fmt::format("== program {} ==\n", k);
+    return simulate(per, cfg, seg.program, mem);
   };
   const compiler::NetworkRun result = compiler::run_network(plan, x, cfg, runner);
   if (result.fault) return kExitFault;

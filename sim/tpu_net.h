@@ -4,7 +4,7 @@
 //
 //   tpu-sim net MODEL.json --input X.npy [--out Y.npy] [--labels L.npy]
 //               [--emit-asm F.s] [--check] [--stats S.json] [--trace] [--vcd T.vcd]
-//               [--max-cycles C] [--preset P] [--config F] [--array N]
+//               [--max-cycles C] [--engine E] [--preset P] [--config F] [--array N]
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -998,23 +998,43 @@ NetworkRun run_network(const NetworkPlan& plan, const Tensor& input, const ArchC
       run.fault = true;
       return run;
     }
-    // Cycles: each charged to the oldest instruction not yet completed.
+    // Cycles. The array reads row i of an MMC started at s in cycle s + i;
+    // those cycles belong to the MMC's layer. Every other cycle belongs to
+    // the layer of the oldest instruction not yet completed in it.
+    struct Busy {
+      std::int64_t first, last;
+    };
+    std::vector<Busy> array;  // in program order = in time order, disjoint
+    for (const model::RetireRecord& r : log.retired) {
+      const Instruction& in = seg.program.code[r.pc];
+      LayerStats& ls = run.layers[seg.instruction_layer[r.pc]];
+      ++ls.instructions;
+      if (in.opcode != Opcode::MMC) continue;
+      const auto rows = static_cast<std::uint64_t>(in.operands[2]);
+      ls.mmc_rows += rows;
+      ls.array_macs += rows * cfg.array_n * cfg.array_n;
+      ls.cycles += rows;
+      array.push_back({static_cast<std::int64_t>(r.start),
+                       static_cast<std::int64_t>(r.start + rows) - 1});
+    }
+    std::vector<std::int64_t> before(array.size() + 1, 0);  // array cycles in array[0..i)
+    for (std::size_t i = 0; i < array.size(); ++i)
+      before[i + 1] = before[i] + array[i].last - array[i].first + 1;
+    const auto array_cycles_upto = [&](std::int64_t t) {  // array cycles in [0, t]
+      const auto it = std::upper_bound(array.begin(), array.end(), t,
+                                       [](std::int64_t v, const Busy& b) { return v < b.first; });
+      const auto i = static_cast<std::size_t>(it - array.begin());
+      return i == 0 ? 0 : before[i - 1] + std::min(t, array[i - 1].last) - array[i - 1].first + 1;
+    };
     std::int64_t done = -1;
     for (const model::RetireRecord& r : log.retired) {
-      const std::size_t layer = seg.instruction_layer[r.pc];
-      LayerStats& ls = run.layers[layer];
       const auto completion = static_cast<std::int64_t>(r.completion);
-      if (completion > done) {
-        ls.cycles += static_cast<std::uint64_t>(completion - done);
-        done = completion;
-      }
-      ++ls.instructions;
-      const Instruction& in = seg.program.code[r.pc];
-      if (in.opcode == Opcode::MMC) {
-        const auto rows = static_cast<std::uint64_t>(in.operands[2]);
-        ls.mmc_rows += rows;
-        ls.array_macs += rows * cfg.array_n * cfg.array_n;
-      }
+      if (completion <= done) continue;
+      // Cycles done + 1 .. completion, less the array's.
+      const std::int64_t idle =
+          completion - done - (array_cycles_upto(completion) - array_cycles_upto(done));
+      run.layers[seg.instruction_layer[r.pc]].cycles += static_cast<std::uint64_t>(idle);
+      done = completion;
     }
     cur = segment_output(plan, seg, mem.host.data().data());
   }

@@ -155,9 +155,11 @@ Tensor segment_output(const NetworkPlan& plan, const SegmentPlan& seg, const std
 Tensor quantize_input(const Network& net, const std::vector<std::size_t>& shape,
                       const std::vector<double>& values);
 
-// Per-layer figures of a run. A cycle of a program is charged to the layer of
-// the oldest instruction not yet completed in it, so the layers' cycles of a
-// program add up to its total cycles.
+// Per-layer figures of a run. A cycle of a program in which the array reads
+// a row is charged to that MMC's layer, any other cycle to the layer of the
+// oldest instruction not yet completed in it; so the layers' cycles of a
+// program add up to its total cycles, and a layer's cycles are at least its
+// MMC rows (utilization at most 100%).
 struct LayerStats {
   std::optional<std::size_t> segment;  // nullopt: a host step (no TPU cycles)
   std::uint64_t cycles = 0;

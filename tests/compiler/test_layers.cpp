@@ -134,7 +134,10 @@ Outcome check_network(const Network& net, const Tensor& x, const ArchConfig& cfg
   CHECK(mismatches == 0);
   // The layers' cycles add up to the programs' cycles.
   std::uint64_t layer_cycles = 0, program_cycles = 0;
-  for (const auto& ls : o.run.layers) layer_cycles += ls.cycles;
+  for (const auto& ls : o.run.layers) {
+    layer_cycles += ls.cycles;
+    CHECK(ls.cycles >= ls.mmc_rows);  // the array's cycles are the layer's own
+  }
   for (const auto& log : o.run.logs) program_cycles += log.stats.cycles;
   CHECK(layer_cycles == program_cycles);
   CHECK(o.run.logs.size() == o.plan.segments.size());

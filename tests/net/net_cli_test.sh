@@ -61,6 +61,7 @@ assert s['layers'][1]['program'] is None and s['layers'][4]['program'] == 1
 assert len(s['programs']) == 2 and s['programs'][1]['layers'] == ['conv2', 'flatten', 'fc1', 'fc2']
 assert sum(l['cycles'] for l in s['layers']) == s['total']['cycles'] == sum(p['cycles'] for p in s['programs'])
 assert s['total']['macs'] == sum(l['array_macs'] for l in s['layers'])
+assert all(l['cycles'] >= l['mmc_rows'] and l['utilization'] <= 1.0 for l in s['layers'])
 assert s['accuracy']['total'] == 360
 y = np.load('$tmp/y.npy'); assert y.dtype == np.int8 and y.shape == (360, 10)
 # The same input already quantized gives the same output.
@@ -86,8 +87,24 @@ np.save('$tmp/x3.npy', np.load('$nets/digits_cnn/test_x.npy')[:3])"
     expect_status 0 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$tmp/x3.npy" --vcd "$tmp/w.vcd" --check
     [ -s "$tmp/w.0.vcd" ] && [ -s "$tmp/w.1.vcd" ] || fail "no w.0.vcd and w.1.vcd"
     expect_status 0 "$bin/tpu-sim" net "$nets/digits_mlp/model.json" --input "$nets/digits_mlp/test_x.npy" --trace
-    grep -q "^program 0 trace:" "$tmp/out" || fail "no trace"
+    grep -q "^== program 0 ==" "$tmp/out" || fail "no program heading"
     grep -q "^pc    0  RHM" "$tmp/out" || fail "no trace lines"
+    ;;
+  engines)  # the network's programs on the RTL core agree with the SystemC model (--engine both)
+    $py -c "
+import numpy as np
+np.save('$tmp/x16.npy', np.load('$nets/digits_mlp/test_x.npy')[:16])
+np.save('$tmp/y16.npy', np.load('$nets/digits_mlp/expected.npy')[:16])
+np.save('$tmp/x2.npy', np.load('$nets/digits_cnn/test_x.npy')[:2])"
+    expect_status 0 "$bin/tpu-sim" net "$nets/digits_mlp/model.json" --input "$tmp/x16.npy" --engine rtl \
+      --out "$tmp/y.npy"
+    cmp "$tmp/y.npy" "$tmp/y16.npy" || fail "--engine rtl differs from the int8 reference"
+    for preset in small4 small8; do  # small16's RTL is slow under the sanitizers
+      expect_status 0 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$tmp/x2.npy" --engine both \
+        --check --preset "$preset"
+      [ "$(grep -c '^engines: the RTL and the SystemC model agree' "$tmp/out")" -eq 2 ] ||
+        { cat "$tmp/out"; fail "$preset: the engines do not agree on both programs"; }
+    done
     ;;
   usage)  # usage errors exit 2
     expect_status 2 "$bin/tpu-sim" net
@@ -150,7 +167,9 @@ np.save('$tmp/x4.npy', np.zeros((4, 64), np.float32))"
   fault)  # a program that runs out of cycles: exit 4, the program named
     expect_status 4 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$nets/digits_cnn/test_x.npy" \
       --max-cycles 1000
-    grep -q "^tpu-sim: program 0: fault at pc .*cycle limit 1000 reached" "$tmp/err" || { cat "$tmp/err"; fail "fault message"; }
+    grep -q "^tpu-sim: fault at pc .*cycle limit 1000 reached" "$tmp/err" || { cat "$tmp/err"; fail "fault message"; }
+    grep -q "^== program 0 ==" "$tmp/out" || fail "the faulting program is not named"
+    grep -q "^== program 1 ==" "$tmp/out" && fail "program 1 ran after a fault"
     ;;
   *)
     fail "unknown case $case_name"
