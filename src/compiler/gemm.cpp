@@ -5,70 +5,11 @@
 #include <algorithm>
 #include <deque>
 
+#include "compiler/emitter.h"
+
 namespace tpu::compiler {
-namespace {
 
-using isa::Instruction;
 using isa::Opcode;
-
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
-
-// Collects instructions and their commented assembly at once.
-class Emitter {
- public:
-  void comment(const std::string& text) { asm_ += "; " + text + "\n"; }
-  void emit(Opcode op, std::uint8_t flags, std::int64_t a = 0, std::int64_t b = 0,
-            std::int64_t c = 0) {
-    Instruction in;
-    in.opcode = op;
-    in.flags = flags;
-    const unsigned n = isa::spec_of(op).num_operands;
-    if (n > 0) in.operands[0] = a;
-    if (n > 1) in.operands[1] = b;
-    if (n > 2) in.operands[2] = c;
-    if (const std::string e = isa::validate(in); !e.empty())
-      throw CompileError("internal error: " + e);
-    asm_ += "        " + isa::disassemble(in) + "\n";
-    code_.push_back(in);
-  }
-  std::vector<Instruction>& code() { return code_; }
-  std::string& text() { return asm_; }
-
- private:
-  std::vector<Instruction> code_;
-  std::string asm_;
-};
-
-// Issues RW as far ahead as the weight FIFO allows: F tiles in the FIFO (or in
-// flight) plus one in the shadow registers. One more would stall issue until an
-// MMC.S that comes after it in program order: a deadlock.
-class WeightPrefetcher {
- public:
-  WeightPrefetcher(Emitter& e, std::vector<std::uint64_t> order, std::uint64_t fifo_depth)
-      : e_(e), order_(std::move(order)), ahead_(fifo_depth + 1) {}
-  // Before the MMC.S that uses tile number `use`.
-  void before_use(std::size_t use) {
-    while (next_ < order_.size() && next_ < use + ahead_) e_.emit(Opcode::RW, 0, order_[next_++]);
-  }
-
- private:
-  Emitter& e_;
-  std::vector<std::uint64_t> order_;
-  std::uint64_t ahead_;
-  std::size_t next_ = 0;
-};
-
-std::uint8_t act_flags(model::ActFunction f) {
-  switch (f) {
-    case model::ActFunction::None: return 0;
-    case model::ActFunction::Relu: return isa::kFlagActRelu;
-    case model::ActFunction::Sigmoid: return isa::kFlagActSigmoid;
-    case model::ActFunction::Tanh: return isa::kFlagActTanh;
-  }
-  return 0;
-}
-
-}  // namespace
 
 GemmPlan compile_gemm(const MatrixI8& a, const MatrixI8& b, const GemmSpec& spec,
                       const ArchConfig& cfg) {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 
+#include "compiler/emitter.h"
 #include "isa/instruction.h"
 #include "model/activation.h"
 
@@ -15,8 +16,6 @@ namespace {
 
 using isa::Instruction;
 using isa::Opcode;
-
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
 std::int32_t wrap32(std::int64_t v) {
   return static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(v)));
@@ -52,16 +51,6 @@ std::size_t conv_out(std::size_t in, unsigned k, unsigned stride, unsigned pad_a
   return padded < k ? 0 : (padded - k) / stride + 1;
 }
 
-std::uint8_t act_flags(model::ActFunction f) {
-  switch (f) {
-    case model::ActFunction::None: return 0;
-    case model::ActFunction::Relu: return isa::kFlagActRelu;
-    case model::ActFunction::Sigmoid: return isa::kFlagActSigmoid;
-    case model::ActFunction::Tanh: return isa::kFlagActTanh;
-  }
-  return 0;
-}
-
 const char* act_name(model::ActFunction f) {
   switch (f) {
     case model::ActFunction::None: return "none";
@@ -71,54 +60,6 @@ const char* act_name(model::ActFunction f) {
   }
   return "?";
 }
-
-// Instructions, their commented assembly and the layer each is charged to.
-class Emitter {
- public:
-  void comment(const std::string& text) { asm_ += "; " + text + "\n"; }
-  void set_layer(std::size_t layer) { layer_ = layer; }
-  void emit(Opcode op, std::uint8_t flags, std::int64_t a = 0, std::int64_t b = 0,
-            std::int64_t c = 0) {
-    Instruction in;
-    in.opcode = op;
-    in.flags = flags;
-    const unsigned n = isa::spec_of(op).num_operands;
-    if (n > 0) in.operands[0] = a;
-    if (n > 1) in.operands[1] = b;
-    if (n > 2) in.operands[2] = c;
-    if (const std::string e = isa::validate(in); !e.empty())
-      throw CompileError("internal error: " + e);
-    asm_ += "        " + isa::disassemble(in) + "\n";
-    code_.push_back(in);
-    layers_.push_back(layer_);
-  }
-  std::vector<Instruction>& code() { return code_; }
-  std::vector<std::size_t>& layers() { return layers_; }
-  std::string& text() { return asm_; }
-
- private:
-  std::vector<Instruction> code_;
-  std::vector<std::size_t> layers_;
-  std::string asm_;
-  std::size_t layer_ = 0;
-};
-
-// RW as far ahead as the weight FIFO allows (as in compile_gemm): F tiles in
-// the FIFO or in flight plus one in the shadow registers.
-class WeightPrefetcher {
- public:
-  WeightPrefetcher(Emitter& e, std::vector<std::uint64_t> order, std::uint64_t fifo_depth)
-      : e_(e), order_(std::move(order)), ahead_(fifo_depth + 1) {}
-  void before_use(std::size_t use) {
-    while (next_ < order_.size() && next_ < use + ahead_) e_.emit(Opcode::RW, 0, order_[next_++]);
-  }
-
- private:
-  Emitter& e_;
-  std::vector<std::uint64_t> order_;
-  std::uint64_t ahead_;
-  std::size_t next_ = 0;
-};
 
 // One input lane of a K tile: a feature of the layer's GEMM (its row of the
 // weight matrix), or a lane whose value is a known constant (usable for the

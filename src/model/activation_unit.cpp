@@ -44,6 +44,8 @@ bool ActivationUnit::step(Cycle now, const UnitCommand* command) {
   }
   if (command) {
     jobs_.push_back({*command, now});
+    mem_.ub.prefault(static_cast<std::uint64_t>(command->instr.operands[1]),
+                     static_cast<std::uint64_t>(command->instr.operands[2]));
     const auto rows = static_cast<Cycle>(command->instr.operands[2]);
     completions_.push_back(now + rows + cfg_.act_latency - 1);
     ++stats_.instructions;

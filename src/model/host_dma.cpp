@@ -46,6 +46,11 @@ void HostDma::tick() {
   if (cmd.read().valid) {
     job_ = Job{cmd.read(), now, 0, now + duration(cfg_, cmd.read().instr) - 1};
     ++stats_.instructions;
+    const isa::Instruction& in = job_->cmd.instr;
+    const auto dst = static_cast<std::uint64_t>(in.operands[1]);
+    const auto rows = static_cast<std::uint64_t>(in.operands[2]);
+    if (in.opcode == isa::Opcode::RHM) mem_.ub.prefault(dst, rows);
+    else mem_.host.prefault(dst, in.has(isa::kFlagWhmAcc) ? rows * isa::kHostRowsPerAccRow : rows);
   }
   busy.write(job_.has_value());
   if (!job_) return;

@@ -1,9 +1,12 @@
 #include "model/int8_gemm.h"
 
 #include <algorithm>
+#include <functional>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -249,9 +252,10 @@ PackedWeights pack_weights(const std::int8_t* w, std::size_t n, GemmKernel kerne
   return p;
 }
 
-void int8_gemm(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
+namespace {
+
+void gemm_rows(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
                bool overwrite) {
-  if (rows == 0) return;
   switch (w.kernel) {
 #ifdef TPU_X86_KERNELS
     case GemmKernel::Avx2:
@@ -262,6 +266,46 @@ void int8_gemm(const std::int8_t* x, std::size_t rows, const PackedWeights& w, s
     default:
       return gemm_scalar(x, rows, w, c, overwrite);
   }
+}
+
+// Threads one MMC may use: rows are independent, so large MMCs are split into
+// bands of rows, one per thread. A band is worth a thread from about 16 M
+// MACs: some 100 us of work for the AVX-512 kernel, against a thread start
+// of some 20-30 us. TPU_GEMM_THREADS=N caps the threads (1: everything on the
+// simulation thread); the results are the same bits for any N.
+unsigned gemm_threads(std::size_t rows, std::size_t n, unsigned max_threads) {
+  static const unsigned kMax = [] {
+    unsigned t = std::max(1u, std::thread::hardware_concurrency());
+    if (const char* env = std::getenv("TPU_GEMM_THREADS")) {
+      const long v = std::strtol(env, nullptr, 10);
+      if (v >= 1) t = static_cast<unsigned>(std::min<long>(v, 64));
+    }
+    return std::min(t, 8u);
+  }();
+  constexpr std::size_t kMacsPerThread = std::size_t{16} << 20;
+  const std::size_t by_work = rows * n * n / kMacsPerThread;
+  return static_cast<unsigned>(std::clamp<std::size_t>(by_work, 1, max_threads ? max_threads : kMax));
+}
+
+}  // namespace
+
+void int8_gemm(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
+               bool overwrite, unsigned max_threads) {
+  if (rows == 0) return;
+  const std::size_t n = w.n;
+  const unsigned threads = gemm_threads(rows, n, max_threads);
+  if (threads == 1) return gemm_rows(x, rows, w, c, overwrite);
+  // Bands of whole 8-row blocks (the kernels' step); the last takes the rest.
+  const std::size_t band = (rows / threads + 7) / 8 * 8;
+  std::vector<std::thread> helpers;
+  helpers.reserve(threads - 1);
+  std::size_t first = band;
+  for (unsigned t = 1; t < threads && first < rows; ++t, first += band) {
+    const std::size_t count = std::min(band, rows - first);
+    helpers.emplace_back(gemm_rows, x + first * n, count, std::cref(w), c + first * n, overwrite);
+  }
+  gemm_rows(x, std::min(band, rows), w, c, overwrite);
+  for (std::thread& h : helpers) h.join();
 }
 
 }  // namespace tpu::model

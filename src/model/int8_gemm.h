@@ -40,8 +40,10 @@ struct PackedWeights {
 PackedWeights pack_weights(const std::int8_t* w, std::size_t n, GemmKernel kernel);
 
 // c[i * n + j] = (overwrite ? 0 : c[i * n + j]) + sum_k x[i * n + k] * W[k][j]
-// for i < rows, with int32 wrap-around.
+// for i < rows, with int32 wrap-around. A large GEMM is split into bands of
+// rows computed by up to `max_threads` threads (0: as many as the CPU has,
+// at most 8, or TPU_GEMM_THREADS), one band per 16 M MACs.
 void int8_gemm(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
-               bool overwrite);
+               bool overwrite, unsigned max_threads = 0);
 
 }  // namespace tpu::model

@@ -60,9 +60,6 @@ class RowMemory {
     if (const std::size_t bytes = size_ * sizeof(T); bytes >= kMapBytes) {
       void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (p == MAP_FAILED) throw std::bad_alloc();
-      // Huge pages where the kernel offers them: a few faults instead of one
-      // per 4 KiB (a fifth of a short run's time); only a hint.
-      madvise(p, bytes, MADV_HUGEPAGE);
       data_ = std::unique_ptr<T[], Free>(static_cast<T*>(p), Free{bytes});
       return;
     }
@@ -87,8 +84,37 @@ class RowMemory {
   MemorySpan<T> data() { return {data_.get(), size_}; }
   MemorySpan<const T> data() const { return {data_.get(), size_}; }
 
+  // A hint that rows [first, first + count) are about to be written: their
+  // pages are faulted in by one system call instead of one fault per page,
+  // which costs short runs more than the writes themselves. Changes nothing
+  // else; rows past the end are ignored.
+  void prefault(std::uint64_t first, std::uint64_t count) {
+#if !defined(TPU_MEMORIES_CALLOC_ONLY) && defined(MADV_POPULATE_WRITE)
+    if (data_.get_deleter().mapped == 0 || first >= rows()) return;
+    count = std::min(count, rows() - first);
+    const std::size_t page = 4096;
+    auto begin = reinterpret_cast<std::uintptr_t>(row(first));
+    const auto end = reinterpret_cast<std::uintptr_t>(row(first + count));
+    begin &= ~(page - 1);
+    if (end - begin < kPrefaultBytes) return;  // a few faults cost less than the call
+    // Huge pages for large writes only (fewer TLB misses in the GEMMs that
+    // follow): the kernel clears a whole 2 MiB page at its first touch, which
+    // costs a short run more than it saves.
+    if (const std::uintptr_t h0 = (begin + kHugePage - 1) & ~(kHugePage - 1),
+        h1 = end & ~(kHugePage - 1);
+        h1 > h0 && h1 - h0 >= 2 * kHugePage)
+      madvise(reinterpret_cast<void*>(h0), h1 - h0, MADV_HUGEPAGE);
+    madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);  // only hints
+#else
+    (void)first;
+    (void)count;
+#endif
+  }
+
  private:
   static constexpr std::size_t kMapBytes = std::size_t{1} << 20;
+  static constexpr std::size_t kPrefaultBytes = std::size_t{1} << 15;
+  static constexpr std::uintptr_t kHugePage = std::uintptr_t{1} << 21;
   // Frees calloc's blocks (mapped == 0) and unmaps mappings of `mapped` bytes.
   struct Free {
     std::size_t mapped;

@@ -201,6 +201,7 @@ void SystolicArray::compute_mmc(const Job& job) {
     packed_[job.weight_set] = pack_weights(weights_[job.weight_set].data(), n_, kernel_);
     packed_valid_[job.weight_set] = true;
   }
+  mem_.acc.prefault(static_cast<std::uint64_t>(in.operands[1]), static_cast<std::uint64_t>(in.operands[2]));
   int8_gemm(mem_.ub.row(static_cast<std::uint64_t>(in.operands[0])),
             static_cast<std::size_t>(in.operands[2]), packed_[job.weight_set],
             mem_.acc.row(static_cast<std::uint64_t>(in.operands[1])),

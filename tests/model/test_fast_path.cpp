@@ -226,6 +226,29 @@ TEST_CASE("Every int8 GEMM kernel this CPU runs gives the scalar kernel's bits",
   }
 }
 
+TEST_CASE("A GEMM split over threads gives the one-thread bits", "[fast_path]") {
+  // 1000 rows at N = 256: three bands of 336, 336 and 328 rows.
+  const std::size_t n = 256, rows = 1000;
+  std::mt19937 rng(11);
+  std::vector<std::int8_t> x(rows * n), w(n * n);
+  for (auto& v : x) v = static_cast<std::int8_t>(rng());
+  for (auto& v : w) v = static_cast<std::int8_t>(rng());
+  std::vector<std::int32_t> init(rows * n);
+  for (auto& v : init) v = static_cast<std::int32_t>(rng());
+  const model::PackedWeights packed = model::pack_weights(w.data(), n, model::best_gemm_kernel());
+  std::vector<std::int32_t> one = init, three = init;
+  model::int8_gemm(x.data(), rows, packed, one.data(), false, 1);
+  model::int8_gemm(x.data(), rows, packed, three.data(), false, 3);
+  CHECK(one == three);
+  // And the last row against the definition.
+  for (std::size_t j : {std::size_t{0}, n - 1}) {
+    std::uint32_t sum = static_cast<std::uint32_t>(init[(rows - 1) * n + j]);
+    for (std::size_t k = 0; k < n; ++k)
+      sum += static_cast<std::uint32_t>(x[(rows - 1) * n + k] * w[k * n + j]);
+    CHECK(three[(rows - 1) * n + j] == static_cast<std::int32_t>(sum));
+  }
+}
+
 TEST_CASE("Auto is the detailed path with a waveform and the fast path without", "[fast_path]") {
   model::RunOptions o;
   o.detail = Detail::Detailed;

@@ -1,0 +1,60 @@
+// The pieces the GEMM compiler and the network compiler share to write a
+// program: an instruction emitter that keeps the commented assembly (and the
+// layer each instruction is charged to), the weight-tile prefetcher, and the
+// ACT flags of an activation function.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/gemm.h"
+#include "isa/instruction.h"
+#include "model/activation.h"
+
+namespace tpu::compiler {
+
+inline std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+class Emitter {
+ public:
+  void comment(const std::string& text) { asm_ += "; " + text + "\n"; }
+  // The layer the following instructions are charged to (network programs).
+  void set_layer(std::size_t layer) { layer_ = layer; }
+  // Appends one instruction; an operand out of its field is a compiler bug.
+  void emit(isa::Opcode op, std::uint8_t flags, std::int64_t a = 0, std::int64_t b = 0,
+            std::int64_t c = 0);
+  std::vector<isa::Instruction>& code() { return code_; }
+  std::vector<std::size_t>& layers() { return layers_; }
+  std::string& text() { return asm_; }
+
+ private:
+  std::vector<isa::Instruction> code_;
+  std::vector<std::size_t> layers_;  // per instruction
+  std::string asm_;
+  std::size_t layer_ = 0;
+};
+
+// Issues RW as far ahead as the weight FIFO allows: F tiles in the FIFO (or in
+// flight) plus one in the shadow registers. One more would stall issue until an
+// MMC.S that comes after it in program order: a deadlock.
+class WeightPrefetcher {
+ public:
+  WeightPrefetcher(Emitter& e, std::vector<std::uint64_t> order, std::uint64_t fifo_depth)
+      : e_(e), order_(std::move(order)), ahead_(fifo_depth + 1) {}
+  // Before the MMC.S that uses tile number `use` (its index in `order`).
+  void before_use(std::size_t use) {
+    while (next_ < order_.size() && next_ < use + ahead_) e_.emit(isa::Opcode::RW, 0, order_[next_++]);
+  }
+
+ private:
+  Emitter& e_;
+  std::vector<std::uint64_t> order_;
+  std::uint64_t ahead_;
+  std::size_t next_ = 0;
+};
+
+// The ACT instruction's flags for an activation function.
+std::uint8_t act_flags(model::ActFunction f);
+
+}  // namespace tpu::compiler
