@@ -3,11 +3,14 @@
 // against a configuration, and the GCC-style formatted form.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "asm/assembler.h"
 #include "asm/diagnostics.h"
+#include "common/file_io.h"
 #include "config/arch_config.h"
 
 namespace {
@@ -420,6 +423,68 @@ TEST_CASE("long chains of symbol definitions are an error, not a stack overflow"
   REQUIRE_FALSE(r.diagnostics.empty());
   CHECK_THAT(r.diagnostics[0].message,
              Contains("symbol definitions nest too deeply (more than 1024 levels)"));
+}
+
+TEST_CASE("a too-deep expression is reported as file:line:col with the line and a caret",
+          "[asm][diag][limits]") {
+  // What tpu-as prints: the error on line 3, where "RW " fills columns 1-3, so
+  // the 257th parenthesis (the one that opens level 257) is at column 3 + 257.
+  const std::string source = "HLT\n\nRW " + repeat("(", 300) + "1" + repeat(")", 300) + "\n";
+  const Result r = assemble(source, Options{});
+  CHECK_FALSE(r.program.has_value());
+  REQUIRE(r.diagnostics.size() == 1);
+  const std::string line = "RW " + repeat("(", 300) + "1" + repeat(")", 300);
+  CHECK(format_diagnostics("deep.s", source, r.diagnostics) ==
+        "deep.s:3:260: error: expression is nested too deeply (more than 256 levels)\n" + line +
+            "\n" + std::string(259, ' ') + "^\n");
+}
+
+// The inputs in tests/fuzz/regressions/fuzz_asm (run_fuzzers.sh replays them
+// on every run) give the diagnostics written here, derived in the comments.
+// Each overflows the stack (AddressSanitizer: stack-overflow) when the limits
+// are raised out of reach, as the fuzzers found.
+TEST_CASE("the fuzz_asm regression inputs give clear diagnostics", "[asm][diag][limits]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(TPU_SOURCE_DIR) / "tests/fuzz/regressions/fuzz_asm";
+  const std::string deep = "expression is nested too deeply (more than 256 levels)";
+  struct Case {
+    std::string file;
+    std::vector<std::string> where;  // "line:col" of each diagnostic
+    std::string message;             // the message of every one
+  };
+  // equ_chain.s: ".equ Akkk, " (11 columns), 200 unary '-' and "Ak+1" for
+  // k = 000..099, then A100 = 7 and RW A000. Evaluating A000 enters its 200
+  // '-' (levels 1..200), then A001 (201), whose '-' are levels 202..401 ...:
+  // the j-th '-' of Ak is level 201 k + j, and level 1025 is the 20th '-' of
+  // A005 (line 6, column 11 + 20), which fails A000..A005. Every .equ is then
+  // evaluated in name order (zero-padded, so numeric): A006 fails at A011 in
+  // the same way, ... up to A090 at A095; A096..A100 are 805 levels, fine.
+  std::vector<std::string> chain;
+  for (int m = 0; m <= 15; ++m) chain.push_back(std::to_string(6 + 6 * m) + ":31");
+  const std::vector<Case> cases = {
+      // "RW " then 20000 '(': level 257 opens at column 3 + 257.
+      {"deep_parens.s", {"1:260"}, deep},
+      // "RW " then 20000 unary '-'.
+      {"deep_unary.s", {"1:260"}, deep},
+      // "RW 0" then 20000 "+1": the k-th '+' (column 5 + 2 (k - 1)) makes a
+      // tree k + 1 levels deep, so the 256th, at column 515, is one too many.
+      {"long_sum.s", {"1:515"}, deep},
+      {"equ_chain.s", chain, "symbol definitions nest too deeply (more than 1024 levels)"},
+  };
+  std::vector<std::string> listed, on_disk;
+  for (const Case& c : cases) listed.push_back(c.file);
+  for (const auto& entry : fs::directory_iterator(dir)) on_disk.push_back(entry.path().filename());
+  std::sort(listed.begin(), listed.end());
+  std::sort(on_disk.begin(), on_disk.end());
+  CHECK(on_disk == listed);  // a new regression input needs its expected diagnostics here
+  for (const Case& c : cases) {
+    INFO("file: " << c.file);
+    const std::string source = tpu::read_file_text((dir / c.file).string());
+    const Result r = assemble(source, Options{});
+    CHECK_FALSE(r.program.has_value());
+    CHECK(positions(r) == c.where);
+    for (const Diagnostic& d : r.diagnostics) CHECK(d.message == c.message);
+  }
 }
 
 // ---- Formatting -------------------------------------------------------------

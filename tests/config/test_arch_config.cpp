@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -327,4 +328,50 @@ TEST_CASE("resolve_config's errors in a config file name its path", "[config][re
   CHECK_THROWS_WITH(resolve_config("small8", file.path, std::nullopt),
                     Contains(file.path) && Contains("fifo_depth"));
   CHECK_THROWS_AS(resolve_config("small8", file.path + ".missing", std::nullopt), tpu::FileError);
+}
+
+// ---- The inputs tests/fuzz/fuzz_config found ------------------------------------
+
+// Each file of tests/fuzz/regressions/fuzz_config, read as --config FILE reads
+// it, gives exactly one line naming the file and the reason; run_fuzzers.sh
+// replays the same files on every run.
+TEST_CASE("the fuzz_config regression files give one-line errors naming the file",
+          "[config][resolve][fuzz]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(TPU_SOURCE_DIR) / "tests/fuzz/regressions/fuzz_config";
+  const auto error_of = [&](const std::string& file) -> std::string {
+    try {
+      resolve_config("small8", (dir / file).string(), std::nullopt);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "<accepted>";
+  };
+  const auto path = [&](const std::string& file) { return (dir / file).string(); };
+
+  // {"ub_rows": 1e999}: the number is beyond a double; nlohmann reports it as
+  // out_of_range 406 ("number overflow"), which must still be "invalid JSON".
+  const std::string overflow = error_of("number_overflow.json");
+  CHECK_THAT(overflow,
+             Catch::Matchers::StartsWith(path("number_overflow.json") + ": invalid JSON: ") &&
+                 Contains("number overflow") && Contains("1e999"));
+  CHECK(overflow.find('\n') == std::string::npos);
+
+  // Keys "array\n", "lesws" and "y" (a JSON object's keys are visited in
+  // sorted order): the first unknown one is "array" and a newline, shown as
+  // the JSON escape \n so that the message stays on one line.
+  CHECK(error_of("unknown_field_newline.json") ==
+        path("unknown_field_newline.json") + ": unknown field 'array\\n'");
+
+  // {"preset": "small\n8"}: the name is escaped the same way, then the known presets.
+  CHECK(error_of("unknown_preset_newline.json") ==
+        path("unknown_preset_newline.json") +
+            ": unknown preset 'small\\n8' (known: tpuv1, small4, small8, small16)");
+
+  std::vector<std::string> on_disk;
+  for (const auto& entry : fs::directory_iterator(dir)) on_disk.push_back(entry.path().filename());
+  std::sort(on_disk.begin(), on_disk.end());
+  // A new regression input needs its expected message here.
+  CHECK(on_disk == std::vector<std::string>{"number_overflow.json", "unknown_field_newline.json",
+                                            "unknown_preset_newline.json"});
 }

@@ -10,7 +10,7 @@
 # Each target's corpus is BUILD_DIR/fuzz-corpus/TARGET: seeded by
 # make_corpus.sh the first time, it keeps what the fuzzer adds, so later runs
 # continue from there. The inputs in tests/fuzz/regressions/TARGET (crashes
-# found earlier, now fixed) are run first, every time. A crash, leak, timeout,
+# found earlier, now fixed) are run first, every time, each once. A crash, leak, timeout,
 # out-of-memory or failed property is saved as
 # BUILD_DIR/fuzz-artifacts/TARGET-crash-SHA1 (or -leak-, -timeout-, -oom-);
 # reproduce it with BUILD_DIR/tests/fuzz/TARGET FILE.
@@ -46,13 +46,19 @@ fi
 export LSAN_OPTIONS=suppressions=$src/tools/lsan.supp
 export UBSAN_OPTIONS=print_stacktrace=1
 
-run_one() {  # run_one TARGET: fuzzes it; the log is $logs/TARGET.log
+run_one() {  # run_one TARGET: replays its regressions, then fuzzes it; the log is $logs/TARGET.log
   local t=$1
-  local dirs=("$corpus/$t")
+  local options=(-timeout=20 -rss_limit_mb=2048 -artifact_prefix="$artifacts/$t-")
   mkdir -p "$corpus/$t"
-  [ -d "$src/tests/fuzz/regressions/$t" ] && dirs+=("$src/tests/fuzz/regressions/$t")
-  "$bin/$t" "${dirs[@]}" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$artifacts/$t-" >"$logs/$t.log" 2>&1
+  : >"$logs/$t.log"
+  # The regression inputs run one by one rather than joining the corpus: some
+  # are large (expressions nested 20000 deep), and libFuzzer takes -max_len
+  # from the largest corpus input, which would slow every later execution.
+  if [ -n "$(ls -A "$src/tests/fuzz/regressions/$t" 2>/dev/null)" ]; then
+    "$bin/$t" "${options[@]}" "$src/tests/fuzz/regressions/$t"/* >>"$logs/$t.log" 2>&1 || return
+  fi
+  "$bin/$t" "$corpus/$t" -max_total_time="$seconds" -print_final_stats=1 "${options[@]}" \
+    >>"$logs/$t.log" 2>&1
 }
 
 declare -A pid_of
