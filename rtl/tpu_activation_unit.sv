@@ -34,7 +34,10 @@ module tpu_activation_unit
   unit_cmd_t   job_q;
   logic        reading_q;
   logic [31:0] row_q;
-  stage_t      stages_q [ActLatency];
+  // Yosys takes an unpacked array of structs for a single struct: the stages
+  // are plain vectors of $bits(stage_t) (a WIDTH warning if this drifts).
+  localparam int unsigned StageBits = 2 + 32 + 32 + N * 8;
+  logic [StageBits-1:0] stages_q [ActLatency];
 
   unit_cmd_t   job;
   logic        reading;
@@ -51,17 +54,27 @@ module tpu_activation_unit
     prod = $signed({{32{a[31]}}, a}) * $signed({{32{m[31]}}, m});
     rounded = prod + (s == 0 ? 64'sd0 : 64'sd1 <<< (s - 1));
     scaled = (rounded >>> s) + $signed({{56{z[7]}}, z});
-    if (scaled < -64'sd128) return 8'h80;
-    if (scaled > 64'sd127) return 8'h7f;
-    return scaled[7:0];
+    if (scaled < -64'sd128) requantize = 8'h80;
+    else if (scaled > 64'sd127) requantize = 8'h7f;
+    else requantize = scaled[7:0];
   endfunction
 
   function automatic logic [7:0] activate(logic [7:0] y, logic [7:0] flags, logic [7:0] z);
-    if (flags[FlagActR]) return $signed(y) > $signed(z) ? y : z;
-    if (flags[FlagActQ]) return SigmoidTable[y ^ 8'h80];
-    if (flags[FlagActT]) return TanhTable[y ^ 8'h80];
-    return y;
+    if (flags[FlagActR]) activate = $signed(y) > $signed(z) ? y : z;
+    else if (flags[FlagActQ]) activate = sigmoid_lut(y);
+    else if (flags[FlagActT]) activate = tanh_lut(y);
+    else activate = y;
   endfunction
+
+  // The lanes go to a plain vector: Yosys drops part-select writes to a
+  // struct member made in a loop.
+  logic [N*8-1:0] lanes;
+  always_comb begin
+    for (int unsigned j = 0; j < N; j++)
+      lanes[8*j +: 8] = activate(requantize(acc_rd_data_i[32*j +: 32], job.requant_m,
+                                            job.requant_s, job.requant_z),
+                                 job.flags, job.requant_z);
+  end
 
   stage_t first;
   always_comb begin
@@ -70,10 +83,7 @@ module tpu_activation_unit
     first.last = row + 1 == job.op2;
     first.seq = job.seq;
     first.ub_row = job.op1 + row;
-    for (int unsigned j = 0; j < N; j++)
-      first.data[8*j +: 8] = activate(requantize(acc_rd_data_i[32*j +: 32], job.requant_m,
-                                                 job.requant_s, job.requant_z),
-                                      job.flags, job.requant_z);
+    first.data = lanes;
   end
 
   // The row leaving the pipeline this cycle entered it act_latency cycles ago.
@@ -85,9 +95,18 @@ module tpu_activation_unit
   assign retire_o.valid = out.valid && out.last;
   assign retire_o.seq   = out.seq;
 
+  // A module-level temporary, as Yosys reads struct members only of scalars.
+  // Stages are read whole for their valid bit.
+  /* verilator lint_off UNUSEDSIGNAL */
+  stage_t busy_stage;
+  /* verilator lint_on UNUSEDSIGNAL */
   always_comb begin
     busy_o = reading;
-    for (int unsigned i = 0; i < ActLatency; i++) if (stages_q[i].valid) busy_o = 1'b1;
+    busy_stage = '0;
+    for (int unsigned i = 0; i < ActLatency; i++) begin
+      busy_stage = stages_q[i];
+      if (busy_stage.valid) busy_o = 1'b1;
+    end
   end
 
   always_ff @(posedge clk_i) begin

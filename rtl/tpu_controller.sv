@@ -11,6 +11,7 @@
 module tpu_controller
   import tpu_isa_pkg::*;
   import tpu_config_pkg::*;
+  import tpu_codes_pkg::*;
   import tpu_core_pkg::*;
 (
   input  logic                 clk_i,
@@ -34,10 +35,10 @@ module tpu_controller
   // Observation: issue and stall this cycle, halt and fault state.
   output logic                 issue_o,
   output logic                 stall_o,
-  output logic [2:0]           stall_cause_o,
+  output logic [StallCauseW-1:0] stall_cause_o,
   output logic                 halted_o,
   output logic                 fault_o,
-  output logic [2:0]           fault_code_o,
+  output logic [FaultCodeW-1:0] fault_code_o,
   output logic [CycleW-1:0]    fault_cycle_o
 );
 
@@ -59,9 +60,12 @@ module tpu_controller
   logic [CycleW-1:0] unit_free_at_q [5];  // by unit id
   logic [31:0]       rw_issued_q, switches_q;
   logic              halted_q, fault_q;
-  logic [2:0]        fault_code_q;
+  logic [FaultCodeW-1:0] fault_code_q;
   logic [CycleW-1:0] fault_cycle_q;
-  sb_entry_t         sb_q [SbSize];
+  // Yosys takes an unpacked array of structs for a single struct: entries are
+  // plain vectors of $bits(sb_entry_t) (a WIDTH warning if this drifts).
+  localparam int unsigned SbEntryBits = 1 + 3 + 2 * (1 + 2 + 34 + 34 + 1) + CycleW;
+  logic [SbEntryBits-1:0] sb_q [SbSize];
 
   // ---- Decode ----------------------------------------------------------------
   logic [7:0]  opcode, flags;
@@ -77,6 +81,8 @@ module tpu_controller
   logic [CycleW-1:0] duration, occupancy;
   logic is_switch, is_rw;
 
+  // Accesses are packed-struct concatenations in field order, not assignment
+  // patterns '{...}, which Yosys cannot parse.
   always_comb begin
     unit = UnitController;
     acc0 = '0;
@@ -88,40 +94,40 @@ module tpu_controller
     unique case (opcode)
       OpRhm: begin
         unit = UnitHostDma;
-        acc0 = '{1'b1, SpaceHost, 34'(op0), 34'(op2), 1'b0};
-        acc1 = '{1'b1, SpaceUb, 34'(op1), 34'(op2), 1'b1};
+        acc0 = {1'b1, SpaceHost, 34'(op0), 34'(op2), 1'b0};
+        acc1 = {1'b1, SpaceUb, 34'(op1), 34'(op2), 1'b1};
         duration = CycleW'(HostLatency) + CycleW'(ceil_div(64'(op2) * 64'(ArrayN), 64'(HostBytesPerCycle)));
       end
       OpWhm: begin
         unit = UnitHostDma;
         if (flags[FlagWhmA]) begin
-          acc0 = '{1'b1, SpaceAcc, 34'(op0), 34'(op2), 1'b0};
-          acc1 = '{1'b1, SpaceHost, 34'(op1), 34'(op2) * 34'(HostRowsPerAccRow), 1'b1};
+          acc0 = {1'b1, SpaceAcc, 34'(op0), 34'(op2), 1'b0};
+          acc1 = {1'b1, SpaceHost, 34'(op1), 34'(op2) * 34'(HostRowsPerAccRow), 1'b1};
           duration = CycleW'(HostLatency) +
                      CycleW'(ceil_div(64'(op2) * 64'(HostRowsPerAccRow * ArrayN), 64'(HostBytesPerCycle)));
         end else begin
-          acc0 = '{1'b1, SpaceUb, 34'(op0), 34'(op2), 1'b0};
-          acc1 = '{1'b1, SpaceHost, 34'(op1), 34'(op2), 1'b1};
+          acc0 = {1'b1, SpaceUb, 34'(op0), 34'(op2), 1'b0};
+          acc1 = {1'b1, SpaceHost, 34'(op1), 34'(op2), 1'b1};
           duration = CycleW'(HostLatency) + CycleW'(ceil_div(64'(op2) * 64'(ArrayN), 64'(HostBytesPerCycle)));
         end
       end
       OpRw: begin
         unit = UnitWeightDma;
-        acc0 = '{1'b1, SpaceWeight, 34'(op0), 34'd1, 1'b0};
+        acc0 = {1'b1, SpaceWeight, 34'(op0), 34'd1, 1'b0};
         duration = CycleW'(WeightDmaCycles);
         is_rw = 1'b1;
       end
       OpMmc: begin
         unit = UnitMatrix;
-        acc0 = '{1'b1, SpaceUb, 34'(op0), 34'(op2), 1'b0};
-        acc1 = '{1'b1, SpaceAcc, 34'(op1), 34'(op2), 1'b1};
+        acc0 = {1'b1, SpaceUb, 34'(op0), 34'(op2), 1'b0};
+        acc1 = {1'b1, SpaceAcc, 34'(op1), 34'(op2), 1'b1};
         duration = CycleW'(op2) + CycleW'(2 * ArrayN);
         is_switch = flags[FlagMmcS];
       end
       OpAct: begin
         unit = UnitActivation;
-        acc0 = '{1'b1, SpaceAcc, 34'(op0), 34'(op2), 1'b0};
-        acc1 = '{1'b1, SpaceUb, 34'(op1), 34'(op2), 1'b1};
+        acc0 = {1'b1, SpaceAcc, 34'(op0), 34'(op2), 1'b0};
+        acc1 = {1'b1, SpaceUb, 34'(op1), 34'(op2), 1'b1};
         duration = CycleW'(op2) + CycleW'(ActLatency);
       end
       default: ;
@@ -129,75 +135,80 @@ module tpu_controller
     occupancy = (opcode == OpMmc || opcode == OpAct) ? CycleW'(op2) : duration;
   end
 
+  // Yosys reads struct members only of module-level scalars: functions take
+  // fields, and loops copy array entries to the module-level temporaries below.
+
   // ---- Faults: addresses past a memory's end ---------------------------------
-  // The helpers take whole accesses and use the fields they need.
-  /* verilator lint_off UNUSEDSIGNAL */
-  function automatic logic out_of_range(access_t a);
+  function automatic logic out_of_range(logic valid, logic [1:0] space, logic [33:0] base,
+                                        logic [33:0] count);
     logic [34:0] last_excl;
-    last_excl = {1'b0, a.base} + {1'b0, a.count};
-    unique case (a.space)
-      SpaceHost:   return a.valid && last_excl > 35'(HostRows);
-      SpaceWeight: return a.valid && last_excl > 35'(WeightTiles);
-      SpaceUb:     return a.valid && last_excl > 35'(UbRows);
-      SpaceAcc:    return a.valid && last_excl > 35'(AccRows);
-      default:     return 1'b0;
+    last_excl = {1'b0, base} + {1'b0, count};
+    unique case (space)
+      SpaceHost:   out_of_range = valid && last_excl > 35'(HostRows);
+      SpaceWeight: out_of_range = valid && last_excl > 35'(WeightTiles);
+      SpaceUb:     out_of_range = valid && last_excl > 35'(UbRows);
+      SpaceAcc:    out_of_range = valid && last_excl > 35'(AccRows);
+      default:     out_of_range = 1'b0;
     endcase
   endfunction
 
-  function automatic logic overlaps(access_t a, access_t b);
-    return a.valid && b.valid && a.space == b.space &&
-           {1'b0, a.base} < {1'b0, b.base} + {1'b0, b.count} &&
-           {1'b0, b.base} < {1'b0, a.base} + {1'b0, a.count};
-  endfunction
-
-  // {RAW, WAW, WAR} of a new access `a` against an in-flight access `b`.
-  function automatic logic [2:0] classify(access_t a, access_t b);
-    if (!overlaps(a, b)) return 3'b000;
-    return {!a.write && b.write, a.write && b.write, a.write && !b.write};
-  endfunction
-  /* verilator lint_on UNUSEDSIGNAL */
-
   // ---- Stall conditions ---------------------------------------------------------
-  logic raw, waw, war, sb_busy;
+  // An entry is live until its completion cycle. A hazard is a pair of a new
+  // access `ha` and a live access `hb` of another unit that overlap, one of
+  // them a write: {RAW, WAW, WAR}.
+  logic [SbSize-1:0] sb_live;
+  sb_entry_t         sb_e;
+  access_t           ha, hb;
+  logic              raw, waw, war, sb_busy;
   always_comb begin
     logic [2:0] kinds;
     kinds = '0;
-    sb_busy = 1'b0;
+    sb_e = '0;
+    ha = '0;
+    hb = '0;
     for (int unsigned e = 0; e < SbSize; e++) begin
-      if (sb_q[e].valid && sb_q[e].completion >= cycle_i) begin
-        sb_busy = 1'b1;
-        if (sb_q[e].unit != unit)
-          kinds |= classify(acc0, sb_q[e].a0) | classify(acc0, sb_q[e].a1) |
-                   classify(acc1, sb_q[e].a0) | classify(acc1, sb_q[e].a1);
+      sb_e = sb_q[e];
+      sb_live[e] = sb_e.valid && sb_e.completion >= cycle_i;
+      if (sb_live[e] && sb_e.unit != unit) begin
+        for (int unsigned p = 0; p < 4; p++) begin
+          ha = p[1] ? acc1 : acc0;
+          hb = p[0] ? sb_e.a1 : sb_e.a0;
+          if (ha.valid && hb.valid && ha.space == hb.space &&
+              {1'b0, ha.base} < {1'b0, hb.base} + {1'b0, hb.count} &&
+              {1'b0, hb.base} < {1'b0, ha.base} + {1'b0, ha.count})
+            kinds |= {!ha.write && hb.write, ha.write && hb.write, ha.write && !hb.write};
+        end
       end
     end
     {raw, waw, war} = kinds;
   end
+  assign sb_busy = |sb_live;
 
   logic running, past_end, bad_address, can_issue, deadlock_mmc, deadlock_rw;
-  logic [2:0] cause;
+  logic [StallCauseW-1:0] cause;
   logic stalled;
   assign running     = !halted_q && !fault_q;
   assign past_end    = pc_q >= prog_len_i;
-  assign bad_address = out_of_range(acc0) || out_of_range(acc1);
+  assign bad_address = out_of_range(acc0.valid, acc0.space, acc0.base, acc0.count) ||
+                       out_of_range(acc1.valid, acc1.space, acc1.base, acc1.count);
 
   always_comb begin
     stalled = 1'b1;
     cause = StallDrain;
-    if (raw) cause = StallRaw;
-    else if (waw) cause = StallWaw;
-    else if (war) cause = StallWar;
+    if (raw) cause = StallRawHazard;
+    else if (waw) cause = StallWawHazard;
+    else if (war) cause = StallWarHazard;
     else if (opcode == OpSync || opcode == OpHlt) begin
       stalled = sb_busy;
       cause = StallDrain;
     end else if (opcode == OpNop || opcode == OpSetq) stalled = 1'b0;
     else if (cycle_i < unit_free_at_q[32'(unit)]) cause = StallUnitBusy;
     else if (is_rw && (rw_issued_q - tiles_popped_i) >= FifoDepth) cause = StallFifoFull;
-    else if (is_switch && tiles_loaded_i <= switches_q) cause = StallWeights;
+    else if (is_switch && tiles_loaded_i <= switches_q) cause = StallWeightsNotReady;
     else stalled = 1'b0;
   end
 
-  assign deadlock_mmc = stalled && cause == StallWeights && rw_issued_q == switches_q;
+  assign deadlock_mmc = stalled && cause == StallWeightsNotReady && rw_issued_q == switches_q;
   assign deadlock_rw  = stalled && cause == StallFifoFull && tiles_popped_i > switches_q;
   assign can_issue    = running && !past_end && !bad_address && !stalled;
 
@@ -208,7 +219,7 @@ module tpu_controller
     free_slot = '0;
     has_free = 1'b0;
     for (int unsigned e = 0; e < SbSize; e++) begin
-      if (!has_free && !(sb_q[e].valid && sb_q[e].completion >= cycle_i)) begin
+      if (!has_free && !sb_live[e]) begin
         free_slot = e[$clog2(SbSize)-1:0];
         has_free = 1'b1;
       end
@@ -242,7 +253,7 @@ module tpu_controller
       switches_q <= '0;
       halted_q <= 1'b0;
       fault_q <= 1'b0;
-      fault_code_q <= '0;
+      fault_code_q <= FaultNone;
       fault_cycle_q <= '0;
       for (int e = 0; e < SbSize; e++) sb_q[e] <= '0;
       host_dma_cmd_o <= '0;
@@ -258,7 +269,7 @@ module tpu_controller
         if (past_end || bad_address || deadlock_mmc || deadlock_rw) begin
           fault_q <= 1'b1;
           fault_cycle_q <= cycle_i;
-          fault_code_q <= past_end ? FaultPastEnd : bad_address ? FaultAddress :
+          fault_code_q <= past_end ? FaultPastEnd : bad_address ? FaultBadAddress :
                           deadlock_mmc ? FaultDeadlockMmc : FaultDeadlockRw;
         end else if (can_issue) begin
           pc_q <= pc_q + 1;
@@ -277,7 +288,7 @@ module tpu_controller
             default: ;
           endcase
           if (unit != UnitController) begin
-            sb_q[free_slot] <= '{1'b1, unit, acc0, acc1, cycle_i + duration};
+            sb_q[free_slot] <= {1'b1, unit, acc0, acc1, cycle_i + duration};
             unit_free_at_q[32'(unit)] <= cycle_i + occupancy;
           end
           if (is_rw) rw_issued_q <= rw_issued_q + 1;

@@ -5,6 +5,7 @@
 module tpu_core
   import tpu_isa_pkg::*;
   import tpu_config_pkg::*;
+  import tpu_codes_pkg::*;
   import tpu_core_pkg::*;
 (
   input  logic                        clk_i,
@@ -29,10 +30,10 @@ module tpu_core
   output logic [CycleW-1:0]           cycle_o,
   output logic                        issue_o,
   output logic                        stall_o,
-  output logic [2:0]                  stall_cause_o,
+  output logic [StallCauseW-1:0]      stall_cause_o,
   output logic                        halted_o,
   output logic                        fault_o,
-  output logic [2:0]                  fault_code_o,
+  output logic [FaultCodeW-1:0]       fault_code_o,
   output logic [CycleW-1:0]           fault_cycle_o,
   output retire_t                     host_dma_retire_o,
   output retire_t                     weight_dma_retire_o,

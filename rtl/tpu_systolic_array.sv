@@ -64,7 +64,10 @@ module tpu_systolic_array
     logic [31:0] acc_row;
     logic [N*8-1:0] x;
   } slot_t;
-  slot_t slots_q [Slots];
+  // Yosys takes an unpacked array of structs for a single struct: the slots
+  // are plain vectors of $bits(slot_t) (a WIDTH warning if this drifts).
+  localparam int unsigned SlotEntryBits = 4 + 32 + 32 + N * 8;
+  logic [SlotEntryBits-1:0] slots_q [Slots];
 
   // The MMC whose rows are being read.
   unit_cmd_t         job_q;
@@ -79,13 +82,19 @@ module tpu_systolic_array
   // Ring slot of the row read `back` cycles before this one (back < Slots);
   // ptr_q is the current cycle modulo Slots. Slots start invalid, so rows
   // "before cycle 0" read as empty.
+  // The pointer is an argument, not read from ptr_q inside, so that Yosys
+  // does not take the function for a constant one.
   logic [SlotW-1:0] ptr_q;
-  function automatic logic [SlotW-1:0] slot_at(int unsigned back);
-    return ptr_q >= SlotW'(back) ? ptr_q - SlotW'(back) : ptr_q + SlotW'(Slots - back);
+  function automatic logic [SlotW-1:0] slot_at(logic [SlotW-1:0] ptr, int unsigned back);
+    slot_at = ptr >= SlotW'(back) ? ptr - SlotW'(back) : ptr + SlotW'(Slots - back);
   endfunction
 
   // Slots are read whole; each reader uses the fields it needs.
   /* verilator lint_off UNUSEDSIGNAL */
+  // Yosys reads struct members only of module-level scalars: each loop below
+  // copies the slots it reads to its own temporary.
+  slot_t wr_slot, pe_slot, busy_slot;
+
   // ---- Accumulator writes: column j's sum for the row read at now - 1 - N - j ----
   always_comb begin
     acc_wr_valid_o = '0;
@@ -93,16 +102,16 @@ module tpu_systolic_array
     acc_wr_row_o = '0;
     acc_wr_data_o = '0;
     retire_o = '0;
+    wr_slot = '0;
     for (int unsigned j = 0; j < N; j++) begin
-      slot_t s;
-      s = slots_q[slot_at(1 + N + j)];
-      acc_wr_valid_o[j] = s.valid;
-      acc_wr_overwrite_o[j] = s.overwrite;
-      acc_wr_row_o[32*j +: 32] = s.acc_row;
+      wr_slot = slots_q[slot_at(ptr_q, 1 + N + j)];
+      acc_wr_valid_o[j] = wr_slot.valid;
+      acc_wr_overwrite_o[j] = wr_slot.overwrite;
+      acc_wr_row_o[32*j +: 32] = wr_slot.acc_row;
       acc_wr_data_o[32*j +: 32] = psum_q[32*((N-1)*N + j) +: 32];
-      if (j == N - 1 && s.valid && s.last) begin
+      if (j == N - 1 && wr_slot.valid && wr_slot.last) begin
         retire_o.valid = 1'b1;
-        retire_o.seq = s.seq;
+        retire_o.seq = wr_slot.seq;
       end
     end
   end
@@ -149,13 +158,13 @@ module tpu_systolic_array
   logic [N*N-1:0]    set_d;
   logic [N*N*32-1:0] psum_d;
   always_comb begin
+    pe_slot = '0;
     for (int unsigned k = 0; k < N; k++) begin
       logic [7:0] x_in;
       logic       set_in;
-      slot_t s;
-      s = slots_q[slot_at(1 + k)];
-      x_in = s.valid ? s.x[8*k +: 8] : 8'd0;
-      set_in = s.valid && s.weight_set;
+      pe_slot = slots_q[slot_at(ptr_q, 1 + k)];
+      x_in = pe_slot.valid ? pe_slot.x[8*k +: 8] : 8'd0;
+      set_in = pe_slot.valid && pe_slot.weight_set;
       for (int unsigned j = 0; j < N; j++) begin
         logic [7:0]  x;
         logic        set;
@@ -176,13 +185,20 @@ module tpu_systolic_array
   // Busy while a row is read or still in the array (read in the last 2N cycles).
   always_comb begin
     busy_o = reading;
-    for (int unsigned back = 1; back <= 2 * N; back++)
-      if (slots_q[slot_at(back)].valid) busy_o = 1'b1;
+    busy_slot = '0;
+    for (int unsigned back = 1; back <= 2 * N; back++) begin
+      busy_slot = slots_q[slot_at(ptr_q, back)];
+      if (busy_slot.valid) busy_o = 1'b1;
+    end
   end
 
   /* verilator lint_on UNUSEDSIGNAL */
 
   // ---- State --------------------------------------------------------------------------------
+  // The weight tiles and the PE state are N*N*8 to N*N*32-bit vectors by
+  // design; from N = 32 their '0 resets exceed the 8k-bit replication that
+  // WIDTHCONCAT takes for a likely mistake.
+  /* verilator lint_off WIDTHCONCAT */
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
       for (int unsigned d = 0; d < FifoDepth; d++) fifo_q[d] <= '0;
@@ -238,9 +254,11 @@ module tpu_systolic_array
       end
 
       // Row read: the slot of this cycle.
+      // A concatenation in field order, not an assignment pattern '{...}, which
+      // Yosys cannot parse.
       if (reading) begin
-        slots_q[ptr_q] <= '{1'b1, job.flags[FlagMmcO], active_d, row + 1 == job.op2,
-                                          job.seq, job.op1 + row, ub_rd_data_i};
+        slots_q[ptr_q] <= {1'b1, job.flags[FlagMmcO], active_d, row + 1 == job.op2,
+                           job.seq, job.op1 + row, ub_rd_data_i};
         last_use_q[active_d] <= cycle_i;
         used_q[active_d] <= 1'b1;
       end else begin
@@ -256,6 +274,7 @@ module tpu_systolic_array
       psum_q <= psum_d;
     end
   end
+  /* verilator lint_on WIDTHCONCAT */
 
   assign tiles_popped_o = popped_q;
   assign tiles_loaded_o = loaded_q;

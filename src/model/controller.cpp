@@ -167,18 +167,16 @@ void Controller::tick() {
 
   if (now >= max_cycles_) return fault(now, fmt::format("cycle limit {} reached", max_cycles_));
   if (pc_ >= prog_.code.size())
-    return fault(now, "ran past the last instruction without HLT");
+    return fault(now, fault_reason(FaultCode::PastEnd));
   const isa::Instruction& in = prog_.code[pc_];
   if (!check_bounds(in, now)) return;
   if (const auto cause = stall_cause(in, now)) {
     if (*cause == StallCause::WeightsNotReady && rw_issued_ == switches_issued_)
-      return fault(now, "deadlock: MMC.S waits for a weight tile but no RW is pending");
+      return fault(now, fault_reason(FaultCode::DeadlockMmc));
     // The FIFO drains only into a free shadow, and the shadow frees only on a
     // switch, which would have to issue after this RW.
     if (*cause == StallCause::FifoFull && tiles_popped.read() > switches_issued_)
-      return fault(now,
-                   "deadlock: RW waits for room in the weight FIFO, which drains only when a "
-                   "later MMC.S takes the tile in the shadow weights");
+      return fault(now, fault_reason(FaultCode::DeadlockRw));
     ++log_.stats.stall_cycles[static_cast<unsigned>(*cause)];
     last_stall_ = cause;
     stall_out.write(true);

@@ -5,16 +5,21 @@
 namespace tpu::model {
 
 const char* stall_cause_name(StallCause c) {
+  const auto i = static_cast<unsigned>(c);
+  return i < kNumStallCauses ? kStallCauseNames[i] : "?";
+}
+
+const char* fault_reason(FaultCode c) {
   switch (c) {
-    case StallCause::Raw: return "raw_hazard";
-    case StallCause::War: return "war_hazard";
-    case StallCause::Waw: return "waw_hazard";
-    case StallCause::UnitBusy: return "unit_busy";
-    case StallCause::FifoFull: return "fifo_full";
-    case StallCause::WeightsNotReady: return "weights_not_ready";
-    case StallCause::Drain: return "drain";
+    case FaultCode::None: return "no fault";
+    case FaultCode::PastEnd: return "ran past the last instruction without HLT";
+    case FaultCode::BadAddress: return "address past the end of a memory";
+    case FaultCode::DeadlockMmc: return "deadlock: MMC.S waits for a weight tile but no RW is pending";
+    case FaultCode::DeadlockRw:
+      return "deadlock: RW waits for room in the weight FIFO, which drains only when a later "
+             "MMC.S takes the tile in the shadow weights";
   }
-  return "?";
+  return "unknown fault";
 }
 
 std::string Fault::message() const {

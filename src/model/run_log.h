@@ -2,6 +2,7 @@
 // fault if the program stopped on one. Both models fill the same records.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -23,7 +24,25 @@ struct RetireRecord {
 
 enum class StallCause : std::uint8_t { Raw, War, Waw, UnitBusy, FifoFull, WeightsNotReady, Drain };
 inline constexpr unsigned kNumStallCauses = 7;
+static_assert(static_cast<unsigned>(StallCause::Drain) + 1 == kNumStallCauses);
+// Statistics names, indexed by StallCause. The RTL core reports the index on
+// stall_cause_o; tpu-gen codes-pkg writes both to rtl/tpu_codes_pkg.sv.
+inline constexpr std::array<const char*, kNumStallCauses> kStallCauseNames = {
+    "raw_hazard", "war_hazard", "waw_hazard", "unit_busy",
+    "fifo_full", "weights_not_ready", "drain"};
 const char* stall_cause_name(StallCause c);
+
+// Why the RTL core stopped, as reported on fault_code_o (0: no fault). The
+// model writes the reason text into Fault directly; the cycle limit is the
+// testbench's, not the core's.
+enum class FaultCode : std::uint8_t { None, PastEnd, BadAddress, DeadlockMmc, DeadlockRw };
+inline constexpr unsigned kNumFaultCodes = 5;
+static_assert(static_cast<unsigned>(FaultCode::DeadlockRw) + 1 == kNumFaultCodes);
+inline constexpr std::array<const char*, kNumFaultCodes> kFaultCodeNames = {
+    "none", "past_end", "bad_address", "deadlock_mmc", "deadlock_rw"};
+// The reason a fault message gives (the model adds the address details of a
+// BadAddress fault).
+const char* fault_reason(FaultCode c);
 
 struct UnitStats {
   std::uint64_t instructions = 0;

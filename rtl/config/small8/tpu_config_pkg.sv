@@ -15,4 +15,7 @@ package tpu_config_pkg;
   localparam int unsigned WeightBytesPerCycle = 16;  // weight DMA bandwidth in bytes per cycle
   localparam int unsigned ActLatency = 2;  // activation unit pipeline depth in cycles
 
+  // Derived by the model's closed forms (src/model/timing.h).
+  localparam int unsigned WeightDmaCycles = 8;  // cycles of one RW
+
 endpackage

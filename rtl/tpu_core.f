@@ -1,0 +1,22 @@
+// The sources of tpu_core in compile order (packages first), for every tool
+// that reads the RTL: the Verilator builds (sim/rtl/CMakeLists.txt), lint
+// (tests/cli/cli_test.sh, `verilator -F rtl/tpu_core.f`) and Yosys
+// (tools/synth.sh). A configuration package, rtl/config/NAME/tpu_config_pkg.sv,
+// comes before them on the command line. Other lines are Verilator options.
+
+// Loops Verilator must unroll to schedule them: the resets of the row slots
+// (2N + 2) and of the scoreboard (2N + ActLatency + 8), and the ACC banks' write
+// ports (N), past the default limit of 64 from N = 32. Loops with more
+// statements than --unroll-stmts (the N x N PEs) still stay loops.
+--unroll-count 1024
+
+tpu_isa_pkg.sv
+tpu_act_pkg.sv
+tpu_codes_pkg.sv
+tpu_core_pkg.sv
+tpu_controller.sv
+tpu_host_dma.sv
+tpu_weight_dma.sv
+tpu_systolic_array.sv
+tpu_activation_unit.sv
+tpu_core.sv

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Checks the cell counts tools/synth.sh wrote for a preset.
+
+    synth_check.py OUT_DIR PRESET SOURCE_DIR
+
+- The synthesized core has cells, gates among them.
+- Before any optimization (PRESET.rtl.json, right after proc), the systolic
+  array has one $mul per PE, N * N, and the activation unit one per lane, N.
+  Yosys 0.23 accepts some SystemVerilog it then elaborates wrongly without an
+  error (a struct member part-selected in a loop kept one lane of N); these
+  counts catch a lost PE or lane. They fail, too, if the RTL is written with
+  a different number of multiplications (a shared multiplier, say): then
+  update them with the design.
+- tpu_core holds exactly two memories, the unified buffer and the
+  accumulators, of their configured sizes; memory cells survive synthesis.
+"""
+import json
+import re
+import sys
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def main():
+    out, preset, src = sys.argv[1:4]
+    with open(f"{src}/rtl/config/{preset}/tpu_config_pkg.sv") as f:
+        cfg = dict(re.findall(r"localparam int unsigned (\w+) = (\d+);", f.read()))
+    n = int(cfg["ArrayN"])
+
+    def load(stage):
+        with open(f"{out}/{preset}.{stage}.json") as f:
+            return json.load(f)
+
+    rtl = load("rtl")["modules"]
+    for module, want in (("tpu_systolic_array", n * n), ("tpu_activation_unit", n)):
+        got = rtl[f"\\{module}"]["num_cells_by_type"].get("$mul", 0)
+        if got != want:
+            fail(f"{module}: {got} $mul cells after proc, want {want}")
+
+    gates = load("gates")["design"]
+    if gates["num_cells"] <= 0:
+        fail("no cells")
+    kinds = gates["num_cells_by_type"]
+    if not any(k.startswith("$_XOR_") or k.startswith("$_XNOR_") for k in kinds):
+        fail("no XOR gates: the MACs' adders are missing")
+    core = rtl["\\tpu_core"]
+    want_bits = int(cfg["UbRows"]) * n * 8 + int(cfg["AccRows"]) * n * 32
+    if core["num_memories"] != 2 or core["num_memory_bits"] != want_bits:
+        fail(f"tpu_core: {core['num_memories']} memories of {core['num_memory_bits']} bits, "
+             f"want 2 of {want_bits} (unified buffer, accumulators)")
+    if "$mem_v2" not in kinds:
+        fail("no memory cells left after synthesis")
+    print(f"ok: {gates['num_cells']} cells; {n * n} array and {n} activation multipliers")
+
+
+if __name__ == "__main__":
+    main()
