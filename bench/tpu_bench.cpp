@@ -1,7 +1,7 @@
 // tpu-bench: simulation speed of every engine on GEMMs, against the host's own
 // GEMM throughput (docs/performance.md).
 //
-//   tpu-bench [--csv FILE] [--markdown FILE] [--smoke] [--tpu-sim PATH]
+//   tpu-bench [--csv FILE] [--markdown FILE] [--sizes N,...] [--engines E,...] [--smoke]
 //
 // For each array size N (the tpuv1 preset with array_n = N) and each GEMM
 // M x K x Nout, every engine runs the program the GEMM compiler makes, on
@@ -9,21 +9,18 @@
 // and MACs per second and peak memory. Engines:
 //   detailed  the SystemC model, every PE every cycle (Detail::Detailed)
 //   fast      the SystemC model's fast path (Detail::Fast)
-//   rtl       `tpu-sim run --engine rtl` (Verilator), when tpu-sim has it
+//   rtl       the Verilated RTL core (rtl::run_program), when this build has
+//             an RTL build of the configuration (TPU_RTL_PRESETS "tpuv1/N")
 // plus, per GEMM, Eigen's int32 and float products of the same matrices: the
 // host's own GEMM rate, the physical ceiling of a simulator that computes the
 // products.
 //
 // Every measurement runs in a child process of its own (fork), so that its
 // peak resident memory (getrusage of the child) is its own. Wall time is the
-// best of a few repetitions of: allocate the memories, load the images, run
-// (the in-process engines), or the whole `tpu-sim run` command (rtl: it
-// includes the process start and the .npy files). Results are checked: the
-// SystemC engines against the reference GEMM (a sample of elements for the
-// largest GEMM), the rtl engine's cycles against the fast path's.
-//
-// Adding an engine: a row in engines() and a function with the signature of
-// run_systemc / run_rtl.
+// best of a few repetitions of the same steps for every engine: allocate the
+// memories, load the images, run. Every engine's result is checked against
+// the reference GEMM (a sample of elements for the largest GEMM).
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -40,7 +37,6 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -48,13 +44,12 @@
 #include <vector>
 
 #include "common/file_io.h"
-#include "common/npy.h"
 #include "compiler/gemm.h"
 #include "compiler/reference.h"
 #include "config/arch_config.h"
-#include "isa/program.h"
 #include "model/int8_gemm.h"
 #include "model/tpu.h"
+#include "rtl_engine.h"
 
 namespace {
 
@@ -182,22 +177,32 @@ struct Budget {
 
 // ---- engines ------------------------------------------------------------------
 
-ChildReport run_systemc(const std::string& machine, unsigned n, const Shape& s,
-                        model::Detail detail, const Budget& budget) {
+// One of the array engines on the GEMM: "detailed", "fast" or "rtl".
+ChildReport run_engine(const std::string& machine, unsigned n, const Shape& s,
+                       const std::string& engine, const Budget& budget) {
   const ArchConfig cfg = config_for(machine, n, s);
+  ChildReport r;
+  if (engine == "rtl" && !rtl::available(cfg)) {
+    r.status = fmt::format("not available: no RTL build of {} with N={} (built: {}; see "
+                           "TPU_RTL_PRESETS)",
+                           machine, n, fmt::join(rtl::built_configs(), ", "));
+    return r;
+  }
   const compiler::MatrixI8 a = random_matrix(s.m, s.k, 1), b = random_matrix(s.k, s.n, 2);
   const compiler::GemmPlan plan = compiler::compile_gemm(a, b, {}, cfg);
   model::RunOptions opts;
-  opts.detail = detail;
+  opts.detail = engine == "fast" ? model::Detail::Fast : model::Detail::Detailed;
   opts.max_cycles = ~model::Cycle{0} >> 24;
-  ChildReport r;
   std::vector<std::int32_t> c;
   const auto once = [&] {
     const Stopwatch watch;
     model::Memories mem(cfg);
+    mem.host.prefault(0, plan.host.size() / n);
+    mem.weights.prefault(0, plan.weights.size() / (std::size_t{n} * n));
     std::copy(plan.host.begin(), plan.host.end(), mem.host.data().begin());
     std::copy(plan.weights.begin(), plan.weights.end(), mem.weights.data().begin());
-    const model::RunLog log = model::run_program(cfg, plan.program, mem, opts);
+    const model::RunLog log = engine == "rtl" ? rtl::run_program(cfg, plan.program, mem, opts)
+                                              : model::run_program(cfg, plan.program, mem, opts);
     const Timing t = watch.stop();
     if (log.fault) throw std::runtime_error(log.fault->message());
     r.cycles = log.stats.cycles;
@@ -207,90 +212,8 @@ ChildReport run_systemc(const std::string& machine, unsigned n, const Shape& s,
   };
   best_of(once, budget.seconds, budget.max_reps, r);
   if (!check_result(a, b, c, s.macs() > 1e9 ? 1000 : 0)) r.status = "failed: result differs";
-  if (detail == model::Detail::Fast)
+  if (engine == "fast")
     r.note = std::string("kernel ") + model::gemm_kernel_name(model::best_gemm_kernel());
-  return r;
-}
-
-std::string tpu_sim_path;
-
-bool tpu_sim_has_rtl() {
-  if (tpu_sim_path.empty() || !std::filesystem::exists(tpu_sim_path)) return false;
-  const std::string cmd = fmt::format("'{}' run --help 2>&1", tpu_sim_path);
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return false;
-  std::string out;
-  char buf[4096];
-  while (std::size_t got = std::fread(buf, 1, sizeof buf, p)) out.append(buf, got);
-  pclose(p);
-  return out.find("--engine") != std::string::npos;
-}
-
-// `tpu-sim run --engine rtl` on the same program and images; wall time of the
-// whole command.
-ChildReport run_rtl(const std::string& machine, unsigned n, const Shape& s, const Budget& budget) {
-  const ArchConfig cfg = config_for(machine, n, s);
-  const compiler::MatrixI8 a = random_matrix(s.m, s.k, 1), b = random_matrix(s.k, s.n, 2);
-  const compiler::GemmPlan plan = compiler::compile_gemm(a, b, {}, cfg);
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / fmt::format("tpu-bench-{}", getpid());
-  std::filesystem::create_directories(dir);
-  const std::string prog = (dir / "gemm.tpu").string(), host = (dir / "host.npy").string(),
-                    weights = (dir / "weights.npy").string(), stats = (dir / "stats.json").string(),
-                    out = (dir / "out.npy").string(), config = (dir / "config.json").string(),
-                    err = (dir / "stderr.txt").string();
-  nlohmann::json config_json{{"preset", machine}};
-  if (machine == "tpuv1") {
-    config_json["array_n"] = n;
-    config_json["host_rows"] = cfg.host_rows;
-    config_json["weight_tiles"] = cfg.weight_tiles;
-  }
-  write_file_atomic(config, config_json.dump());
-  const std::vector<std::uint8_t> bytes = isa::serialize(plan.program);
-  write_file_atomic(prog, std::string(bytes.begin(), bytes.end()));
-  write_npy(host, NpyArray::of<std::int8_t>({plan.host_rows_used, n}, plan.host));
-  write_npy(weights, NpyArray::of<std::int8_t>({plan.weight_tiles_used, n, n}, plan.weights));
-  const std::string cmd = fmt::format(
-      "'{}' run '{}' --hostmem '{}' --weights '{}' --config '{}' --engine rtl "
-      "--max-cycles 1000000000000 --stats '{}' --out '{}' >/dev/null 2>'{}'",
-      tpu_sim_path, prog, host, weights, config, stats, out, err);
-  ChildReport r;
-  bool unavailable = false;
-  const auto once = [&] {
-    const Stopwatch watch;
-    const int rc = std::system(cmd.c_str());
-    const Timing t = watch.stop();
-    if (rc != 0) {
-      std::ifstream e(err);
-      std::string line;
-      std::getline(e, line);
-      // Exit status 3: no RTL build has this configuration.
-      if (WIFEXITED(rc) && WEXITSTATUS(rc) == 3) {
-        unavailable = true;
-        throw std::runtime_error("not available: " + line);
-      }
-      throw std::runtime_error(fmt::format("tpu-sim exit status {}: {}", rc, line));
-    }
-    return t;
-  };
-  try {
-    best_of(once, budget.seconds, budget.max_reps, r);
-  } catch (const std::exception& e) {
-    std::filesystem::remove_all(dir);
-    if (!unavailable) throw;
-    r.status = e.what();
-    return r;
-  }
-  std::ifstream in(stats);
-  const nlohmann::json j = nlohmann::json::parse(in);
-  r.cycles = j.at("cycles").get<std::uint64_t>();
-  r.macs = j.at("macs").get<double>();
-  const NpyArray o = read_npy(out);
-  std::vector<std::int32_t> c =
-      compiler::extract_result(plan, reinterpret_cast<const std::int8_t*>(o.data.data()), n);
-  if (!check_result(a, b, c, s.macs() > 1e9 ? 1000 : 0)) r.status = "failed: result differs";
-  r.note = "whole tpu-sim command";
-  std::filesystem::remove_all(dir);
   return r;
 }
 
@@ -456,24 +379,21 @@ std::string markdown(const std::vector<Result>& rs, const std::vector<unsigned>&
           100 * e->cpu_s / f.cpu_s * (f.macs / e->macs),
           f.macs_per_s() >= 0.25 * e->macs_per_s() ? "yes" : "no");
   }
-  for (const Shape& sh : shapes) {
-    const Result* d = find(rs, 128, sh.name(), "detailed");
-    const Result* r = find(rs, 128, sh.name(), "rtl");
-    if (d)
-      s += fmt::format("| detailed no slower than the RTL, N=128, {} | {} | {} |\n", sh.name(),
-                       r ? fmt::format("{:.2f}x the RTL's speed", r->wall_s / d->wall_s)
-                         : std::string("RTL not available"),
-                       r ? (d->wall_s <= r->wall_s ? "yes" : "no") : "n/a");
-  }
-  // Where an RTL build exists (the small presets), the same comparison there.
-  for (const Result& r : rs) {
-    if (r.engine != "rtl" || r.status != "ok" || r.machine == "tpuv1") continue;
-    if (const Result* d = find(rs, r.array_n, r.gemm, "detailed", r.machine))
-      s += fmt::format(
-          "| detailed vs RTL, {} (N={}), {} | {:.2f}x the RTL's speed (CPU time: "
-          "{:.2f}x) | {} |\n",
-          r.machine, r.array_n, r.gemm, r.wall_s / d->wall_s, r.cpu_s / d->cpu_s,
-          d->wall_s <= r.wall_s ? "yes" : "no");
+  // Detailed SystemC against the RTL at every N where both ran; N = 128 is the target.
+  for (unsigned n : sizes) {
+    for (const Shape& sh : shapes) {
+      const Result* d = find(rs, n, sh.name(), "detailed");
+      const Result* r = find(rs, n, sh.name(), "rtl");
+      if (!d || (!r && n != 128)) continue;
+      const std::string what = n == 128 ? "detailed no slower than the RTL" : "detailed vs RTL";
+      if (!r) {
+        s += fmt::format("| {}, N={}, {} | RTL not available | n/a |\n", what, n, sh.name());
+        continue;
+      }
+      s += fmt::format("| {}, N={}, {} | {:.2f}x the RTL's speed (CPU time: {:.2f}x) | {} |\n",
+                       what, n, sh.name(), r->wall_s / d->wall_s, r->cpu_s / d->cpu_s,
+                       d->wall_s <= r->wall_s ? "yes" : "no");
+    }
   }
   double peak = 0;
   for (const Result& r : rs)
@@ -481,42 +401,61 @@ std::string markdown(const std::vector<Result>& rs, const std::vector<unsigned>&
       peak = std::max(peak, r.peak_mib);
   s += fmt::format("| tpuv1 (N={}) peak memory < 256 MiB | {:.0f} MiB | {} |\n", big_n, peak,
                    peak < 256 ? "yes" : "no");
-  (void)sizes;
   return s;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{"tpu-bench: simulation speed of the engines on GEMMs, against Eigen's GEMM"};
   std::string csv_path = "bench-results.csv", md_path;
   bool smoke = false;
-#ifdef TPU_SIM_PATH
-  tpu_sim_path = TPU_SIM_PATH;
-#endif
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--smoke")
-      smoke = true;
-    else if (a == "--csv" && i + 1 < argc)
-      csv_path = argv[++i];
-    else if (a == "--markdown" && i + 1 < argc)
-      md_path = argv[++i];
-    else if (a == "--tpu-sim" && i + 1 < argc)
-      tpu_sim_path = argv[++i];
-    else {
-      std::cerr << "usage: tpu-bench [--csv FILE] [--markdown FILE] [--smoke] [--tpu-sim PATH]\n";
-      return 2;
-    }
+  std::vector<unsigned> sizes{16, 64, 128, 256};
+  std::vector<std::string> engines{"detailed", "fast", "rtl"};
+  app.add_option("--csv", csv_path, "write every measurement here")->capture_default_str();
+  app.add_option("--markdown", md_path, "write the Markdown tables here");
+  app.add_option("--sizes", sizes, "array sizes N (tpuv1 with array_n = N)")
+      ->delimiter(',')
+      ->check(CLI::Range(4u, 256u))
+      ->capture_default_str();
+  app.add_option("--engines", engines, "array engines to run")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"detailed", "fast", "rtl"}))
+      ->capture_default_str();
+  std::vector<std::string> gemms;
+  app.add_option("--gemms", gemms,
+                 "GEMMs MxKxN to run instead of 256x256x256,1024x256x256 (and 4096x1024x1024 "
+                 "on the fast path)")
+      ->delimiter(',');
+  app.add_flag("--smoke", smoke, "a run of a few seconds: N = 16, small GEMMs (CTest)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
   }
-  const std::vector<unsigned> sizes =
-      smoke ? std::vector<unsigned>{16} : std::vector<unsigned>{16, 64, 128, 256};
-  const std::vector<Shape> shapes = smoke ? std::vector<Shape>{{64, 64, 64}}
-                                          : std::vector<Shape>{{256, 256, 256}, {1024, 256, 256}};
-  const Shape big = smoke ? Shape{128, 128, 128} : Shape{4096, 1024, 1024};
-  const unsigned big_n = smoke ? 16 : 256;
+  if (smoke) sizes = {16};
+  std::vector<Shape> shapes = smoke ? std::vector<Shape>{{64, 64, 64}}
+                                    : std::vector<Shape>{{256, 256, 256}, {1024, 256, 256}};
+  std::optional<Shape> big;  // the fast path only
+  if (!gemms.empty()) {
+    shapes.clear();
+    for (const std::string& g : gemms) {
+      Shape sh{};
+      char x1 = 0, x2 = 0;
+      std::istringstream in(g);
+      if (!(in >> sh.m >> x1 >> sh.k >> x2 >> sh.n) || x1 != 'x' || x2 != 'x' || !in.eof() ||
+          sh.m == 0 || sh.k == 0 || sh.n == 0) {
+        std::cerr << fmt::format("tpu-bench: error: --gemms: '{}' is not MxKxN\n", g);
+        return 2;
+      }
+      shapes.push_back(sh);
+    }
+  } else {
+    big = smoke ? Shape{128, 128, 128} : Shape{4096, 1024, 1024};
+  }
+  const unsigned big_n = *std::max_element(sizes.begin(), sizes.end());
   const Budget quick{smoke ? 0.0 : 1.0, smoke ? 1u : 20u};
   const Budget slow{smoke ? 0.0 : 3.0, smoke ? 1u : 5u};
-  const bool have_rtl = tpu_sim_has_rtl();
   const std::string load_before = load_average();
 
   std::vector<Result> results;
@@ -529,7 +468,7 @@ int main(int argc, char** argv) {
     results.push_back(std::move(r));
   };
   std::vector<Shape> all_shapes = shapes;
-  all_shapes.push_back(big);
+  if (big) all_shapes.push_back(*big);
   for (const Shape& s : all_shapes) {
     for (const char* engine : {"eigen-int32", "eigen-float"}) {
       Result r;
@@ -542,37 +481,16 @@ int main(int argc, char** argv) {
       report(r);
     }
   }
-  // (machine, N, GEMMs): tpuv1 at every N, and the preset the RTL is built for.
-  struct Case {
-    std::string machine;
-    unsigned n;
-    std::vector<Shape> shapes;
-  };
-  std::vector<Case> cases;
-  for (unsigned n : sizes) cases.push_back({"tpuv1", n, all_shapes});
-  if (have_rtl && !smoke) cases.push_back({"small16", 16, {shapes.front()}});
-  for (const Case& c : cases) {
-    for (const Shape& s : c.shapes) {
-      const bool is_big = s.name() == big.name();
-      for (const char* engine : {"detailed", "fast", "rtl"}) {
-        const std::string e = engine;
-        if (is_big && e != "fast") continue;  // the detailed engines take minutes there
+  for (unsigned n : sizes) {
+    for (const Shape& s : all_shapes) {
+      const bool is_big = big && s.name() == big->name();
+      for (const std::string& e : engines) {
+        if (is_big && e != "fast") continue;  // the per-cycle engines take minutes there
         Result r;
-        r.machine = c.machine;
-        r.array_n = c.n;
+        r.array_n = n;
         r.gemm = s.name();
         r.engine = e;
-        if (e == "rtl" && !have_rtl) {
-          r.status = "not available";
-          report(r);
-          continue;
-        }
-        measure(r, [&] {
-          if (e == "rtl") return run_rtl(c.machine, c.n, s, slow);
-          return run_systemc(c.machine, c.n, s,
-                             e == "fast" ? model::Detail::Fast : model::Detail::Detailed,
-                             e == "fast" ? quick : slow);
-        });
+        measure(r, [&] { return run_engine("tpuv1", n, s, e, e == "fast" ? quick : slow); });
         report(r);
       }
     }

@@ -3,16 +3,53 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <memory>
 
 #include "common/file_io.h"
 #include "model/tpu.h"
 #include "rtl/rtl_engine.h"
+#include "rtl/wave_files.h"
 
 namespace tpu::cli {
+namespace {
+
+// Where one engine's waveform goes: --vcd as it is; --fst through a scratch
+// VCD that finish() converts. The RTL's of --engine both is NAME.rtl.EXT.
+struct WaveTarget {
+  std::unique_ptr<wave::FstFromVcd> fst;
+  std::string vcd_path;  // for RunOptions::vcd_path; empty: no waveform
+
+  WaveTarget(const SimArgs& args, bool rtl_of_both) {
+    const bool is_fst = !args.fst.empty();
+    std::string path = is_fst ? args.fst : args.vcd;
+    if (path.empty()) return;
+    const char* ext = is_fst ? ".fst" : ".vcd";
+    if (rtl_of_both) path = wave::strip_extension(path, ext) + ".rtl" + ext;
+    if (is_fst) {
+      fst = std::make_unique<wave::FstFromVcd>(path);
+      vcd_path = fst->scratch_vcd();
+    } else {
+      vcd_path = path;
+    }
+  }
+  void finish() {
+    if (fst) fst->finish();
+  }
+};
+
+}  // namespace
 
 void SimArgs::add_to(CLI::App& app) {
   app.add_option("--stats", stats, "write statistics as JSON here");
-  app.add_option("--vcd", vcd, "write a waveform of the units here (.vcd)");
+  auto* vcd_opt = app.add_option(
+      "--vcd", vcd,
+      "write a waveform here (.vcd) and a GTKWave save file beside it (.gtkw): the SystemC "
+      "model's units, or with --engine rtl every signal of the RTL core; --engine both writes "
+      "both, the RTL's as NAME.rtl.vcd and NAME.rtl.gtkw");
+  app.add_option("--fst", fst,
+                 "like --vcd, in GTKWave's compressed FST format (converted from the VCD): "
+                 "NAME.fst and NAME.gtkw, and NAME.rtl.fst with --engine both")
+      ->excludes(vcd_opt);
   app.add_flag("--trace", trace, "print one line per instruction: issue, start, completion");
   app.add_option("--max-cycles", max_cycles, "stop with a fault after this many cycles")
       ->capture_default_str();
@@ -32,8 +69,9 @@ void SimArgs::add_to(CLI::App& app) {
 
 model::Detail detail_of(const SimArgs& args) {
   if (args.detail == "fast") {
-    if (!args.vcd.empty())
-      throw CLI::ValidationError("--detail", "fast has no per-cycle state for --vcd to show");
+    if (!args.vcd.empty() || !args.fst.empty())
+      throw CLI::ValidationError("--detail", fmt::format("fast has no per-cycle state for {} to show",
+                                                         args.vcd.empty() ? "--fst" : "--vcd"));
     return model::Detail::Fast;
   }
   return args.detail == "detailed" ? model::Detail::Detailed : model::Detail::Auto;
@@ -94,19 +132,29 @@ model::RunLog simulate(const SimArgs& args, const ArchConfig& cfg, const isa::Pr
                        model::Memories& mem) {
   model::RunOptions ropts;
   ropts.max_cycles = args.max_cycles;
-  ropts.vcd_path = args.vcd;
   ropts.detail = detail_of(args);
-  if (args.engine != "systemc" && !args.vcd.empty())
-    throw CLI::ValidationError("--vcd", "waveforms come from the SystemC engine only, for now");
+  const bool wave = !args.vcd.empty() || !args.fst.empty();
+  if (wave && args.engine != "systemc" && !rtl::has_waveforms())
+    throw CLI::ValidationError(args.vcd.empty() ? "--fst" : "--vcd",
+                               "this tpu-sim's RTL builds have no tracing (CMake: -DTPU_RTL_TRACE=ON)");
+  // Before any waveform file is started.
+  if (args.engine != "systemc") rtl::require_build(cfg);
   model::RunLog log;
-  if (args.engine == "systemc") {
-    log = model::run_program(cfg, prog, mem, ropts);
-  } else if (args.engine == "rtl") {
-    log = rtl::run_program(cfg, prog, mem, ropts);
+  if (args.engine == "systemc" || args.engine == "rtl") {
+    WaveTarget w(args, false);
+    ropts.vcd_path = w.vcd_path;
+    log = args.engine == "systemc" ? model::run_program(cfg, prog, mem, ropts)
+                                   : rtl::run_program(cfg, prog, mem, ropts);
+    w.finish();
   } else {
     model::Memories systemc_mem = mem;
+    WaveTarget systemc_wave(args, false), rtl_wave(args, true);
+    ropts.vcd_path = systemc_wave.vcd_path;
     const model::RunLog systemc_log = model::run_program(cfg, prog, systemc_mem, ropts);
+    systemc_wave.finish();
+    ropts.vcd_path = rtl_wave.vcd_path;
     log = rtl::run_program(cfg, prog, mem, ropts);
+    rtl_wave.finish();
     if (const auto d = rtl::compare(prog, systemc_log, systemc_mem, log, mem))
       throw DivergenceError(d->message());
     std::cout << fmt::format("engines: the RTL and the SystemC model agree on all {} retire "

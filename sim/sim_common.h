@@ -21,6 +21,7 @@ struct SimArgs {
   std::string out;
   std::string stats;
   std::string vcd;
+  std::string fst;  // --fst: the waveform --vcd would write, as FST
   bool trace = false;
   model::Cycle max_cycles = 100'000'000;
   std::string detail = "auto";  // --detail, hidden: auto | detailed | fast (model/tpu.h)
@@ -30,8 +31,8 @@ struct SimArgs {
   void add_to(CLI::App& app);
 };
 
-// The model's level of detail named by --detail; a waveform (--vcd) with
-// "fast" is a usage error (CLI::ValidationError).
+// The model's level of detail named by --detail; a waveform (--vcd, --fst)
+// with "fast" is a usage error (CLI::ValidationError).
 model::Detail detail_of(const SimArgs& args);
 
 // Thrown by simulate() when --engine both finds the models disagreeing.
@@ -47,9 +48,11 @@ nlohmann::json stats_json(const ArchConfig& cfg, const model::RunLog& log);
 void print_summary(const ArchConfig& cfg, const model::RunLog& log);
 
 // Runs `prog` on `mem` with the engine of --engine, prints the trace
-// (--trace) and summary, writes --stats, and reports a fault on stderr;
-// returns the log. With --engine both, the RTL's run is the one reported and
-// a divergence from the SystemC model throws DivergenceError.
+// (--trace) and summary, writes --stats and the waveform (--vcd or --fst, and
+// its .gtkw), and reports a fault on stderr; returns the log. With --engine
+// both, the RTL's run is the one reported, the SystemC waveform goes to
+// --vcd/--fst and the RTL's to NAME.rtl.vcd/.fst, and a divergence from the
+// SystemC model throws DivergenceError (after both waveforms are written).
 model::RunLog simulate(const SimArgs& args, const ArchConfig& cfg, const isa::Program& prog,
                        model::Memories& mem);
 

@@ -97,8 +97,8 @@ int main(int argc, char** argv) {
   try {
     const ArchConfig cfg = cfg_opts.resolve();
     if (!rtl::available(cfg))
-      throw std::runtime_error(fmt::format("no RTL build for preset {} (built: {})", cfg.preset,
-                                           fmt::join(rtl::built_presets(), ", ")));
+      throw std::runtime_error(fmt::format("no RTL build for preset {} with N={} (built: {})", cfg.preset, cfg.array_n,
+                                           fmt::join(rtl::built_configs(), ", ")));
     model::Cycle total_cycles = 0;
     for (std::uint64_t s = seed; s < seed + count; ++s) {
       const isa::Program prog = rtl::random_program(cfg, s);
@@ -114,9 +114,10 @@ int main(int argc, char** argv) {
         return kExitDivergence;
       }
     }
-    std::cout << fmt::format("tpu-cosim: {} programs (seeds {}..{}) on {}: the RTL and the model "
-                             "agree on every retire cycle, statistic and memory ({} cycles)\n",
-                             count, seed, seed + count - 1, cfg.preset, total_cycles);
+    std::cout << fmt::format("tpu-cosim: {} programs (seeds {}..{}) on {} with N={}: the RTL and "
+                             "the model agree on every retire cycle, statistic and memory ({} "
+                             "cycles)\n",
+                             count, seed, seed + count - 1, cfg.preset, cfg.array_n, total_cycles);
     return kExitOk;
   } catch (const std::exception& e) {
     std::cerr << "tpu-cosim: error: " << e.what() << '\n';

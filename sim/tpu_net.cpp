@@ -173,6 +173,7 @@ int Net::run() {
     per.out.clear();
     per.stats.clear();
     if (!args_.vcd.empty()) per.vcd = indexed_path(args_.vcd, k, programs);
+    if (!args_.fst.empty()) per.fst = indexed_path(args_.fst, k, programs);
     std::cout << fmt::format("== program {} ==\n", k);
     return simulate(per, cfg, seg.program, mem);
   };

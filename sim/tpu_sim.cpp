@@ -1,7 +1,8 @@
 // tpu-sim: runs programs on the cycle-accurate model.
 //
 //   tpu-sim run PROGRAM --hostmem H.npy --weights W.npy [--out O.npy]
-//               [--stats S.json] [--vcd T.vcd] [--trace] [--max-cycles C]
+//               [--stats S.json] [--vcd T.vcd | --fst T.fst] [--trace]
+//               [--max-cycles C] [--engine systemc|rtl|both]
 //               [--preset P] [--config F] [--array N]
 //   tpu-sim gemm --a A.npy --b B.npy --out C.npy [--requant M,S,Z] [--act F]
 //               [--emit-asm F.s] [--check] [--stats S.json] [--trace] ...

@@ -20,7 +20,7 @@ packages=(
   g++ cmake make pkg-config
   libfmt-dev libcli11-dev nlohmann-json3-dev catch2
   libsystemc-dev libeigen3-dev
-  verilator yosys
+  verilator yosys gtkwave
   clang libclang-rt-14-dev
   python3 python3-numpy python3-sklearn
 )

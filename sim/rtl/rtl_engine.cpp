@@ -10,10 +10,10 @@
 
 namespace tpu::rtl {
 
-// One entry per build: run_<preset>, from variant.cpp.
-#define TPU_RTL_VARIANT(preset)                                                              \
-  model::RunLog run_##preset(const ArchConfig&, const isa::Program&, model::Memories&,       \
-                             const model::RunOptions&);
+// One entry per build: run_<variant>, from variant.cpp.
+#define TPU_RTL_VARIANT(variant, preset, array_n)                                             \
+  model::RunLog run_##variant(const ArchConfig&, const isa::Program&, model::Memories&,       \
+                              const model::RunOptions&);
 #include "rtl_variants.inc"
 #undef TPU_RTL_VARIANT
 
@@ -22,9 +22,24 @@ namespace {
 using RunFn = model::RunLog (*)(const ArchConfig&, const isa::Program&, model::Memories&,
                                 const model::RunOptions&);
 
-const std::vector<std::pair<std::string, RunFn>>& builds() {
-  static const std::vector<std::pair<std::string, RunFn>> kBuilds = {
-#define TPU_RTL_VARIANT(preset) {#preset, &run_##preset},
+// A build: a preset, with array_n replaced when array_n != 0.
+struct Build {
+  const char* preset;
+  std::uint64_t array_n;
+  RunFn run;
+  ArchConfig config() const {
+    ArchConfig cfg = preset_config(preset);
+    if (array_n != 0) cfg.array_n = array_n;
+    return cfg;
+  }
+  std::string name() const {
+    return array_n == 0 ? std::string(preset) : fmt::format("{} with N={}", preset, array_n);
+  }
+};
+
+const std::vector<Build>& builds() {
+  static const std::vector<Build> kBuilds = {
+#define TPU_RTL_VARIANT(variant, preset, array_n) {#preset, array_n, &run_##variant},
 #include "rtl_variants.inc"
 #undef TPU_RTL_VARIANT
   };
@@ -38,8 +53,8 @@ bool same_config(const ArchConfig& a, const ArchConfig& b) {
 }
 
 RunFn find_build(const ArchConfig& cfg) {
-  for (const auto& [preset, fn] : builds())
-    if (same_config(preset_config(preset), cfg)) return fn;
+  for (const Build& b : builds())
+    if (same_config(b.config(), cfg)) return b.run;
   return nullptr;
 }
 
@@ -59,15 +74,8 @@ const char* unit_name(isa::Unit u) {
 namespace detail {
 
 const char* fault_reason(unsigned code) {
-  switch (code) {
-    case 1: return "ran past the last instruction without HLT";
-    case 2: return "address past the end of a memory";
-    case 3: return "deadlock: MMC.S waits for a weight tile but no RW is pending";
-    case 4:
-      return "deadlock: RW waits for room in the weight FIFO, which drains only when a later "
-             "MMC.S takes the tile in the shadow weights";
-  }
-  return "unknown fault";
+  return code < model::kNumFaultCodes ? model::fault_reason(static_cast<model::FaultCode>(code))
+                                      : "unknown fault";
 }
 
 // MACs, and each unit's instructions and busy cycles (the union of its
@@ -93,22 +101,27 @@ void finish_stats(const ArchConfig& cfg, const isa::Program& prog, model::RunLog
 
 }  // namespace detail
 
-std::vector<std::string> built_presets() {
+std::vector<std::string> built_configs() {
   std::vector<std::string> names;
-  for (const auto& b : builds()) names.push_back(b.first);
+  for (const Build& b : builds()) names.push_back(b.name());
   return names;
 }
 
+bool has_waveforms() { return TPU_RTL_TRACE; }
+
 bool available(const ArchConfig& cfg) { return find_build(cfg) != nullptr; }
+
+void require_build(const ArchConfig& cfg) {
+  if (find_build(cfg) == nullptr)
+    throw std::runtime_error(fmt::format(
+        "no RTL build for this configuration (N={}); the RTL is built for: {}",
+        cfg.array_n, fmt::join(built_configs(), ", ")));
+}
 
 model::RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,
                           const model::RunOptions& opts) {
-  const RunFn fn = find_build(cfg);
-  if (fn == nullptr)
-    throw std::runtime_error(fmt::format(
-        "no RTL build for this configuration (N={}); the RTL is built for the presets: {}",
-        cfg.array_n, fmt::join(built_presets(), ", ")));
-  return fn(cfg, prog, mem, opts);
+  require_build(cfg);
+  return find_build(cfg)(cfg, prog, mem, opts);
 }
 
 std::string Divergence::message() const {

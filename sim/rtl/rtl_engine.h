@@ -17,13 +17,23 @@
 
 namespace tpu::rtl {
 
-// Names of the presets the RTL was built for.
-std::vector<std::string> built_presets();
+// The configurations the RTL was built for, by name ("small8", "tpuv1 with N=64").
+std::vector<std::string> built_configs();
 
 // True when some RTL build has exactly this configuration.
 bool available(const ArchConfig& cfg);
 
+// Throws the std::runtime_error of run_program when no build matches `cfg`.
+void require_build(const ArchConfig& cfg);
+
+// True when the builds have tracing compiled in (CMake TPU_RTL_TRACE), so
+// that run_program can write a waveform.
+bool has_waveforms();
+
 // Runs on the RTL; throws std::runtime_error when no build matches `cfg`.
+// With opts.vcd_path set, writes the waveform of every signal of tpu_core
+// there (.vcd appended if missing) and a GTKWave save file (.gtkw) beside
+// it, whole or not at all (wave_files.h); needs has_waveforms().
 model::RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,
                           const model::RunOptions& opts = {});
 

@@ -2,10 +2,21 @@
 // memory and weight memory ports combinationally, clocks the core, and turns
 // its observation ports into the model's RunLog. Included by variant.cpp once
 // per build, with VTop the Verilated class.
+//
+// With RunOptions::vcd_path set, the build's tracing (VM_TRACE, TPU_RTL_TRACE
+// in CMake) writes every signal of tpu_core to a VCD, on the SystemC
+// waveform's time base: a 100 ps unit, cycle t's rising edge at 10t (t ns),
+// its falling edge at 10t+5, and the values of cycle t (registers and the
+// combinational outputs of the inputs served in it) from 10t on.
 #pragma once
 
 #include <fmt/format.h>
 #include <verilated.h>
+#if VM_TRACE
+#include <verilated_vcd_c.h>
+
+#include "wave_files.h"
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -59,7 +70,38 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
   const std::size_t n = cfg.array_n;
   auto ctx = std::make_unique<VerilatedContext>();
   ctx->fatalOnError(false);
+#if VM_TRACE
+  std::unique_ptr<wave::RtlWaveFiles> wave;
+  if (!opts.vcd_path.empty()) {
+    wave = std::make_unique<wave::RtlWaveFiles>(opts.vcd_path);
+    ctx->traceEverOn(true);
+  }
+#else
+  if (!opts.vcd_path.empty())
+    throw std::logic_error("this RTL build has no tracing (CMake: -DTPU_RTL_TRACE=ON)");
+#endif
   auto top = std::make_unique<VTop>(ctx.get(), "tpu_core");
+#if VM_TRACE
+  std::unique_ptr<VerilatedVcdC> vcd;  // closed before `top` goes
+  if (wave) {
+    vcd = std::make_unique<VerilatedVcdC>();
+    top->trace(vcd.get(), 99);
+    vcd->set_time_unit("100ps");
+    vcd->set_time_resolution("100ps");
+    vcd->open(wave->vcd_tmp().c_str());
+    if (!vcd->isOpen()) throw FileError(fmt::format("{}: cannot write", opts.vcd_path));
+  }
+  // While tracing, the clock stays high through the combinational phase of
+  // a cycle and falls (an edge nothing in tpu_core is sensitive to) after it
+  // is dumped; untraced, the combinational phase runs with it low.
+  const bool traced = vcd != nullptr;
+  const auto dump = [&](std::uint64_t tenths_of_ns) {
+    if (vcd) vcd->dump(tenths_of_ns);
+  };
+#else
+  constexpr bool traced = false;
+  const auto dump = [](std::uint64_t) {};
+#endif
   model::RunLog log;
   log.retired.reserve(prog.code.size());
   for (const char* unit : {"host_dma", "weight_dma", "systolic_array", "activation_unit"})
@@ -83,7 +125,7 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
   top->eval();
   top->clk_i = 1;
   top->eval();
-  top->clk_i = 0;
+  if (!traced) top->clk_i = 0;
   top->rst_ni = 1;
   top->eval();
 
@@ -115,6 +157,7 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
       std::memcpy(mem.host.row(top->host_wr_row_o), row.data(), rows * n);
     }
     if (top->row_valid_o) ++log.stats.array_active_cycles;
+    dump(10 * t);
     if (t >= opts.max_cycles) {
       model::Fault f{pc, pc < prog.code.size() ? isa::disassemble(prog.code[pc]) : "-", t,
                      fmt::format("cycle limit {} reached", opts.max_cycles)};
@@ -136,9 +179,15 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
     }
     if (top->stall_o) ++log.stats.stall_cycles[top->stall_cause_o];
 
+    if (traced) {
+      top->clk_i = 0;
+      top->eval();
+      dump(10 * t + 5);
+    }
     top->clk_i = 1;
     top->eval();
-    top->clk_i = 0;
+    if (!traced) top->clk_i = 0;
+    if (top->halted_o || top->fault_o) dump(10 * (t + 1));  // the state the run ends in
     if (top->halted_o) {
       log.halted = true;
       log.stats.cycles = t + 1;
@@ -160,6 +209,13 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
     for (std::size_t j = 0; j < n; ++j)
       mem.acc.row(r)[j] = static_cast<std::int32_t>(root->tpu_core__DOT__acc_q[r][j]);
   top->final();
+#if VM_TRACE
+  // Also after a failed assertion, whose cycle the waveform shows.
+  if (vcd) {
+    vcd->close();
+    wave->finish();
+  }
+#endif
   if (ctx->gotError())
     throw std::runtime_error("an RTL assertion failed (its message is above)");
   finish_stats(cfg, prog, log);

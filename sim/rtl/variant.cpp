@@ -1,5 +1,5 @@
-// One Verilated build of tpu_core: TPU_RTL_PRESET names its configuration and
-// TPU_RTL_TOP its Verilated class (set by sim/rtl/CMakeLists.txt).
+// One Verilated build of tpu_core: TPU_RTL_VARIANT_NAME names its configuration
+// and TPU_RTL_TOP its Verilated class (set by sim/rtl/CMakeLists.txt).
 #include "rtl_harness.h"
 
 #define TPU_STR2(x) #x
@@ -12,7 +12,7 @@
 
 namespace tpu::rtl {
 
-model::RunLog TPU_CAT(run_, TPU_RTL_PRESET)(const ArchConfig& cfg, const isa::Program& prog,
+model::RunLog TPU_CAT(run_, TPU_RTL_VARIANT_NAME)(const ArchConfig& cfg, const isa::Program& prog,
                                             model::Memories& mem, const model::RunOptions& opts) {
   return detail::run_on_rtl<TPU_RTL_TOP>(cfg, prog, mem, opts);
 }

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -16,8 +14,14 @@
 namespace tpu::model {
 namespace {
 
-// SystemC starts a VCD with "$date\n     <the local time>\n$end". The time is
-// overwritten in place, keeping the file's length, by this text.
+// SystemC starts a VCD with "$date\n     <the local time>\n$end". That is
+// the only part of the file that differs between equal runs, and runs must
+// be byte for byte reproducible (README, "Runs are deterministic"; checked by
+// tests/cli/robustness_test.sh), so that waveforms can be compared with cmp
+// or diff. The time is overwritten in place by this text, cut or padded with
+// spaces to the line's length, so that a waveform of any size needs no copy.
+// (SystemC formats the time in the C locale, "%b %d, %Y       %H:%M:%S", a
+// fixed width, so the result does not depend on the date either.)
 constexpr std::string_view kFixedDate = "     (none: reproducible output)";
 
 void fix_date(const std::string& path, const std::string& shown_path) {
@@ -44,10 +48,8 @@ void fix_date(const std::string& path, const std::string& shown_path) {
 
 Waveform::Waveform(const std::string& vcd_path) : base_(vcd_path) {
   if (base_.size() > 4 && base_.compare(base_.size() - 4, 4, ".vcd") == 0) base_.resize(base_.size() - 4);
-  const std::filesystem::path target(base_);
-  tmp_base_ = (target.parent_path() /
-               ("." + target.filename().string() + "." + std::to_string(::getpid()) + ".tmp"))
-                  .string();
+  tmp_base_ = temp_path_for(base_);
+  tmp_guard_ = std::make_unique<RemoveOnSignal>(tmp_base_ + ".vcd");
   // SystemC opens the file only when the simulation starts, and reports a
   // failure without the user's path: check that it can be written now.
   std::FILE* f = std::fopen((tmp_base_ + ".vcd").c_str(), "wb");
@@ -63,10 +65,11 @@ Waveform::Waveform(const std::string& vcd_path) : base_(vcd_path) {
 }
 
 Waveform::~Waveform() {
-  if (tf_ == nullptr) return;  // closed
-  sc_core::sc_close_vcd_trace_file(tf_);
-  std::error_code ec;
-  std::filesystem::remove(tmp_base_ + ".vcd", ec);
+  if (tf_ != nullptr) {  // not closed: discard the temporary VCD
+    sc_core::sc_close_vcd_trace_file(tf_);
+    std::error_code ec;
+    std::filesystem::remove(tmp_base_ + ".vcd", ec);
+  }
 }
 
 void Waveform::close() {
@@ -82,6 +85,7 @@ void Waveform::close() {
     std::filesystem::remove(tmp, ec);
     throw;
   }
+  tmp_guard_.reset();
   write_file_atomic(base_ + ".gtkw", save_file_);
 }
 
@@ -89,28 +93,36 @@ void Waveform::note(const std::string& unit, const std::string& name, int width)
   entries_.push_back({unit, name, width});
 }
 
-// GTKWave save-file syntax: "@<flags>" sets the display of the lines after it
-// (0x28: binary, right-justified, for bits; 0x24: decimal, for vectors);
-// "-name" lines under @800200 / @1000200 open and close a group.
 void Waveform::write_save_file() {
+  std::vector<GtkwSignal> signals;
+  for (const Entry& e : entries_)
+    signals.push_back({e.unit,
+                       e.width == 1 ? fmt::format("SystemC.{}.{}", e.unit, e.name)
+                                    : fmt::format("SystemC.{}.{}[{}:0]", e.unit, e.name, e.width - 1),
+                       static_cast<unsigned>(e.width)});
+  save_file_ = gtkw_save_file(base_ + ".vcd", "SystemC.clk", signals);
+}
+
+// GTKWave save-file syntax: "@<flags>" sets the display of the lines after it
+// (0x28: binary, right-justified, for bits; 0x24: decimal; 0x22: hexadecimal);
+// "-name" lines under @800200 / @1000200 open and close a group.
+std::string gtkw_save_file(const std::string& dumpfile, const std::string& clock,
+                           const std::vector<GtkwSignal>& signals) {
   std::string s = "[*] tpu-sim waveform: signals grouped by unit (docs/microarchitecture.md)\n";
-  s += fmt::format("[dumpfile] \"{}\"\n", std::filesystem::absolute(base_ + ".vcd").string());
+  s += fmt::format("[dumpfile] \"{}\"\n", std::filesystem::absolute(dumpfile).string());
   s += "[timestart] 0\n[size] 1600 900\n[signals_width] 300\n[sst_expanded] 1\n";
-  s += "@28\nSystemC.clk\n";
+  if (!clock.empty()) s += fmt::format("@28\n{}\n", clock);
   std::string open;
-  for (const Entry& e : entries_) {
-    if (e.unit != open) {
+  for (const GtkwSignal& e : signals) {
+    if (e.group != open) {
       if (!open.empty()) s += fmt::format("@1000200\n-{}\n", open);
-      s += fmt::format("@800200\n-{}\n", e.unit);
-      open = e.unit;
+      s += fmt::format("@800200\n-{}\n", e.group);
+      open = e.group;
     }
-    if (e.width == 1)
-      s += fmt::format("@28\nSystemC.{}.{}\n", e.unit, e.name);
-    else
-      s += fmt::format("@24\nSystemC.{}.{}[{}:0]\n", e.unit, e.name, e.width - 1);
+    s += fmt::format("@{}\n{}\n", e.width == 1 ? "28" : e.width <= 64 ? "24" : "22", e.name);
   }
   if (!open.empty()) s += fmt::format("@1000200\n-{}\n", open);
-  save_file_ = std::move(s);
+  return s;
 }
 
 }  // namespace tpu::model

@@ -4,16 +4,22 @@
 // Both files appear whole or not at all: SystemC writes the VCD under a
 // temporary name in the same folder (.NAME.PID.tmp.vcd), which close()
 // renames into place before it writes the .gtkw. A run that throws before
-// close() removes the temporary file; one killed (Ctrl-C) leaves only it.
-// Either way no partial VCD or .gtkw appears, and existing ones stay as they
-// were. The VCD header's $date line is replaced by a fixed text, so equal
-// runs give byte-identical files.
+// close() removes the temporary file, and so does one ended by Ctrl-C
+// (SIGINT), SIGTERM or SIGHUP (RemoveOnSignal); only SIGKILL or a crash can
+// leave it. Either way no partial VCD or .gtkw appears, and existing ones stay
+// as they were. The VCD header's $date line is replaced by a fixed text, so
+// equal runs give byte-identical files.
 #pragma once
 
 #include <systemc.h>
 
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace tpu {
+class RemoveOnSignal;
+}  // namespace tpu
 
 namespace tpu::model {
 
@@ -53,7 +59,23 @@ class Waveform {
   std::string tmp_base_;  // where SystemC writes, without .vcd
   std::string save_file_;
   sc_core::sc_trace_file* tf_;
+  std::unique_ptr<RemoveOnSignal> tmp_guard_;  // removes the temporary VCD on Ctrl-C
   std::vector<Entry> entries_;
 };
+
+// A signal of a GTKWave save file: its group, its name as GTKWave shows it
+// (scopes joined by '.', a vector's range appended: "SystemC.controller.pc[31:0]")
+// and its width in bits.
+struct GtkwSignal {
+  std::string group, name;
+  unsigned width;
+};
+
+// The text of a .gtkw that opens `dumpfile` (made absolute) with `clock` on
+// top and each signal under its group, groups in order of first appearance;
+// bits shown in binary, vectors up to 64 bits in decimal, wider ones in hex.
+// Shared by the SystemC waveform and the RTL's (sim/rtl/wave_files.h).
+std::string gtkw_save_file(const std::string& dumpfile, const std::string& clock,
+                           const std::vector<GtkwSignal>& signals);
 
 }  // namespace tpu::model

@@ -210,16 +210,25 @@ assert c8.dtype == np.int8 and c8.shape == (19, 11), 'int8 C'"
     diff -u "$src/rtl/tpu_act_pkg.sv" "$tmp/act.sv" ||
       fail "rtl/tpu_act_pkg.sv is stale: run tpu-gen act-pkg -o rtl/tpu_act_pkg.sv"
     ;;
-  rtl_config_fresh)  # the committed configuration package of preset ARG is up to date
-    "$bin/tpu-gen" config-pkg --preset "$arg" >"$tmp/cfg.sv"
-    diff -u "$src/rtl/config/$arg/tpu_config_pkg.sv" "$tmp/cfg.sv" ||
-      fail "rtl/config/$arg is stale: tpu-gen config-pkg --preset $arg -o rtl/config/$arg/tpu_config_pkg.sv"
+  codes_pkg_fresh)  # the committed stall and fault codes match the model's tables
+    "$bin/tpu-gen" codes-pkg >"$tmp/codes.sv"
+    diff -u "$src/rtl/tpu_codes_pkg.sv" "$tmp/codes.sv" ||
+      fail "rtl/tpu_codes_pkg.sv is stale: run tpu-gen codes-pkg -o rtl/tpu_codes_pkg.sv"
     ;;
-  rtl_lint)  # the RTL core is lint-clean (verilator -Wall) for preset ARG
+  rtl_config_fresh)  # the committed configuration package ARG (PRESET or PRESET_nN) is up to date
+    preset=$arg
+    args=()
+    if [[ $arg =~ ^(.+)_n([0-9]+)$ ]]; then
+      preset=${BASH_REMATCH[1]}
+      args=(--array "${BASH_REMATCH[2]}")
+    fi
+    "$bin/tpu-gen" config-pkg --preset "$preset" "${args[@]}" >"$tmp/cfg.sv"
+    diff -u "$src/rtl/config/$arg/tpu_config_pkg.sv" "$tmp/cfg.sv" ||
+      fail "rtl/config/$arg is stale: tpu-gen config-pkg --preset $preset ${args[*]} -o rtl/config/$arg/tpu_config_pkg.sv"
+    ;;
+  rtl_lint)  # the RTL core is lint-clean (verilator -Wall) for configuration ARG (rtl/config/ARG)
     (cd "$src/rtl" && verilator --lint-only -Wall --top-module tpu_core \
-      tpu_isa_pkg.sv "config/$arg/tpu_config_pkg.sv" tpu_act_pkg.sv tpu_core_pkg.sv \
-      tpu_controller.sv tpu_host_dma.sv tpu_weight_dma.sv tpu_systolic_array.sv \
-      tpu_activation_unit.sv tpu_core.sv)
+      "config/$arg/tpu_config_pkg.sv" -F tpu_core.f)
     ;;
   isa_pkg_lint)  # the generated package is clean Verilog
     # UNUSEDPARAM is waived because a package linted on its own uses none of its parameters.
