@@ -185,7 +185,7 @@ ChildReport run_engine(const std::string& machine, unsigned n, const Shape& s,
   if (engine == "rtl" && !rtl::available(cfg)) {
     r.status = fmt::format("not available: no RTL build of {} with N={} (built: {}; see "
                            "TPU_RTL_PRESETS)",
-                           machine, n, fmt::join(rtl::built_configs(), ", "));
+                           machine, n, rtl::built_configs_text());
     return r;
   }
   const compiler::MatrixI8 a = random_matrix(s.m, s.k, 1), b = random_matrix(s.k, s.n, 2);
@@ -387,7 +387,7 @@ std::string markdown(const std::vector<Result>& rs, const std::vector<unsigned>&
       if (!d || (!r && n != 128)) continue;
       const std::string what = n == 128 ? "detailed no slower than the RTL" : "detailed vs RTL";
       if (!r) {
-        s += fmt::format("| {}, N={}, {} | RTL not available | n/a |\n", what, n, sh.name());
+        s += fmt::format("| {}, N={}, {} | RTL not measured | n/a |\n", what, n, sh.name());
         continue;
       }
       s += fmt::format("| {}, N={}, {} | {:.2f}x the RTL's speed (CPU time: {:.2f}x) | {} |\n",
@@ -427,6 +427,14 @@ int main(int argc, char** argv) {
                  "GEMMs MxKxN to run instead of 256x256x256,1024x256x256 (and 4096x1024x1024 "
                  "on the fast path)")
       ->delimiter(',');
+  std::vector<unsigned> rtl_sizes;
+  std::size_t rtl_max_macs = 0;
+  app.add_option("--rtl-sizes", rtl_sizes, "run the RTL at these N only (default: every N)")
+      ->delimiter(',');
+  app.add_option("--rtl-max-macs", rtl_max_macs,
+                 "run the RTL on GEMMs of at most this many MACs only (0: no limit); it "
+                 "simulates some 170 cycles/s at N = 128")
+      ->capture_default_str();
   app.add_flag("--smoke", smoke, "a run of a few seconds: N = 16, small GEMMs (CTest)");
   try {
     app.parse(argc, argv);
@@ -486,6 +494,10 @@ int main(int argc, char** argv) {
       const bool is_big = big && s.name() == big->name();
       for (const std::string& e : engines) {
         if (is_big && e != "fast") continue;  // the per-cycle engines take minutes there
+        if (e == "rtl" && ((!rtl_sizes.empty() &&
+                            std::find(rtl_sizes.begin(), rtl_sizes.end(), n) == rtl_sizes.end()) ||
+                           (rtl_max_macs != 0 && s.macs() > static_cast<double>(rtl_max_macs))))
+          continue;
         Result r;
         r.array_n = n;
         r.gemm = s.name();

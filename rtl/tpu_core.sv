@@ -142,6 +142,8 @@ module tpu_core
         else $error("UB write row %0d out of range at cycle %0d", ub_wr_host_row, cycle_q);
       assert (!ub_wr_act_valid || ub_wr_act_row < UbRows)
         else $error("UB write row %0d out of range at cycle %0d", ub_wr_act_row, cycle_q);
+      assert (!row_valid_o || ub_rd_array_row < UbRows)
+        else $error("UB read row %0d out of range at cycle %0d", ub_rd_array_row, cycle_q);
       for (int unsigned j = 0; j < N; j++)
         assert (!acc_wr_valid[j] || acc_wr_row[32*j +: 32] < AccRows)
           else $error("ACC write row %0d out of range at cycle %0d", acc_wr_row[32*j +: 32], cycle_q);

@@ -284,6 +284,8 @@ module tpu_systolic_array
     if (rst_ni) begin
       assert (!(push_now && fifo_count_q == FifoDepth[$bits(fifo_count_q)-1:0] && !pop_now))
         else $error("weight FIFO overflow at cycle %0d", cycle_i);
+      assert (!(pop_now && count_after_push == 0))
+        else $error("weight FIFO underflow at cycle %0d", cycle_i);
       assert (!(switch_now && shadow_q != ShadowLoaded))
         else $error("MMC.S without loaded weights at cycle %0d", cycle_i);
     end

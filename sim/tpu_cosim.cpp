@@ -5,7 +5,6 @@
 //
 //   tpu-cosim --seed S [--count K] [--preset P] [--out-dir D]
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <iostream>
@@ -98,7 +97,7 @@ int main(int argc, char** argv) {
     const ArchConfig cfg = cfg_opts.resolve();
     if (!rtl::available(cfg))
       throw std::runtime_error(fmt::format("no RTL build for preset {} with N={} (built: {})", cfg.preset, cfg.array_n,
-                                           fmt::join(rtl::built_configs(), ", ")));
+                                           rtl::built_configs_text()));
     model::Cycle total_cycles = 0;
     for (std::uint64_t s = seed; s < seed + count; ++s) {
       const isa::Program prog = rtl::random_program(cfg, s);

@@ -109,13 +109,18 @@ std::vector<std::string> built_configs() {
 
 bool has_waveforms() { return TPU_RTL_TRACE; }
 
+std::string built_configs_text() {
+  const std::vector<std::string> names = built_configs();
+  return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
+}
+
 bool available(const ArchConfig& cfg) { return find_build(cfg) != nullptr; }
 
 void require_build(const ArchConfig& cfg) {
   if (find_build(cfg) == nullptr)
     throw std::runtime_error(fmt::format(
         "no RTL build for this configuration (N={}); the RTL is built for: {}",
-        cfg.array_n, fmt::join(built_configs(), ", ")));
+        cfg.array_n, built_configs_text()));
 }
 
 model::RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,

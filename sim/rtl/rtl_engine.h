@@ -19,6 +19,8 @@ namespace tpu::rtl {
 
 // The configurations the RTL was built for, by name ("small8", "tpuv1 with N=64").
 std::vector<std::string> built_configs();
+// The same as one line for messages: "small4, small8" or "none".
+std::string built_configs_text();
 
 // True when some RTL build has exactly this configuration.
 bool available(const ArchConfig& cfg);
