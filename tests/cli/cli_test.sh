@@ -1,24 +1,7 @@
 #!/usr/bin/env bash
 # Command-line tests of tpu-as, tpu-dis and tpu-gen; one case per CTest test.
 #   cli_test.sh CASE BIN_DIR SOURCE_DIR [ARG]
-set -euo pipefail
-case_name=$1
-bin=$2
-src=$3
-arg=${4:-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# expect_status WANT CMD... : runs CMD, stderr to $tmp/err, checks the exit status.
-expect_status() {
-  local want=$1
-  shift
-  local got=0
-  "$@" >"$tmp/out" 2>"$tmp/err" || got=$?
-  [ "$got" -eq "$want" ] || { cat "$tmp/err" >&2; fail "'$*' exited $got, want $want"; }
-}
+source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 
 case "$case_name" in
   roundtrip)  # assemble, disassemble, re-assemble: identical bytes

@@ -3,24 +3,8 @@
 # outputs, outputs are written whole or not at all (after a fault, an error or
 # Ctrl-C), and inputs the fuzzers (tests/fuzz) found crashes with stay fixed.
 #   robustness_test.sh CASE BIN_DIR SOURCE_DIR
-set -euo pipefail
-case_name=$1
-bin=$2
-src=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 python=/usr/bin/python3  # Debian's python3-numpy
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# expect_status WANT CMD... : runs CMD (stdout to $tmp/out, stderr to $tmp/err), checks the status.
-expect_status() {
-  local want=$1
-  shift
-  local got=0
-  "$@" >"$tmp/out" 2>"$tmp/err" || got=$?
-  [ "$got" -eq "$want" ] || { cat "$tmp/err" >&2; fail "'$*' exited $got, want $want"; }
-}
 
 # The files of folder $1, one per line, hidden ones included.
 listing() { (cd "$1" && find . -type f | sort); }

@@ -4,23 +4,7 @@
 # SystemC model's waveform (tests/cli/waveform_check.py). One case per CTest
 # test; needs the small4 RTL build with tracing (TPU_RTL_TRACE).
 #   waveform_test.sh CASE BIN_DIR SOURCE_DIR
-set -euo pipefail
-case_name=$1
-bin=$2
-src=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# expect_status WANT CMD... : runs CMD, stderr to $tmp/err, checks the exit status.
-expect_status() {
-  local want=$1
-  shift
-  local got=0
-  "$@" >"$tmp/out" 2>"$tmp/err" || got=$?
-  [ "$got" -eq "$want" ] || { cat "$tmp/err" >&2; fail "'$*' exited $got, want $want"; }
-}
+source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 
 check() { /usr/bin/python3 "$src/tests/cli/waveform_check.py" "$@" || fail "waveform_check.py $*"; }
 

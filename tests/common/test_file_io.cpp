@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/file_io.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -23,33 +24,9 @@ using tpu::FileError;
 using tpu::RemoveOnSignal;
 using tpu::write_file_atomic;
 
-// A fresh folder, removed with its contents at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("tpu-file-io-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  // The names in the folder, hidden ones included, sorted.
-  std::vector<std::string> names() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path_)) out.push_back(e.path().filename());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  fs::path path_;
+// A fresh folder per test (tests/support/temp_dir.h).
+struct TempDir : tpu::test::TempDir {
+  TempDir() : tpu::test::TempDir("tpu-file-io-test") {}
 };
 
 void make_file(const std::string& path) { std::ofstream(path) << "partial"; }

@@ -17,6 +17,7 @@
 
 #include "common/file_io.h"
 #include "common/npy.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -30,27 +31,9 @@ using Shape = std::vector<std::size_t>;
 
 const std::string kFixtureScript = TPU_SOURCE_DIR "/tests/common/make_npy_fixtures.py";
 
-// A fresh folder, removed with its contents at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("tpu-npy-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
+// A fresh folder per test (tests/support/temp_dir.h).
+struct TempDir : tpu::test::TempDir {
+  TempDir() : tpu::test::TempDir("tpu-npy-test") {}
 };
 
 // Element i of every test array, the same formula as make_npy_fixtures.py: integers

@@ -1,25 +1,10 @@
 #!/usr/bin/env bash
 # Command-line tests of `tpu-sim net`; one case per CTest test.
 #   net_cli_test.sh CASE BIN_DIR SOURCE_DIR
-set -euo pipefail
-case_name=$1
-bin=$2
-src=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/../cli/test_lib.sh"
 nets="$src/programs/nets"
 py=/usr/bin/python3  # Debian's python3-numpy
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# expect_status WANT CMD... : runs CMD (stdout to $tmp/out, stderr to $tmp/err), checks the status.
-expect_status() {
-  local want=$1
-  shift
-  local got=0
-  "$@" >"$tmp/out" 2>"$tmp/err" || got=$?
-  [ "$got" -eq "$want" ] || { cat "$tmp/out" "$tmp/err" >&2; fail "'$*' exited $got, want $want"; }
-}
 # expect_error PATTERN: stderr is one line matching PATTERN.
 expect_error() {
   [ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err" >&2; fail "not one line on stderr"; }
