@@ -169,29 +169,6 @@ std::string strip_extension(const std::string& path, const std::string& ext) {
   return path;
 }
 
-// ---- PendingFile ---------------------------------------------------------------
-
-PendingFile::PendingFile(std::string target) : target_(std::move(target)), tmp_(temp_path_for(target_)) {
-  guard_ = std::make_unique<RemoveOnSignal>(tmp_);
-  std::FILE* f = std::fopen(tmp_.c_str(), "wb");
-  if (f == nullptr)
-    throw FileError(fmt::format("{}: cannot write: {}", target_, std::strerror(errno)));
-  std::fclose(f);
-}
-
-PendingFile::~PendingFile() {
-  if (committed_) return;
-  std::error_code ec;
-  fs::remove(tmp_, ec);
-}
-
-void PendingFile::commit() {
-  std::error_code ec;
-  fs::rename(tmp_, target_, ec);
-  if (ec) throw FileError(fmt::format("{}: cannot rename into place: {}", target_, ec.message()));
-  committed_ = true;
-}
-
 // ---- VCD -----------------------------------------------------------------------
 
 std::string VcdVar::full_name() const {

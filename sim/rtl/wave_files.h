@@ -22,27 +22,6 @@ namespace tpu::wave {
 // waveform (model/waveform.h) does.
 std::string strip_extension(const std::string& path, const std::string& ext);
 
-// An output written under its temporary name (temp_path_for) and renamed
-// over `target` by commit(). Creating it checks that the folder is writable
-// (FileError "TARGET: cannot write: REASON"); until commit() the temporary
-// file is removed on destruction and on SIGINT/SIGTERM/SIGHUP.
-class PendingFile {
- public:
-  explicit PendingFile(std::string target);
-  ~PendingFile();
-  PendingFile(const PendingFile&) = delete;
-  PendingFile& operator=(const PendingFile&) = delete;
-
-  const std::string& path() const { return tmp_; }  // where to write
-  const std::string& target() const { return target_; }
-  void commit();  // throws FileError
-
- private:
-  std::string target_, tmp_;
-  std::unique_ptr<RemoveOnSignal> guard_;
-  bool committed_ = false;
-};
-
 // A $var of a VCD header.
 struct VcdVar {
   std::vector<std::string> scopes;  // enclosing scopes, outermost first

@@ -92,25 +92,35 @@ RemoveOnSignal::~RemoveOnSignal() {
   if (slot_ >= 0) g_guarded[slot_].store(nullptr);
 }
 
+PendingFile::PendingFile(std::string target, std::string tmp)
+    : target_(std::move(target)),
+      tmp_(tmp.empty() ? temp_path_for(target_) : std::move(tmp)),
+      guard_(tmp_) {
+  std::FILE* f = std::fopen(tmp_.c_str(), "wb");
+  if (f == nullptr) throw FileError(fmt::format("{}: cannot write: {}", target_, std::strerror(errno)));
+  std::fclose(f);
+}
+
+PendingFile::~PendingFile() {
+  if (committed_) return;
+  std::error_code ec;
+  std::filesystem::remove(tmp_, ec);
+}
+
+void PendingFile::commit() {
+  std::error_code ec;
+  std::filesystem::rename(tmp_, target_, ec);
+  if (ec) throw FileError(fmt::format("{}: cannot rename into place: {}", target_, ec.message()));
+  committed_ = true;
+}
+
 void write_file_atomic(const std::string& path, const void* data, std::size_t size) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path tmp = temp_path_for(path);
-  const RemoveOnSignal guard(tmp.string());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  PendingFile out(path);
+  std::FILE* f = std::fopen(out.path().c_str(), "wb");
   if (f == nullptr) throw FileError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
   const bool ok = std::fwrite(data, 1, size, f) == size;
-  const bool closed = std::fclose(f) == 0;
-  std::error_code ec;
-  if (!ok || !closed) {
-    fs::remove(tmp, ec);
-    throw FileError(fmt::format("{}: write failed", path));
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw FileError(fmt::format("{}: cannot rename into place: {}", path, ec.message()));
-  }
+  if (std::fclose(f) != 0 || !ok) throw FileError(fmt::format("{}: write failed", path));
+  out.commit();
 }
 
 }  // namespace tpu

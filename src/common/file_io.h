@@ -52,4 +52,28 @@ class RemoveOnSignal {
   int slot_ = -1;
 };
 
+// An output written under a temporary name and renamed over `target` by
+// commit(): write_file_atomic's mechanism, for files written by others (a
+// waveform library) or piece by piece. Creating it checks that the folder is
+// writable (FileError "TARGET: cannot write: REASON"); until commit() the
+// temporary file is removed on destruction and on SIGINT/SIGTERM/SIGHUP.
+class PendingFile {
+ public:
+  // The temporary name is temp_path_for(target) unless `tmp` names another
+  // (a library that appends its own extension to the name it is given).
+  explicit PendingFile(std::string target, std::string tmp = {});
+  ~PendingFile();
+  PendingFile(const PendingFile&) = delete;
+  PendingFile& operator=(const PendingFile&) = delete;
+
+  const std::string& path() const { return tmp_; }  // where to write
+  const std::string& target() const { return target_; }
+  void commit();  // throws FileError
+
+ private:
+  std::string target_, tmp_;
+  RemoveOnSignal guard_;
+  bool committed_ = false;
+};
+
 }  // namespace tpu

@@ -46,46 +46,38 @@ void fix_date(const std::string& path, const std::string& shown_path) {
 
 }  // namespace
 
-Waveform::Waveform(const std::string& vcd_path) : base_(vcd_path) {
-  if (base_.size() > 4 && base_.compare(base_.size() - 4, 4, ".vcd") == 0) base_.resize(base_.size() - 4);
-  tmp_base_ = temp_path_for(base_);
-  tmp_guard_ = std::make_unique<RemoveOnSignal>(tmp_base_ + ".vcd");
-  // SystemC opens the file only when the simulation starts, and reports a
-  // failure without the user's path: check that it can be written now.
-  std::FILE* f = std::fopen((tmp_base_ + ".vcd").c_str(), "wb");
-  if (f == nullptr)
-    throw FileError(fmt::format("{}.vcd: cannot write: {}", base_, std::strerror(errno)));
-  std::fclose(f);
+namespace {
+
+std::string without_vcd(std::string path) {
+  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".vcd") == 0) path.resize(path.size() - 4);
+  return path;
+}
+
+}  // namespace
+
+// SystemC opens the file only when the simulation starts, and reports a
+// failure without the user's path: PendingFile checks that it can be written
+// now. SystemC appends ".vcd" to the name it is given.
+Waveform::Waveform(const std::string& vcd_path)
+    : base_(without_vcd(vcd_path)), vcd_(base_ + ".vcd", temp_path_for(base_) + ".vcd") {
   // SystemC would print the time unit it is given (I703), naming the temporary file.
   sc_core::sc_report_handler::set_actions("tracing timescale unit set", sc_core::SC_DO_NOTHING);
-  tf_ = sc_core::sc_create_vcd_trace_file(tmp_base_.c_str());
+  tf_ = sc_core::sc_create_vcd_trace_file(without_vcd(vcd_.path()).c_str());
   // The clock falls at half cycles: with a 1 ns unit SystemC warned at every
   // falling edge and wrote it at the time of the rising one.
   tf_->set_time_unit(100, sc_core::SC_PS);
 }
 
 Waveform::~Waveform() {
-  if (tf_ != nullptr) {  // not closed: discard the temporary VCD
-    sc_core::sc_close_vcd_trace_file(tf_);
-    std::error_code ec;
-    std::filesystem::remove(tmp_base_ + ".vcd", ec);
-  }
+  // Not closed: SystemC finishes the temporary VCD, which vcd_ then discards.
+  if (tf_ != nullptr) sc_core::sc_close_vcd_trace_file(tf_);
 }
 
 void Waveform::close() {
   sc_core::sc_close_vcd_trace_file(tf_);
   tf_ = nullptr;
-  const std::string tmp = tmp_base_ + ".vcd", target = base_ + ".vcd";
-  std::error_code ec;
-  try {
-    fix_date(tmp, target);
-    std::filesystem::rename(tmp, target, ec);
-    if (ec) throw FileError(fmt::format("{}: cannot rename into place: {}", target, ec.message()));
-  } catch (...) {
-    std::filesystem::remove(tmp, ec);
-    throw;
-  }
-  tmp_guard_.reset();
+  fix_date(vcd_.path(), vcd_.target());
+  vcd_.commit();
   write_file_atomic(base_ + ".gtkw", save_file_);
 }
 

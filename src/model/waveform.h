@@ -5,7 +5,7 @@
 // temporary name in the same folder (.NAME.PID.tmp.vcd), which close()
 // renames into place before it writes the .gtkw. A run that throws before
 // close() removes the temporary file, and so does one ended by Ctrl-C
-// (SIGINT), SIGTERM or SIGHUP (RemoveOnSignal); only SIGKILL or a crash can
+// (SIGINT), SIGTERM or SIGHUP (PendingFile); only SIGKILL or a crash can
 // leave it. Either way no partial VCD or .gtkw appears, and existing ones stay
 // as they were. The VCD header's $date line is replaced by a fixed text, so
 // equal runs give byte-identical files.
@@ -13,13 +13,10 @@
 
 #include <systemc.h>
 
-#include <memory>
 #include <string>
 #include <vector>
 
-namespace tpu {
-class RemoveOnSignal;
-}  // namespace tpu
+#include "common/file_io.h"
 
 namespace tpu::model {
 
@@ -55,11 +52,10 @@ class Waveform {
     std::string unit, name;
     int width;
   };
-  std::string base_;      // the target without .vcd
-  std::string tmp_base_;  // where SystemC writes, without .vcd
+  std::string base_;  // the target without .vcd
+  PendingFile vcd_;   // SystemC writes its path: the temporary base name + ".vcd"
   std::string save_file_;
   sc_core::sc_trace_file* tf_;
-  std::unique_ptr<RemoveOnSignal> tmp_guard_;  // removes the temporary VCD on Ctrl-C
   std::vector<Entry> entries_;
 };
 
