@@ -268,12 +268,8 @@ void gemm_rows(const std::int8_t* x, std::size_t rows, const PackedWeights& w, s
   }
 }
 
-// Threads one MMC may use: rows are independent, so large MMCs are split into
-// bands of rows, one per thread. A band is worth a thread from about 16 M
-// MACs: some 100 us of work for the AVX-512 kernel, against a thread start
-// of some 20-30 us. TPU_GEMM_THREADS=N caps the threads (1: everything on the
-// simulation thread); the results are the same bits for any N.
-unsigned gemm_threads(std::size_t rows, std::size_t n, unsigned max_threads) {
+// The thread limit of GemmThreading{max_threads = 0}, read once.
+unsigned default_max_threads() {
   static const unsigned kMax = [] {
     unsigned t = std::max(1u, std::thread::hardware_concurrency());
     if (const char* env = std::getenv("TPU_GEMM_THREADS")) {
@@ -282,29 +278,41 @@ unsigned gemm_threads(std::size_t rows, std::size_t n, unsigned max_threads) {
     }
     return std::min(t, 8u);
   }();
-  constexpr std::size_t kMacsPerThread = std::size_t{16} << 20;
-  const std::size_t by_work = rows * n * n / kMacsPerThread;
-  return static_cast<unsigned>(std::clamp<std::size_t>(by_work, 1, max_threads ? max_threads : kMax));
+  return kMax;
 }
 
 }  // namespace
 
+unsigned gemm_threads(std::size_t rows, std::size_t n, const GemmThreading& threading) {
+  const unsigned limit = threading.max_threads ? threading.max_threads : default_max_threads();
+  const std::size_t by_work = rows * n * n / std::max<std::size_t>(threading.macs_per_thread, 1);
+  return static_cast<unsigned>(std::clamp<std::size_t>(by_work, 1, limit));
+}
+
+std::vector<RowBand> split_rows(std::size_t rows, unsigned threads, std::size_t step) {
+  std::vector<RowBand> bands;
+  if (rows == 0) return bands;
+  threads = std::max(threads, 1u);
+  step = std::max<std::size_t>(step, 1);
+  // The rows one thread would take, rounded up to whole steps: never less
+  // than ceil(rows / threads), so `threads` bands reach the last row.
+  const std::size_t band = round_up((rows + threads - 1) / threads, step);
+  for (std::size_t first = 0; first < rows; first += band)
+    bands.push_back({first, std::min(band, rows - first)});
+  return bands;
+}
+
 void int8_gemm(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
-               bool overwrite, unsigned max_threads) {
+               bool overwrite, const GemmThreading& threading) {
   if (rows == 0) return;
   const std::size_t n = w.n;
-  const unsigned threads = gemm_threads(rows, n, max_threads);
-  if (threads == 1) return gemm_rows(x, rows, w, c, overwrite);
-  // Bands of whole 8-row blocks (the kernels' step); the last takes the rest.
-  const std::size_t band = (rows / threads + 7) / 8 * 8;
+  const std::vector<RowBand> bands = split_rows(rows, gemm_threads(rows, n, threading));
   std::vector<std::thread> helpers;
-  helpers.reserve(threads - 1);
-  std::size_t first = band;
-  for (unsigned t = 1; t < threads && first < rows; ++t, first += band) {
-    const std::size_t count = std::min(band, rows - first);
-    helpers.emplace_back(gemm_rows, x + first * n, count, std::cref(w), c + first * n, overwrite);
-  }
-  gemm_rows(x, std::min(band, rows), w, c, overwrite);
+  helpers.reserve(bands.size() - 1);
+  for (std::size_t b = 1; b < bands.size(); ++b)
+    helpers.emplace_back(gemm_rows, x + bands[b].first * n, bands[b].count, std::cref(w),
+                         c + bands[b].first * n, overwrite);
+  gemm_rows(x, bands[0].count, w, c, overwrite);
   for (std::thread& h : helpers) h.join();
 }
 

@@ -39,11 +39,39 @@ struct PackedWeights {
 
 PackedWeights pack_weights(const std::int8_t* w, std::size_t n, GemmKernel kernel);
 
+// How one GEMM is split over threads. Rows are independent, so a large GEMM
+// is cut into bands of whole 8-row blocks (the kernels' step), one band per
+// thread. A band is worth a thread from about 16 M MACs: some 100 us of work
+// for the AVX-512 kernel, against a thread start of some 20-30 us.
+struct GemmThreading {
+  static constexpr std::size_t kDefaultMacsPerThread = std::size_t{16} << 20;
+  // At most this many threads; 0: TPU_GEMM_THREADS from the environment if
+  // set (1..64), else the CPU's count, and at most 8 either way.
+  unsigned max_threads = 0;
+  // One thread per this many MACs (at least 1). Tests set it to 1 to reach
+  // the threaded split with small GEMMs.
+  std::size_t macs_per_thread = kDefaultMacsPerThread;
+};
+
+// The threads a GEMM of `rows` x n x n uses: rows * n * n / macs_per_thread,
+// clamped to 1 .. the thread limit.
+unsigned gemm_threads(std::size_t rows, std::size_t n, const GemmThreading& threading);
+
+// Rows [first, first + count) of one thread's band.
+struct RowBand {
+  std::size_t first = 0;
+  std::size_t count = 0;
+};
+
+// Rows 0 .. rows - 1 split into at most `threads` bands, in order, disjoint
+// and together covering every row; every band but the last is a multiple of
+// `step` rows (the kernels' row block), and all but the last are equal.
+std::vector<RowBand> split_rows(std::size_t rows, unsigned threads, std::size_t step = 8);
+
 // c[i * n + j] = (overwrite ? 0 : c[i * n + j]) + sum_k x[i * n + k] * W[k][j]
-// for i < rows, with int32 wrap-around. A large GEMM is split into bands of
-// rows computed by up to `max_threads` threads (0: as many as the CPU has,
-// at most 8, or TPU_GEMM_THREADS), one band per 16 M MACs.
+// for i < rows, with int32 wrap-around, split over threads as `threading`
+// says; the results are the same bits for any split.
 void int8_gemm(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
-               bool overwrite, unsigned max_threads = 0);
+               bool overwrite, const GemmThreading& threading = {});
 
 }  // namespace tpu::model

@@ -7,7 +7,8 @@
 namespace tpu::model {
 
 SystolicArray::SystolicArray(sc_module_name name, const ArchConfig& cfg, Memories& mem,
-                             RunLog& log, bool fast)
+                             RunLog& log, bool fast, GemmKernel kernel,
+                             const GemmThreading& threading)
     : sc_module(name),
       cfg_(cfg),
       mem_(mem),
@@ -15,7 +16,8 @@ SystolicArray::SystolicArray(sc_module_name name, const ArchConfig& cfg, Memorie
       stats_(log.stats.units["systolic_array"]),
       n_(cfg.array_n),
       fast_(fast),
-      kernel_(best_gemm_kernel()) {
+      kernel_(gemm_kernel_available(kernel) ? kernel : GemmKernel::Scalar),
+      threading_(threading) {
   weights_[0].assign(n_ * n_, 0);
   weights_[1].assign(n_ * n_, 0);
   if (!fast_) {
@@ -205,7 +207,7 @@ void SystolicArray::compute_mmc(const Job& job) {
   int8_gemm(mem_.ub.row(static_cast<std::uint64_t>(in.operands[0])),
             static_cast<std::size_t>(in.operands[2]), packed_[job.weight_set],
             mem_.acc.row(static_cast<std::uint64_t>(in.operands[1])),
-            in.has(isa::kFlagMmcOverwrite));
+            in.has(isa::kFlagMmcOverwrite), threading_);
 }
 
 void SystolicArray::flush_partial(Cycle t) {

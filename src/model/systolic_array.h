@@ -60,8 +60,10 @@ SC_MODULE(SystolicArray) {
   sc_out<std::uint32_t> fifo_count;
   sc_out<bool> acc_write;              // the accumulator port writes this cycle
 
+  // `kernel` and `threading`: the fast path's GEMM (RunOptions).
   SystolicArray(sc_module_name name, const ArchConfig& cfg, Memories& mem, RunLog& log,
-                bool fast = false);
+                bool fast = false, GemmKernel kernel = best_gemm_kernel(),
+                const GemmThreading& threading = {});
   SC_HAS_PROCESS(SystolicArray);
 
   // Fast path: after the tick of `now`, the next cycle in which the array
@@ -138,7 +140,8 @@ SC_MODULE(SystolicArray) {
   const bool fast_;
   Cycle last_tick_ = 0;
   bool counters_changed_ = false;
-  GemmKernel kernel_;
+  const GemmKernel kernel_;
+  const GemmThreading threading_;
   PackedWeights packed_[2];     // weights_[s] packed for kernel_, when packed_valid_[s]
   bool packed_valid_[2] = {false, false};
 

@@ -47,13 +47,14 @@ SC_MODULE(Tpu) {
 
   SC_HAS_PROCESS(Tpu);
   Tpu(sc_module_name name, const ArchConfig& cfg, const isa::Program& prog, Memories& mem,
-      RunLog& log, Cycle max_cycles, bool fast_path)
+      RunLog& log, Cycle max_cycles, bool fast_path, GemmKernel kernel,
+      const GemmThreading& threading)
       : sc_module(name),
         fast(fast_path),
         controller("controller", cfg, prog, log, max_cycles),
         host_dma("host_dma", cfg, mem, log),
         weight_dma("weight_dma", cfg, log),
-        systolic_array("systolic_array", cfg, mem, log, fast_path),
+        systolic_array("systolic_array", cfg, mem, log, fast_path, kernel, threading),
         activation_unit("activation_unit", cfg, mem, log) {
     if (!fast) free_clock = std::make_unique<sc_clock>("clk", kClockPeriod);
     sc_signal_in_if<bool>& clk =
@@ -183,7 +184,8 @@ RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, Memories& me
   sc_core::sc_simcontext* previous = sc_core::sc_curr_simcontext;
   fresh_simcontext();
   {
-    Tpu top("tpu", cfg, prog, mem, log, opts.max_cycles, fast);
+    Tpu top("tpu", cfg, prog, mem, log, opts.max_cycles, fast,
+            opts.gemm_kernel.value_or(best_gemm_kernel()), opts.gemm_threading);
     std::unique_ptr<Waveform> wave;
     if (!opts.vcd_path.empty()) {
       wave = std::make_unique<Waveform>(opts.vcd_path);

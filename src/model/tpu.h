@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "config/arch_config.h"
 #include "isa/program.h"
+#include "model/int8_gemm.h"
 #include "model/memories.h"
 #include "model/run_log.h"
 
@@ -33,6 +35,11 @@ struct RunOptions {
   Cycle max_cycles = 100'000'000;
   std::string vcd_path;  // empty: no waveform
   Detail detail = Detail::Auto;
+  // The fast path's GEMM kernel (none: best_gemm_kernel()) and its split of
+  // large MMCs over threads. Every choice gives the same bits; tests set them
+  // so that each kernel and the threaded split run on any machine.
+  std::optional<GemmKernel> gemm_kernel;
+  GemmThreading gemm_threading;
 };
 
 // The level of detail a run with `opts` uses: never Auto. Throws

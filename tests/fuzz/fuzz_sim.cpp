@@ -6,7 +6,10 @@
 // with small memories, filled with a fixed pattern: 256 host rows, 8 weight
 // tiles, 128 unified-buffer rows, 64 accumulator rows, a 4-tile FIFO; every
 // run stops after at most 20000 cycles. Each program runs on both levels of
-// detail of the model (model/tpu.h).
+// detail of the model (model/tpu.h). The fast run uses a GEMM kernel and a
+// split of MMCs over 1 to 4 threads picked by the input's length, with one
+// thread allowed per MAC, so that MMCs of a few rows already take the
+// threaded path that the real threshold keeps for MMCs of millions of MACs.
 //
 // Properties, beyond not crashing (the model's memory accesses are checked by
 // ASan): the detailed and the fast model agree exactly (retire records,
@@ -111,6 +114,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   opts.detail = model::Detail::Detailed;
   const model::RunLog log = model::run_program(cfg, prog, mem, opts);
   opts.detail = model::Detail::Fast;
+  std::vector<model::GemmKernel> kernels;
+  for (auto k : {model::GemmKernel::Scalar, model::GemmKernel::Avx2, model::GemmKernel::Avx512Vnni})
+    if (model::gemm_kernel_available(k)) kernels.push_back(k);
+  opts.gemm_kernel = kernels[size % kernels.size()];
+  opts.gemm_threading = {1 + static_cast<unsigned>(size / 3 % 4), 1};
   const model::RunLog fast_log = model::run_program(cfg, prog, fast_mem, opts);
   const std::string diff = difference(log, mem, fast_log, fast_mem);
   FUZZ_CHECK(diff.empty(), "the detailed and the fast model differ: " + diff);

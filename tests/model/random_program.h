@@ -11,6 +11,12 @@
 // only after an RW that no switch has taken), unless `faults` is set: then
 // about one program in ten has an address past a memory's end or an
 // instruction that deadlocks.
+//
+// With `large`, the machines have N = 64 and memories of 30 K rows, and about
+// half the MMCs are 3 K to 24 K rows long: long enough to cross the fast
+// path's threshold for splitting an MMC over threads (16 M MACs, 4096 rows at
+// N = 64), so that the threaded split runs with its default settings, and to
+// write the 4 MiB and more for which the accumulators ask for huge pages.
 #pragma once
 
 #include <algorithm>
@@ -32,7 +38,8 @@ struct RandomProgram {
 
 class RandomProgramGenerator {
  public:
-  explicit RandomProgramGenerator(std::uint32_t seed) : rng_(seed) {}
+  explicit RandomProgramGenerator(std::uint32_t seed, bool large = false)
+      : rng_(seed), large_(large) {}
 
   RandomProgram next(bool faults) {
     RandomProgram p;
@@ -40,7 +47,7 @@ class RandomProgramGenerator {
     const ArchConfig& c = p.cfg;
     p.program.array_n = static_cast<unsigned>(c.array_n);
     std::vector<isa::Instruction>& code = p.program.code;
-    const unsigned length = pick(1, 60);
+    const unsigned length = large_ ? pick(1, 16) : pick(1, 60);
     const bool faulty = faults && pick(0, 9) == 0;
     const unsigned fault_at = pick(0, length);
     unsigned pending_tiles = 0;  // RWs not yet taken by a switch
@@ -80,7 +87,7 @@ class RandomProgramGenerator {
             --pending_tiles;
           }
           if (pick(0, 2) == 0) flags |= isa::kFlagMmcOverwrite;
-          const std::uint64_t r = rows(c);
+          const std::uint64_t r = large_ && pick(0, 1) ? pick(3000, 24000) : rows(c);
           in = op(isa::Opcode::MMC, flags, ub_row(c, r), acc_row(c, r), r);
           break;
         }
@@ -125,11 +132,11 @@ class RandomProgramGenerator {
   ArchConfig random_config() {
     static const unsigned kSizes[] = {4, 5, 8, 8, 12, 16, 16, 33};
     ArchConfig c = preset_config("small8");
-    c.array_n = kSizes[pick(0, 7)];
+    c.array_n = large_ ? 64 : kSizes[pick(0, 7)];
     c.host_rows = 256;
     c.weight_tiles = 6;
-    c.ub_rows = 48;
-    c.acc_rows = 40;
+    c.ub_rows = large_ ? 30000 : 48;
+    c.acc_rows = large_ ? 30000 : 40;
     c.host_latency = pick(0, 12);
     c.host_bytes_per_cycle = pick(1, 3) == 1 ? pick(1, 4) : pick(5, 300);
     c.weight_latency = pick(0, 12);
@@ -186,6 +193,7 @@ class RandomProgramGenerator {
   }
 
   std::mt19937 rng_;
+  bool large_;
 };
 
 }  // namespace tpu::testing

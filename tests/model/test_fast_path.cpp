@@ -4,6 +4,12 @@
 // program, on the GEMM compiler's programs and on a few hundred random
 // programs, including programs that fault in the middle of their work (a
 // cycle limit, a deadlock, an address past the end).
+//
+// Every shortcut of the fast path runs here in each of its regimes, with its
+// settings chosen by the test rather than by the machine: each GEMM kernel
+// the CPU has, the split of an MMC over 1 to 8 threads (forced down to tiny
+// MMCs, and at its default threshold with MMCs of thousands of rows at N = 64
+// and N = 256), cycle skipping, and the partial writes after a fault.
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +17,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "asm/assembler.h"
 #include "common/npy.h"
@@ -34,11 +41,8 @@ struct Outcome {
 };
 
 Outcome run(const ArchConfig& cfg, const isa::Program& prog, const model::Memories& initial,
-            Detail detail, model::Cycle max_cycles = 100'000'000) {
+            model::RunOptions opts) {
   model::Memories mem = initial;
-  model::RunOptions opts;
-  opts.detail = detail;
-  opts.max_cycles = max_cycles;
   model::RunLog log = model::run_program(cfg, prog, mem, opts);
   return {std::move(log), std::move(mem)};
 }
@@ -86,13 +90,31 @@ void check_same(const Outcome& fast, const Outcome& detailed) {
   CHECK(same_memory(fast.mem.acc, detailed.mem.acc));
 }
 
-// Runs both ways and compares; returns the detailed run.
+model::RunOptions options(Detail detail, model::Cycle max_cycles = 100'000'000) {
+  model::RunOptions opts;
+  opts.detail = detail;
+  opts.max_cycles = max_cycles;
+  return opts;
+}
+
+// Runs both ways and compares; returns the detailed run. `fast` sets the fast
+// path's GEMM kernel and threads (its detail and cycle limit are overridden).
 model::RunLog check_paths(const ArchConfig& cfg, const isa::Program& prog,
-                          const model::Memories& initial, model::Cycle max_cycles = 100'000'000) {
-  Outcome detailed = run(cfg, prog, initial, Detail::Detailed, max_cycles);
-  const Outcome fast = run(cfg, prog, initial, Detail::Fast, max_cycles);
-  check_same(fast, detailed);
+                          const model::Memories& initial, model::Cycle max_cycles = 100'000'000,
+                          model::RunOptions fast = {}) {
+  Outcome detailed = run(cfg, prog, initial, options(Detail::Detailed, max_cycles));
+  fast.detail = Detail::Fast;
+  fast.max_cycles = max_cycles;
+  check_same(run(cfg, prog, initial, fast), detailed);
   return std::move(detailed.log);
+}
+
+// The GEMM kernels this CPU runs (the scalar one everywhere).
+std::vector<model::GemmKernel> available_kernels() {
+  std::vector<model::GemmKernel> ks;
+  for (auto k : {model::GemmKernel::Scalar, model::GemmKernel::Avx2, model::GemmKernel::Avx512Vnni})
+    if (model::gemm_kernel_available(k)) ks.push_back(k);
+  return ks;
 }
 
 std::string program_text(const isa::Program& prog) {
@@ -164,23 +186,31 @@ TEST_CASE("Fast and detailed paths agree on compiled GEMMs on 4x4, 8x8 and 16x16
 
 TEST_CASE("Fast and detailed paths agree on random programs", "[fast_path]") {
   testing::RandomProgramGenerator gen(20261202);
-  unsigned halted = 0, faulted = 0, limited = 0;
+  const std::vector<model::GemmKernel> kernels = available_kernels();
+  unsigned halted = 0, faulted = 0, limited = 0, threaded = 0;
   for (unsigned p = 0; p < 400; ++p) {
     const testing::RandomProgram rp = gen.next(/*faults=*/true);
+    // Each kernel in turn; from the second program on, every MMC of two or
+    // more rows split over 2 to 8 threads (one thread per MAC at most).
+    model::RunOptions fast;
+    fast.gemm_kernel = kernels[p % kernels.size()];
+    if (p % 4 != 0) fast.gemm_threading = {gen.pick(2, 8), 1};
+    threaded += fast.gemm_threading.max_threads > 1;
     CAPTURE(p, rp.cfg.array_n, rp.cfg.host_latency, rp.cfg.host_bytes_per_cycle,
             rp.cfg.weight_latency, rp.cfg.weight_bytes_per_cycle, rp.cfg.act_latency,
-            rp.cfg.fifo_depth);
+            rp.cfg.fifo_depth, model::gemm_kernel_name(*fast.gemm_kernel),
+            fast.gemm_threading.max_threads);
     INFO(program_text(rp.program));
     model::Memories mem(rp.cfg);
     gen.fill(mem);
-    const model::RunLog log = check_paths(rp.cfg, rp.program, mem);
+    const model::RunLog log = check_paths(rp.cfg, rp.program, mem, 100'000'000, fast);
     (log.halted ? halted : faulted)++;
     // The same program stopped by a cycle limit somewhere in its run, most
     // likely in the middle of some unit's work.
     if (log.halted && log.stats.cycles > 1) {
       const model::Cycle limit = gen.pick(0, static_cast<unsigned>(log.stats.cycles - 1));
       CAPTURE(limit);
-      const model::RunLog cut = check_paths(rp.cfg, rp.program, mem, limit);
+      const model::RunLog cut = check_paths(rp.cfg, rp.program, mem, limit, fast);
       CHECK(cut.fault);
       ++limited;
     }
@@ -189,6 +219,40 @@ TEST_CASE("Fast and detailed paths agree on random programs", "[fast_path]") {
   CHECK(halted >= 300);
   CHECK(faulted >= 10);
   CHECK(limited >= 300);
+  CHECK(threaded >= 250);
+}
+
+TEST_CASE("Fast and detailed paths agree on random programs with MMCs of thousands of rows",
+          "[fast_path]") {
+  // N = 64: an MMC of 4096 rows or more is split over threads at the default
+  // threshold (16 M MACs a thread); the thread limit is set here, not taken
+  // from the CPU, so a 2-core machine runs the same split as a 64-core one.
+  testing::RandomProgramGenerator gen(20261203, /*large=*/true);
+  const std::vector<model::GemmKernel> kernels = available_kernels();
+  const unsigned programs = TPU_SANITIZED ? 3 : 16;
+  std::uint64_t split_mmcs = 0;
+  for (unsigned p = 0; p < programs; ++p) {
+    const testing::RandomProgram rp = gen.next(/*faults=*/true);
+    model::RunOptions fast;
+    fast.gemm_kernel = kernels[p % kernels.size()];
+    fast.gemm_threading.max_threads = gen.pick(2, 8);
+    for (const isa::Instruction& in : rp.program.code)
+      if (in.opcode == isa::Opcode::MMC &&
+          model::gemm_threads(static_cast<std::size_t>(in.operands[2]), 64, fast.gemm_threading) >
+              1)
+        ++split_mmcs;
+    CAPTURE(p, model::gemm_kernel_name(*fast.gemm_kernel), fast.gemm_threading.max_threads);
+    INFO(program_text(rp.program));
+    model::Memories mem(rp.cfg);
+    gen.fill(mem);
+    const model::RunLog log = check_paths(rp.cfg, rp.program, mem, 100'000'000, fast);
+    if (log.halted && log.stats.cycles > 1 && p % 2 == 0) {
+      const model::Cycle limit = gen.pick(0, static_cast<unsigned>(log.stats.cycles - 1));
+      CAPTURE(limit);
+      check_paths(rp.cfg, rp.program, mem, limit, fast);
+    }
+  }
+  CHECK(split_mmcs >= programs / 2);
 }
 
 TEST_CASE("Every int8 GEMM kernel this CPU runs gives the scalar kernel's bits", "[fast_path]") {
@@ -226,26 +290,188 @@ TEST_CASE("Every int8 GEMM kernel this CPU runs gives the scalar kernel's bits",
   }
 }
 
-TEST_CASE("A GEMM split over threads gives the one-thread bits", "[fast_path]") {
-  // 1000 rows at N = 256: three bands of 336, 336 and 328 rows.
-  const std::size_t n = 256, rows = 1000;
-  std::mt19937 rng(11);
+TEST_CASE("split_rows covers every row exactly once in at most `threads` bands", "[fast_path]") {
+  std::vector<std::size_t> sizes;
+  for (std::size_t r = 0; r <= 3 * 8 * 64 + 9; ++r) sizes.push_back(r);
+  // The largest MMCs: every accumulator row of tpuv1, and a whole unified buffer.
+  for (std::size_t r : {4095, 4096, 4097, 98303, 98304, 1 << 20}) sizes.push_back(r);
+  for (unsigned threads = 1; threads <= 64; ++threads) {
+    for (std::size_t step : {std::size_t{1}, std::size_t{8}}) {
+      for (std::size_t rows : sizes) {
+        CAPTURE(threads, step, rows);
+        const std::vector<model::RowBand> bands = model::split_rows(rows, threads, step);
+        REQUIRE(bands.size() <= threads);
+        CHECK(bands.empty() == (rows == 0));
+        std::size_t next = 0;
+        for (std::size_t b = 0; b < bands.size(); ++b) {
+          REQUIRE(bands[b].first == next);  // in order, no gap, no overlap
+          REQUIRE(bands[b].count > 0);
+          if (b + 1 < bands.size()) {
+            REQUIRE(bands[b].count % step == 0);
+            REQUIRE(bands[b].count == bands[0].count);
+          }
+          next += bands[b].count;
+        }
+        REQUIRE(next == rows);  // the last row is in a band
+      }
+    }
+  }
+}
+
+TEST_CASE("The thread count of a GEMM follows its size and the limit set", "[fast_path]") {
+  // One thread per 16 M MACs: 256 rows at N = 256.
+  const model::GemmThreading eight{8};
+  CHECK(model::gemm_threads(1, 256, eight) == 1);
+  CHECK(model::gemm_threads(511, 256, eight) == 1);
+  CHECK(model::gemm_threads(512, 256, eight) == 2);
+  CHECK(model::gemm_threads(977, 256, eight) == 3);
+  CHECK(model::gemm_threads(2049, 256, eight) == 8);
+  CHECK(model::gemm_threads(4096, 256, eight) == 8);
+  CHECK(model::gemm_threads(4096, 256, model::GemmThreading{2}) == 2);
+  CHECK(model::gemm_threads(8191, 64, eight) == 1);
+  CHECK(model::gemm_threads(8192, 64, eight) == 2);
+  CHECK(model::gemm_threads(5, 4, model::GemmThreading{8, 1}) == 8);
+  CHECK(model::gemm_threads(1, 4, model::GemmThreading{8, 1}) == 8);
+  CHECK(model::gemm_threads(3, 4, model::GemmThreading{8, 0}) == 8);  // 0 is read as 1
+  // No limit set: the machine's (or TPU_GEMM_THREADS), between 1 and 8.
+  const unsigned t = model::gemm_threads(1 << 20, 256, {});
+  CHECK(t >= 1);
+  CHECK(t <= 8);
+}
+
+namespace {
+
+// x . W into c with every kernel split as each of `splits` says, against the
+// scalar kernel on one thread.
+void check_split(std::size_t rows, std::size_t n,
+                 const std::vector<model::GemmThreading>& splits, std::mt19937& rng) {
   std::vector<std::int8_t> x(rows * n), w(n * n);
   for (auto& v : x) v = static_cast<std::int8_t>(rng());
   for (auto& v : w) v = static_cast<std::int8_t>(rng());
   std::vector<std::int32_t> init(rows * n);
   for (auto& v : init) v = static_cast<std::int32_t>(rng());
-  const model::PackedWeights packed = model::pack_weights(w.data(), n, model::best_gemm_kernel());
-  std::vector<std::int32_t> one = init, three = init;
-  model::int8_gemm(x.data(), rows, packed, one.data(), false, 1);
-  model::int8_gemm(x.data(), rows, packed, three.data(), false, 3);
-  CHECK(one == three);
-  // And the last row against the definition.
-  for (std::size_t j : {std::size_t{0}, n - 1}) {
+  std::vector<std::int32_t> want = init;
+  model::int8_gemm(x.data(), rows, model::pack_weights(w.data(), n, model::GemmKernel::Scalar),
+                   want.data(), false, model::GemmThreading{1});
+  // The scalar kernel against the definition on the last row.
+  for (std::size_t j = 0; j < n; ++j) {
     std::uint32_t sum = static_cast<std::uint32_t>(init[(rows - 1) * n + j]);
     for (std::size_t k = 0; k < n; ++k)
       sum += static_cast<std::uint32_t>(x[(rows - 1) * n + k] * w[k * n + j]);
-    CHECK(three[(rows - 1) * n + j] == static_cast<std::int32_t>(sum));
+    REQUIRE(want[(rows - 1) * n + j] == static_cast<std::int32_t>(sum));
+  }
+  for (model::GemmKernel k : available_kernels()) {
+    const model::PackedWeights packed = model::pack_weights(w.data(), n, k);
+    for (const model::GemmThreading& threading : splits) {
+      CAPTURE(model::gemm_kernel_name(k), threading.max_threads, threading.macs_per_thread);
+      std::vector<std::int32_t> got = init;
+      model::int8_gemm(x.data(), rows, packed, got.data(), false, threading);
+      for (std::size_t i = 0; i < rows; ++i) {
+        CAPTURE(i);
+        REQUIRE(std::memcmp(&got[i * n], &want[i * n], n * sizeof(std::int32_t)) == 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("A GEMM split over 1 to 8 threads gives the scalar kernel's bits for every row count",
+          "[fast_path]") {
+  // One thread per MAC at most: every GEMM of at least `threads` rows is split
+  // into as many bands as the limit allows.
+  std::mt19937 rng(11);
+  for (std::size_t rows = 1; rows <= 3 * 8 * 8 + 1; ++rows) {
+    std::vector<model::GemmThreading> splits;
+    for (unsigned threads = 1; threads <= 8; ++threads)
+      if (rows <= 3 * 8 * threads + 1) splits.push_back({threads, 1});
+    CAPTURE(rows);
+    check_split(rows, 20, splits, rng);
+  }
+}
+
+TEST_CASE("MMCs of hundreds and thousands of rows at N = 256 split at the default threshold",
+          "[fast_path]") {
+  // The sizes that lost their last rows (977 rows on 2 threads), and more.
+  std::mt19937 rng(12);
+  for (std::size_t rows : {511, 513, 977, 1025, 2049, 4096}) {
+    CAPTURE(rows);
+    check_split(rows, 256, {{2}, {3}, {8}}, rng);
+  }
+}
+
+TEST_CASE("Fast and detailed paths agree on tpuv1 (N = 256) with MMCs split over threads",
+          "[fast_path]") {
+  // MMCs of 513 to 2049 rows, above the default threshold (512 rows at N = 256),
+  // into accumulator ranges that overlap and start off the kernels' 8-row
+  // blocks, with both weight sets and a WHM of results; then the same program
+  // stopped by the cycle limit in the middle of the 977-row MMC.
+  const ArchConfig cfg = preset_config("tpuv1");
+  assembler::Options asm_opts;
+  asm_opts.array_n = 256;
+  asm_opts.config = &cfg;
+  const assembler::Result r = assembler::assemble(R"(
+        RW      0
+        RW      1
+        MMC.SO  3, 5, 513
+        MMC.S   700, 1, 977
+        RW      2
+        MMC.S   100, 999, 1025
+        MMC.O   40000, 2040, 2049
+        WHM.A   1000, 0, 3
+        HLT
+  )", asm_opts);
+  REQUIRE(r.diagnostics.empty());
+  model::Memories mem(cfg);
+  std::mt19937 rng(13);
+  for (std::size_t i = 0; i < 3 * 256 * 256; ++i)
+    mem.weights.data()[i] = static_cast<std::int8_t>(rng());
+  for (std::size_t i = 0; i < 45000 * 256; ++i) mem.ub.data()[i] = static_cast<std::int8_t>(rng());
+  for (std::int32_t& v : mem.acc.data()) v = static_cast<std::int32_t>(rng());
+  const Outcome detailed = run(cfg, r.program.value(), mem, options(Detail::Detailed));
+  REQUIRE(detailed.log.halted);
+  const std::vector<model::GemmKernel> kernels = available_kernels();
+  for (unsigned threads : {1u, 2u, 3u, 8u}) {
+    model::RunOptions fast = options(Detail::Fast);
+    fast.gemm_kernel = kernels[threads % kernels.size()];
+    fast.gemm_threading.max_threads = threads;
+    CAPTURE(threads, model::gemm_kernel_name(*fast.gemm_kernel));
+    check_same(run(cfg, r.program.value(), mem, fast), detailed);
+  }
+  // The cycle the 977-row MMC (pc 3) started, plus 400: a fault with about
+  // 400 of its rows in the array or written.
+  const model::Cycle cut = detailed.log.retired[3].start + 400;
+  model::RunOptions fast = options(Detail::Fast, cut);
+  fast.gemm_threading.max_threads = 3;
+  check_same(run(cfg, r.program.value(), mem, fast),
+             run(cfg, r.program.value(), mem, options(Detail::Detailed, cut)));
+}
+
+TEST_CASE("Prefaulting rows, with huge pages or without, keeps a memory's contents",
+          "[fast_path]") {
+  // 12 MiB of accumulators (an anonymous mapping outside the sanitizer build):
+  // ranges below the prefault threshold (32 KiB), above it, spanning two and
+  // more 2 MiB pages, and running past the end.
+  const std::uint64_t rows = 12288, width = 256;
+  model::RowMemory<std::int32_t> acc(rows, width);
+  std::mt19937 rng(14);
+  std::vector<std::int32_t> want(rows * width, 0);
+  const auto write_rows = [&](std::uint64_t first, std::uint64_t count) {
+    for (std::uint64_t i = first * width; i < (first + count) * width; ++i)
+      acc.data()[i] = want[i] = static_cast<std::int32_t>(rng());
+  };
+  write_rows(0, 3);
+  write_rows(100, 200);
+  write_rows(5000, 7000);
+  const std::pair<std::uint64_t, std::uint64_t> ranges[] = {
+      {0, 1}, {1, 31}, {0, 64}, {90, 300}, {2000, 2048}, {0, 6000}, {4000, 8288}, {12000, 999}};
+  for (const auto& [first, count] : ranges) {
+    CAPTURE(first, count);
+    acc.prefault(first, count);
+    REQUIRE(std::memcmp(acc.data().data(), want.data(), want.size() * sizeof(std::int32_t)) == 0);
+    // And the prefaulted rows take writes like any others.
+    write_rows(first, std::min(count, rows - first));
+    REQUIRE(std::memcmp(acc.data().data(), want.data(), want.size() * sizeof(std::int32_t)) == 0);
   }
 }
 
