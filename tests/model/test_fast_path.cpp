@@ -404,7 +404,8 @@ TEST_CASE("Fast and detailed paths agree on tpuv1 (N = 256) with MMCs split over
           "[fast_path]") {
   // MMCs of 513 to 2049 rows, above the default threshold (512 rows at N = 256),
   // into accumulator ranges that overlap and start off the kernels' 8-row
-  // blocks, with both weight sets and a WHM of results; then the same program
+  // blocks, with both weight sets, and transfers of 0.5 to 1 MiB that the
+  // fast path prefaults (RHM, ACT, WHM.A, WHM); then the same program
   // stopped by the cycle limit in the middle of the 977-row MMC.
   const ArchConfig cfg = preset_config("tpuv1");
   assembler::Options asm_opts;
@@ -418,7 +419,10 @@ TEST_CASE("Fast and detailed paths agree on tpuv1 (N = 256) with MMCs split over
         RW      2
         MMC.S   100, 999, 1025
         MMC.O   40000, 2040, 2049
-        WHM.A   1000, 0, 3
+        RHM     50000, 45000, 2049
+        ACT.R   1, 48000, 2049
+        WHM.A   2040, 100000, 1024
+        WHM     48000, 200000, 2049
         HLT
   )", asm_opts);
   REQUIRE(r.diagnostics.empty());
@@ -427,6 +431,8 @@ TEST_CASE("Fast and detailed paths agree on tpuv1 (N = 256) with MMCs split over
   for (std::size_t i = 0; i < 3 * 256 * 256; ++i)
     mem.weights.data()[i] = static_cast<std::int8_t>(rng());
   for (std::size_t i = 0; i < 45000 * 256; ++i) mem.ub.data()[i] = static_cast<std::int8_t>(rng());
+  for (std::size_t i = 50000 * 256; i < 52049 * 256; ++i)
+    mem.host.data()[i] = static_cast<std::int8_t>(rng());
   for (std::int32_t& v : mem.acc.data()) v = static_cast<std::int32_t>(rng());
   const Outcome detailed = run(cfg, r.program.value(), mem, options(Detail::Detailed));
   REQUIRE(detailed.log.halted);
