@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,6 +45,7 @@
 #include <vector>
 
 #include "common/file_io.h"
+#include "common/plural.h"
 #include "compiler/gemm.h"
 #include "compiler/reference.h"
 #include "config/arch_config.h"
@@ -407,6 +409,8 @@ std::string markdown(const std::vector<Result>& rs, const std::vector<unsigned>&
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A reader that closes early (`| head`) ends the output, not the run (as in every tool).
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"tpu-bench: simulation speed of the engines on GEMMs, against Eigen's GEMM"};
   std::string csv_path = "bench-results.csv", md_path;
   bool smoke = false;
@@ -510,8 +514,8 @@ int main(int argc, char** argv) {
   write_file_atomic(csv_path, csv(results));
   const std::string md = markdown(
       results, sizes, shapes, big_n,
-      fmt::format("{} CPUs; load average (1, 5, 15 min) before: {}, after: {}; GEMM kernel: {}",
-                  sysconf(_SC_NPROCESSORS_ONLN), load_before, load_average(),
+      fmt::format("{}; load average (1, 5, 15 min) before: {}, after: {}; GEMM kernel: {}",
+                  plural(sysconf(_SC_NPROCESSORS_ONLN), "CPU"), load_before, load_average(),
                   model::gemm_kernel_name(model::best_gemm_kernel())));
   if (!md_path.empty()) write_file_atomic(md_path, md);
   std::cout << md << fmt::format("\nCSV: {}\n", csv_path);

@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "common/exit_codes.h"
 #include "common/file_io.h"
+#include "common/plural.h"
 
 int main(int argc, char** argv) {
   using namespace tpu;
@@ -34,8 +35,7 @@ int main(int argc, char** argv) {
     const assembler::Result res = assembler::assemble(text, opts);
     if (!res.diagnostics.empty()) {
       std::cerr << assembler::format_diagnostics(source_path, text, res.diagnostics);
-      std::cerr << fmt::format("{} error{} generated.\n", res.diagnostics.size(),
-                               res.diagnostics.size() == 1 ? "" : "s");
+      std::cerr << fmt::format("{} generated.\n", plural(res.diagnostics.size(), "error"));
       return kExitAsmError;
     }
     if (out_path.empty())

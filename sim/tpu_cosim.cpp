@@ -12,6 +12,7 @@
 #include "cli_common.h"
 #include "common/exit_codes.h"
 #include "common/file_io.h"
+#include "common/plural.h"
 #include "common/npy.h"
 #include "rtl/random_program.h"
 #include "rtl/rtl_engine.h"
@@ -74,7 +75,7 @@ void write_reproducer(const std::string& dir, std::uint64_t seed, const isa::Pro
   text += "; UB and ACC windows start random: reproduce with tpu-cosim --seed " +
           std::to_string(seed) + "\n";
   write_file_atomic(stem + ".s", text);
-  std::cerr << fmt::format("tpu-cosim: reproducer: {}.s ({} instructions)\n", stem, prog.code.size());
+  std::cerr << fmt::format("tpu-cosim: reproducer: {}.s ({})\n", stem, plural(prog.code.size(), "instruction"));
 }
 
 }  // namespace
@@ -113,10 +114,10 @@ int main(int argc, char** argv) {
         return kExitDivergence;
       }
     }
-    std::cout << fmt::format("tpu-cosim: {} programs (seeds {}..{}) on {} with N={}: the RTL and "
-                             "the model agree on every retire cycle, statistic and memory ({} "
-                             "cycles)\n",
-                             count, seed, seed + count - 1, cfg.preset, cfg.array_n, total_cycles);
+    std::cout << fmt::format("tpu-cosim: {} ({}) on {} with N={}: the RTL and the model agree on "
+                             "every retire cycle, statistic and memory ({} cycles)\n",
+                             plural(count, "program"), plural_range(seed, count, "seed"), cfg.preset,
+                             cfg.array_n, total_cycles);
     return kExitOk;
   } catch (const std::exception& e) {
     std::cerr << "tpu-cosim: error: " << e.what() << '\n';

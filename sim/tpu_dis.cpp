@@ -9,6 +9,7 @@
 #include "cli_common.h"
 #include "common/exit_codes.h"
 #include "common/file_io.h"
+#include "common/plural.h"
 #include "isa/program.h"
 
 int main(int argc, char** argv) {
@@ -26,8 +27,8 @@ int main(int argc, char** argv) {
   try {
     const isa::Program prog = isa::load_program(program_path);
     std::string text =
-        fmt::format("; tpu-dis {}: {} instruction{}\n.array {}\n", program_path, prog.code.size(),
-                    prog.code.size() == 1 ? "" : "s", prog.array_n);
+        fmt::format("; tpu-dis {}: {}\n.array {}\n", program_path,
+                    plural(prog.code.size(), "instruction"), prog.array_n);
     for (std::size_t pc = 0; pc < prog.code.size(); ++pc) {
       const std::string line = isa::disassemble(prog.code[pc]);
       if (show_encoding)

@@ -8,6 +8,7 @@
 
 #include "common/exit_codes.h"
 #include "common/file_io.h"
+#include "common/plural.h"
 #include "common/npy.h"
 #include "compiler/layer_reference.h"
 #include "compiler/model_file.h"
@@ -63,8 +64,8 @@ std::vector<std::int64_t> read_labels(const std::string& path, std::size_t batch
       throw FileError(fmt::format("{}: labels must be integers, got {}", path, dtype_name(a.dtype)));
   }
   if (a.rank() != 1 || a.shape[0] != batch)
-    throw FileError(fmt::format("{}: expected {} labels (a 1-D array), got shape {}", path, batch,
-                                format_shape(a.shape)));
+    throw FileError(fmt::format("{}: expected {} (a 1-D array), got shape {}", path,
+                                plural(batch, "label"), format_shape(a.shape)));
   return labels;
 }
 
@@ -141,9 +142,9 @@ int Net::run() {
       write_file_atomic(indexed_path(args_.emit_asm, k, programs), plan.segments[k].assembly);
 
   const std::string name = net.name.empty() ? args_.model : net.name;
-  std::cout << fmt::format("network {}: {} layers, batch {}, on a {}x{} array: {} program{}\n", name,
-                           net.layers.size(), batch, cfg.array_n, cfg.array_n, programs,
-                           programs == 1 ? "" : "s");
+  std::cout << fmt::format("network {}: {}, batch {}, on a {}x{} array: {}\n", name,
+                           plural(net.layers.size(), "layer"), batch, cfg.array_n, cfg.array_n,
+                           plural(programs, "program"));
   const auto layer_name = [&](std::size_t i) {
     return net.layers[i].name.empty() ? fmt::format("#{}", i) : net.layers[i].name;
   };
@@ -158,11 +159,10 @@ int Net::run() {
     for (std::size_t id : seg.layers) names += (names.empty() ? "" : ", ") + layer_name(id);
     const bool im2col = net.layers[seg.layers.front()].kind == LayerKind::Conv2d;
     std::cout << fmt::format(
-        "  program {}  {}: {} instructions, input from the host{}, {} chunk{} of {} {}\n",
-        step.segment, names, seg.program.code.size(), im2col ? " (im2col)" : "",
-        (seg.units + seg.chunk_units - 1) / seg.chunk_units,
-        seg.units > seg.chunk_units ? "s" : "", seg.chunk_units,
-        seg.unit_is_sample ? "samples" : "rows");
+        "  program {}  {}: {}, input from the host{}, {} of {}\n", step.segment, names,
+        plural(seg.program.code.size(), "instruction"), im2col ? " (im2col)" : "",
+        plural((seg.units + seg.chunk_units - 1) / seg.chunk_units, "chunk"),
+        plural(seg.chunk_units, seg.unit_is_sample ? "sample" : "row"));
   }
 
   // Each program runs as `tpu-sim run` would: the engine of --engine, its
@@ -279,8 +279,9 @@ int Net::run() {
             y.data[i], want.data[i]);
         return kExitCheckFailed;
       }
-    std::cout << fmt::format("check: all {} output elements equal the int8 reference\n",
-                             want.data.size());
+    std::cout << fmt::format("check: {}{} {} the int8 reference\n", agree(want.data.size(), "", "all "),
+                             plural(want.data.size(), "output element"),
+                             agree(want.data.size(), "equals", "equal"));
   }
   return kExitOk;
 }

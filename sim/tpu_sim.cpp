@@ -20,6 +20,7 @@
 #include "tpu_net.h"
 #include "common/exit_codes.h"
 #include "common/file_io.h"
+#include "common/plural.h"
 #include "common/npy.h"
 #include "compiler/gemm.h"
 #include "compiler/reference.h"
@@ -62,11 +63,11 @@ void load_memories(const RunArgs& args, const ArchConfig& cfg, model::Memories& 
     const NpyArray h = read_npy(args.hostmem);
     expect(h, Dtype::int8, 2, "host memory, rows x N");
     if (h.shape[1] != n)
-      throw FileError(fmt::format("{}: rows have {} bytes but the array is N={}", args.hostmem,
-                                  h.shape[1], n));
+      throw FileError(fmt::format("{}: rows have {} but the array is N={}", args.hostmem,
+                                  plural(h.shape[1], "byte"), n));
     if (h.shape[0] > cfg.host_rows)
-      throw FileError(fmt::format("{}: {} rows do not fit in host memory ({} rows)", args.hostmem,
-                                  h.shape[0], cfg.host_rows));
+      throw FileError(fmt::format("{}: {} do not fit in host memory ({})", args.hostmem,
+                                  plural(h.shape[0], "row"), plural(cfg.host_rows, "row")));
     std::memcpy(mem.host.data().data(), h.data.data(), h.data.size());
     host_input_rows = h.shape[0];
   }
@@ -77,8 +78,8 @@ void load_memories(const RunArgs& args, const ArchConfig& cfg, model::Memories& 
       throw FileError(fmt::format("{}: tiles are {}x{} but the array is N={}", args.weights,
                                   w.shape[1], w.shape[2], n));
     if (w.shape[0] > cfg.weight_tiles)
-      throw FileError(fmt::format("{}: {} tiles do not fit in weight memory ({} tiles)",
-                                  args.weights, w.shape[0], cfg.weight_tiles));
+      throw FileError(fmt::format("{}: {} do not fit in weight memory ({})", args.weights,
+                                  plural(w.shape[0], "tile"), plural(cfg.weight_tiles, "tile")));
     std::memcpy(mem.weights.data().data(), w.data.data(), w.data.size());
   }
 }
@@ -171,7 +172,8 @@ int gemm(const GemmArgs& args) {
                                  i / plan.n_out, i % plan.n_out, c[i], ref[i]);
         return kExitCheckFailed;
       }
-    std::cout << fmt::format("check: all {} elements equal the reference GEMM (Eigen)\n", c.size());
+    std::cout << fmt::format("check: {}{} {} the reference GEMM (Eigen)\n", agree(c.size(), "", "all "),
+                             plural(c.size(), "element"), agree(c.size(), "equals", "equal"));
   }
   return kExitOk;
 }

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "asm/lexer.h"
+#include "common/plural.h"
 
 namespace tpu::assembler {
 namespace {
@@ -340,8 +341,9 @@ class Assembler {
       p.fail(mn.loc, st.spec->num_operands == 0
                          ? fmt::format("{} takes no operands, got {}", st.spec->mnemonic,
                                        st.operands.size())
-                         : fmt::format("{} expects {} operands ({}), got {}", st.spec->mnemonic,
-                                       st.spec->num_operands, names, st.operands.size()));
+                         : fmt::format("{} expects {} ({}), got {}", st.spec->mnemonic,
+                                       plural(st.spec->num_operands, "operand"), names,
+                                       st.operands.size()));
     }
     stmts_.push_back(std::move(st));
   }
@@ -488,13 +490,10 @@ class Assembler {
     for (const isa::Access& a : isa::accesses(in)) {
       const std::uint64_t size = options_.config->size_of(a.space);
       if (a.base + a.count <= size) continue;
-      const char* unit = a.space == isa::Space::WeightMem ? "tiles" : "rows";
-      const std::string what =
-          a.count == 1 ? fmt::format("{} {}", unit == std::string_view("tiles") ? "tile" : "row", a.base)
-                       : fmt::format("{} {}..{}", unit, a.base, a.base + a.count - 1);
+      const char* unit = a.space == isa::Space::WeightMem ? "tile" : "row";
       error(st.operands[a.operand].loc,
-            fmt::format("{} is past the end of {} ({} {})", what, isa::space_name(a.space), size,
-                        unit));
+            fmt::format("{} {} past the end of {} ({})", plural_range(a.base, a.count, unit),
+                        agree(a.count, "is", "are"), isa::space_name(a.space), plural(size, unit)));
     }
   }
 

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "common/file_io.h"
+#include "common/plural.h"
 
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, ".npy data is used in host byte order");
 
@@ -266,7 +267,8 @@ void NpyArray::check_dtype(Dtype wanted) const {
 
 void NpyArray::check_count(std::size_t count) const {
   if (byte_count(shape, 1) != count)
-    throw std::invalid_argument(fmt::format("NpyArray::of: {} values for shape {}", count, format_shape(shape)));
+    throw std::invalid_argument(
+        fmt::format("NpyArray::of: {} for shape {}", plural(count, "value"), format_shape(shape)));
 }
 
 NpyArray read_npy(const std::string& path) {
@@ -296,7 +298,7 @@ NpyArray read_npy(const std::string& path) {
   if (!needed) throw error(fmt::format("shape {} is too large", what));
   const std::size_t available = bytes.size() - start - header_length;
   if (*needed != available)
-    throw error(fmt::format("data is {} bytes but shape {} needs {}", available, what, *needed));
+    throw error(fmt::format("data is {} but shape {} needs {}", plural(available, "byte"), what, *needed));
 
   bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(start + header_length));
   array.data = *h.fortran_order ? fortran_to_c(bytes, array.shape, dtype_size(array.dtype)) : std::move(bytes);
@@ -307,8 +309,9 @@ void write_npy(const std::string& path, const NpyArray& array) {
   const auto needed = byte_count(array.shape, dtype_size(array.dtype));
   if (!needed) throw FileError(fmt::format("{}: cannot write: shape {} is too large", path, format_shape(array.shape)));
   if (*needed != array.data.size())
-    throw FileError(fmt::format("{}: cannot write: shape {} of {} needs {} bytes of data, the array has {}", path,
-                                format_shape(array.shape), dtype_name(array.dtype), *needed, array.data.size()));
+    throw FileError(fmt::format("{}: cannot write: shape {} of {} needs {} of data, the array has {}", path,
+                                format_shape(array.shape), dtype_name(array.dtype), plural(*needed, "byte"),
+                                array.data.size()));
   std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr_of(array.dtype),
                                    format_shape(array.shape));
   header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');

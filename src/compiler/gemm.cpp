@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <deque>
 
+#include "common/plural.h"
 #include "compiler/emitter.h"
 
 namespace tpu::compiler {
@@ -79,9 +80,9 @@ GemmPlan compile_gemm(const MatrixI8& a, const MatrixI8& b, const GemmSpec& spec
 
   // Program.
   Emitter e;
-  e.comment(fmt::format("GEMM {}x{}x{} on a {}x{} array: {} k-tiles, {} column tiles, {} chunks of "
-                        "{} rows, {} output",
-                        m, k, n_out, n, n, kt, nt, chunks, mc, int8_out ? "int8" : "int32"));
+  e.comment(fmt::format("GEMM {}x{}x{} on a {}x{} array: {}, {}, {} of {}, {} output", m, k, n_out,
+                        n, n, plural(kt, "k-tile"), plural(nt, "column tile"),
+                        plural(chunks, "chunk"), plural(mc, "row"), int8_out ? "int8" : "int32"));
   std::vector<std::uint64_t> tile_order;
   for (std::uint64_t c = 0; c < chunks; ++c)
     for (std::uint64_t u = 0; u < nt; ++u)
@@ -95,7 +96,7 @@ GemmPlan compile_gemm(const MatrixI8& a, const MatrixI8& b, const GemmSpec& spec
   const std::uint64_t ub_out_base = 2 * ub_a_region;
   const auto load_chunk = [&](std::uint64_t c) {
     const std::uint64_t m0 = c * mc, rows = std::min(mc, m - m0);
-    e.comment(fmt::format("chunk {}: rows {}..{} of A into UB region {}", c, m0, m0 + rows - 1,
+    e.comment(fmt::format("chunk {}: {} of A into UB region {}", c, plural_range(m0, rows, "row"),
                           c % 2));
     e.emit(Opcode::RHM, 0, m0 * kt, (c % 2) * ub_a_region, kt * rows);
   };
@@ -109,8 +110,9 @@ GemmPlan compile_gemm(const MatrixI8& a, const MatrixI8& b, const GemmSpec& spec
   std::optional<PendingOutput> pending;
   const auto drain = [&](const PendingOutput& p) {
     const std::uint64_t m0 = p.chunk * mc;
-    e.comment(fmt::format("output: C rows {}..{}, columns {}..{}", m0, m0 + p.rows - 1, p.u * n,
-                          std::min(n_out, p.u * n + n) - 1));
+    const std::uint64_t col0 = p.u * n;
+    e.comment(fmt::format("output: C {}, {}", plural_range(m0, p.rows, "row"),
+                          plural_range(col0, std::min(n_out, col0 + n) - col0, "column")));
     const std::uint64_t host = plan.c_host_row + (p.u * m + m0) * rows_per_c;
     if (!int8_out) {
       e.emit(Opcode::WHM, isa::kFlagWhmAcc, p.acc_base, host, p.rows);

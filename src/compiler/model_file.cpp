@@ -9,6 +9,7 @@
 
 #include "common/file_io.h"
 #include "common/npy.h"
+#include "common/plural.h"
 
 namespace tpu::compiler {
 namespace {
@@ -110,8 +111,8 @@ void parse_gemm_layer(const Reader& r, const json& j, const std::string& where, 
     const NpyArray b = read_npy(bpath);
     l.bias = expect_int32(b, 1, "bias, int32 per output");
     if (l.bias.size() != w.shape.back())
-      throw FileError(fmt::format("{}: {} biases but the weights have {} outputs", bpath,
-                                  l.bias.size(), w.shape.back()));
+      throw FileError(fmt::format("{}: {} but the weights have {}", bpath,
+                                  plural(l.bias.size(), "bias", "biases"), plural(w.shape.back(), "output")));
   }
   l.weight_scale = r.number(r.need(j, "weight_scale", where), where, "weight_scale");
   if (!(l.weight_scale > 0.0) || !std::isfinite(l.weight_scale))

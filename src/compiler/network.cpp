@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 
+#include "common/plural.h"
 #include "compiler/emitter.h"
 #include "isa/instruction.h"
 #include "model/activation.h"
@@ -394,14 +395,15 @@ std::optional<SegmentPlan> SegmentBuilder::build(const std::vector<std::size_t>&
     names += (names.empty() ? "" : ", ") +
              (net.layers[id].name.empty() ? std::string(layer_kind_name(net.layers[id].kind))
                                           : net.layers[id].name);
-  e.comment(fmt::format("{} on a {}x{} array: {} {} in {} chunk{} of {}", names, n, n, units,
-                        unit_is_sample ? "samples" : "rows", chunks, chunks == 1 ? "" : "s", b));
+  e.comment(fmt::format("{} on a {}x{} array: {} in {} of {}", names, n, n,
+                        plural(units, unit_is_sample ? "sample" : "row"), plural(chunks, "chunk"), b));
   for (const ChainLayer& cl : chain)
-    e.comment(fmt::format("  {}: {}K = {} ({} K tiles{}), {} outputs ({} column tiles), {}",
+    e.comment(fmt::format("  {}: {}K = {} ({}{}), {} ({}), {}",
                           layer_label(*cl.layer, cl.index),
-                          unit_is_sample ? fmt::format("{} rows per sample, ", cl.ur) : "", cl.k,
-                          cl.tiles.size(),
-                          cl.uses_const ? " with the constant block" : "", cl.n_out, cl.nt,
+                          unit_is_sample ? fmt::format("{} per sample, ", plural(cl.ur, "row")) : "",
+                          cl.k, plural(cl.tiles.size(), "K tile"),
+                          cl.uses_const ? " with the constant block" : "", plural(cl.n_out, "output"),
+                          plural(cl.nt, "column tile"),
                           cl.requant ? fmt::format("SETQ {}, {}, {} and {}", cl.requant->multiplier,
                                                    cl.requant->shift, cl.requant->zero_point,
                                                    act_name(cl.act))
@@ -463,8 +465,8 @@ std::optional<SegmentPlan> SegmentBuilder::build(const std::vector<std::size_t>&
   const auto load_chunk = [&](std::uint64_t c) {
     const std::uint64_t bc = std::min(b, units - c * b);
     e.set_layer(first.index);
-    e.comment(fmt::format("chunk {}: {} {}..{} into input region {}", c,
-                          unit_is_sample ? "samples" : "rows", c * b, c * b + bc - 1, c % 2));
+    e.comment(fmt::format("chunk {}: {} into input region {}", c,
+                          plural_range(c * b, bc, unit_is_sample ? "sample" : "row"), c % 2));
     e.emit(Opcode::RHM, 0, c * b * first.ur * kt_in, in_ub[c % 2], kt_in * bc * first.ur);
   };
   load_chunk(0);
@@ -480,9 +482,9 @@ std::optional<SegmentPlan> SegmentBuilder::build(const std::vector<std::size_t>&
       for (std::uint64_t v = 0; v < cl.nt; ++v, ++job_index) {
         const Job& job = jobs[job_index];
         e.set_layer(cl.index);
-        e.comment(fmt::format("chunk {}, {}, column tile {}: ACC rows {}..{}", c,
-                              layer_label(*cl.layer, cl.index), v, job.acc_base,
-                              job.acc_base + job.rows - 1));
+        e.comment(fmt::format("chunk {}, {}, column tile {}: ACC {}", c,
+                              layer_label(*cl.layer, cl.index), v,
+                              plural_range(job.acc_base, job.rows, "row")));
         for (std::size_t t = 0; t < cl.tiles.size(); ++t, ++use) {
           rw.before_use(use);
           e.set_layer(cl.index);
@@ -586,17 +588,18 @@ std::vector<TensorInfo> infer_network(const Network& net) {
           count *= d;
         }
         if (l.weights.size() != count)
-          throw CompileError(fmt::format("{}: {} weights for shape {}", what, l.weights.size(),
+          throw CompileError(fmt::format("{}: {} for shape {}", what, plural(l.weights.size(), "weight"),
                                          shape_text(l.weight_shape)));
         const std::size_t k_in = dense ? l.weight_shape[0] : l.weight_shape[2];
         const std::size_t have = dense ? cur.shape[0] : cur.shape[2];
         if (k_in != have)
-          throw CompileError(fmt::format("{}: weights of shape {} expect {} input {}, the input has {}",
-                                         what, shape_text(l.weight_shape), k_in,
-                                         dense ? "features" : "channels", have));
+          throw CompileError(fmt::format("{}: weights of shape {} expect {}, the input has {}",
+                                         what, shape_text(l.weight_shape),
+                                         plural(k_in, dense ? "input feature" : "input channel"), have));
         const std::size_t n_out = l.weight_shape.back();
         if (!l.bias.empty() && l.bias.size() != n_out)
-          throw CompileError(fmt::format("{}: {} biases for {} outputs", what, l.bias.size(), n_out));
+          throw CompileError(fmt::format("{}: {} for {}", what, plural(l.bias.size(), "bias", "biases"),
+                                         plural(n_out, "output")));
         if (!(l.weight_scale > 0.0) || !std::isfinite(l.weight_scale))
           throw CompileError(fmt::format("{}: weight scale {} is not positive and finite", what,
                                          l.weight_scale));

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "common/plural.h"
+
 namespace tpu::isa {
 namespace {
 
@@ -50,8 +52,11 @@ std::string flag_letters(const InstrSpec& spec, std::uint8_t flags) {
 
 std::string check_flags(const InstrSpec& spec, std::uint8_t flags) {
   const std::uint8_t unknown = flags & static_cast<std::uint8_t>(~valid_flag_mask(spec));
-  if (unknown != 0)
-    return fmt::format("flag bits 0x{:02x} are not defined for {}", unknown, spec.mnemonic);
+  if (unknown != 0) {
+    const int bits = __builtin_popcount(unknown);
+    return fmt::format("{} 0x{:02x} {} not defined for {}", agree(bits, "flag bit", "flag bits"),
+                       unknown, agree(bits, "is", "are"), spec.mnemonic);
+  }
   const std::uint8_t excl = flags & spec.exclusive_flags;
   if ((excl & (excl - 1)) != 0)
     return fmt::format("flags {} of {} cannot be combined", flag_letters(spec, excl), spec.mnemonic);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/file_io.h"
+#include "common/plural.h"
 
 namespace tpu::isa {
 namespace {
@@ -39,8 +40,8 @@ std::vector<std::uint8_t> serialize(const Program& prog) {
 
 Program parse_program(const std::vector<std::uint8_t>& bytes) {
   if (bytes.size() < kHeaderBytes)
-    throw DecodeError(fmt::format("truncated header: {} bytes, a program starts with {}",
-                                  bytes.size(), kHeaderBytes));
+    throw DecodeError(fmt::format("truncated header: {}, a program starts with {}",
+                                  plural(bytes.size(), "byte"), kHeaderBytes));
   if (!std::equal(kMagic.begin(), kMagic.end(), bytes.begin()))
     throw DecodeError("bad magic: not a tpu-sim program (expected \"TPUP\")");
   const auto version = get_le(bytes, 4, 2);
@@ -57,8 +58,8 @@ Program parse_program(const std::vector<std::uint8_t>& bytes) {
   const std::uint64_t expect = kHeaderBytes + count * kInstrBytes;
   if (bytes.size() != expect)
     throw DecodeError(fmt::format(
-        "{}: header says {} instruction{} ({} bytes) but the file has {} bytes",
-        bytes.size() < expect ? "truncated" : "trailing bytes", count, count == 1 ? "" : "s",
+        "{}: header says {} ({} bytes) but the file has {} bytes",
+        bytes.size() < expect ? "truncated" : "trailing bytes", plural(count, "instruction"),
         expect, bytes.size()));
   prog.code.reserve(count);
   for (std::uint64_t pc = 0; pc < count; ++pc) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/plural.h"
 #include "model/timing.h"
 
 namespace tpu::model {
@@ -50,10 +51,9 @@ bool Controller::check_bounds(const isa::Instruction& in, Cycle now) {
   for (const isa::Access& a : isa::accesses(in)) {
     const std::uint64_t size = cfg_.size_of(a.space);
     if (a.base + a.count <= size) continue;
-    fault(now, fmt::format("{} {} {}..{} past the end ({} {})", isa::space_name(a.space),
-                           a.space == isa::Space::WeightMem ? "tiles" : "rows", a.base,
-                           a.base + a.count - 1, size,
-                           a.space == isa::Space::WeightMem ? "tiles" : "rows"));
+    const char* unit = a.space == isa::Space::WeightMem ? "tile" : "row";
+    fault(now, fmt::format("{} {} past the end ({})", isa::space_name(a.space),
+                           plural_range(a.base, a.count, unit), plural(size, unit)));
     return false;
   }
   return true;

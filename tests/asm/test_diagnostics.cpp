@@ -155,13 +155,27 @@ TEST_CASE("a wrong operand count is reported at the mnemonic", "[asm][diag]") {
   check_errors({
       {"HLT 1", 1, 1, "HLT takes no operands, got 1"},
       {"  NOP 1, 2", 1, 3, "NOP takes no operands, got 2"},
-      {"RW", 1, 1, "RW expects 1 operands (weight_tile), got 0"},
+      {"RW", 1, 1, "RW expects 1 operand (weight_tile), got 0"},
       {"RHM", 1, 1, "RHM expects 3 operands (host_row, ub_row, rows), got 0"},
       {"WHM 0, 0", 1, 1, "WHM expects 3 operands (src_row, host_row, rows), got 2"},
       {"MMC 0, 0", 1, 1, "MMC expects 3 operands (ub_row, acc_row, rows), got 2"},
       {"ACT 1", 1, 1, "ACT expects 3 operands (acc_row, ub_row, rows), got 1"},
       {"SETQ 1, 2, 3, 4", 1, 1, "SETQ expects 3 operands (M, S, Z), got 4"},
   });
+}
+
+TEST_CASE("the operand count agrees in number with the count", "[asm][diag][plural]") {
+  // Whole messages: "1 operand", never "1 operands"; every other count is plural.
+  const auto message = [](const std::string& source) {
+    const Result r = assemble(source, Options{});
+    REQUIRE(r.diagnostics.size() == 1);
+    return r.diagnostics[0].message;
+  };
+  CHECK(message("RW") == "RW expects 1 operand (weight_tile), got 0");
+  CHECK(message("RW 1, 2") == "RW expects 1 operand (weight_tile), got 2");
+  CHECK(message("RHM 1") == "RHM expects 3 operands (host_row, ub_row, rows), got 1");
+  CHECK(message("SETQ") == "SETQ expects 3 operands (M, S, Z), got 0");
+  CHECK(message("HLT 1") == "HLT takes no operands, got 1");
 }
 
 // ---- Symbols and evaluation --------------------------------------------------
@@ -243,19 +257,43 @@ TEST_CASE("with a config, operands past the end of a memory are errors", "[asm][
   o.config = &cfg;
   check_errors(
       {
-          {"RHM 0, 95, 10", 1, 8, "rows 95..104 is past the end of unified buffer (100 rows)"},
+          {"RHM 0, 95, 10", 1, 8, "rows 95..104 are past the end of unified buffer (100 rows)"},
           {"RHM 0, 100, 1", 1, 8, "row 100 is past the end of unified buffer (100 rows)"},
-          {"RHM 995, 0, 10", 1, 5, "rows 995..1004 is past the end of host memory (1000 rows)"},
+          {"RHM 995, 0, 10", 1, 5, "rows 995..1004 are past the end of host memory (1000 rows)"},
           {"RW 10", 1, 4, "tile 10 is past the end of weight memory (10 tiles)"},
-          {"MMC 95, 0, 10", 1, 5, "rows 95..104 is past the end of unified buffer (100 rows)"},
-          {"MMC 0, 45, 10", 1, 8, "rows 45..54 is past the end of accumulators (50 rows)"},
-          {"ACT 45, 0, 10", 1, 5, "rows 45..54 is past the end of accumulators (50 rows)"},
-          {"ACT 0, 95, 10", 1, 8, "rows 95..104 is past the end of unified buffer (100 rows)"},
-          {"WHM 99, 0, 2", 1, 5, "rows 99..100 is past the end of unified buffer (100 rows)"},
-          {"WHM 0, 999, 2", 1, 8, "rows 999..1000 is past the end of host memory (1000 rows)"},
-          {"WHM.A 48, 0, 3", 1, 7, "rows 48..50 is past the end of accumulators (50 rows)"},
+          {"MMC 95, 0, 10", 1, 5, "rows 95..104 are past the end of unified buffer (100 rows)"},
+          {"MMC 0, 45, 10", 1, 8, "rows 45..54 are past the end of accumulators (50 rows)"},
+          {"ACT 45, 0, 10", 1, 5, "rows 45..54 are past the end of accumulators (50 rows)"},
+          {"ACT 0, 95, 10", 1, 8, "rows 95..104 are past the end of unified buffer (100 rows)"},
+          {"WHM 99, 0, 2", 1, 5, "rows 99..100 are past the end of unified buffer (100 rows)"},
+          {"WHM 0, 999, 2", 1, 8, "rows 999..1000 are past the end of host memory (1000 rows)"},
+          {"WHM.A 48, 0, 3", 1, 7, "rows 48..50 are past the end of accumulators (50 rows)"},
       },
       o);
+}
+
+TEST_CASE("memory range messages agree in number with the rows and the size",
+          "[asm][diag][memory][plural]") {
+  // One row or tile "is" past the end, a range "are"; a memory of one row is "(1 row)".
+  ArchConfig one = small_memories();
+  one.ub_rows = 1;
+  one.weight_tiles = 1;
+  Options o;
+  o.config = &one;
+  const auto message = [&o](const std::string& source) {
+    const Result r = assemble(source, o);
+    REQUIRE(r.diagnostics.size() == 1);
+    return r.diagnostics[0].message;
+  };
+  CHECK(message("RHM 0, 1, 1") == "row 1 is past the end of unified buffer (1 row)");
+  CHECK(message("RHM 0, 0, 2") == "rows 0..1 are past the end of unified buffer (1 row)");
+  CHECK(message("RW 1") == "tile 1 is past the end of weight memory (1 tile)");
+  CHECK(message("MMC 0, 0, 3") == "rows 0..2 are past the end of unified buffer (1 row)");
+  const ArchConfig cfg = small_memories();
+  o.config = &cfg;
+  CHECK(message("RHM 0, 100, 1") == "row 100 is past the end of unified buffer (100 rows)");
+  CHECK(message("RHM 0, 99, 2") == "rows 99..100 are past the end of unified buffer (100 rows)");
+  CHECK(message("RW 10") == "tile 10 is past the end of weight memory (10 tiles)");
 }
 
 TEST_CASE("WHM.A writes four host rows per accumulator row", "[asm][diag][memory]") {
@@ -264,7 +302,7 @@ TEST_CASE("WHM.A writes four host rows per accumulator row", "[asm][diag][memory
   o.config = &cfg;
   // 3 accumulator rows fill 12 host rows: 990..1001 passes the end of 1000.
   check_error({"WHM.A 0, 990, 3", 1, 10,
-               "rows 990..1001 is past the end of host memory (1000 rows)"},
+               "rows 990..1001 are past the end of host memory (1000 rows)"},
               o);
   // Without .A the same operands only write host rows 990..992.
   CHECK(assemble("WHM 0, 990, 3", o).diagnostics.empty());
@@ -287,9 +325,9 @@ TEST_CASE("the documented WHM.A example reports both memories", "[asm][diag][mem
   const Result r = assemble("WHM.A 4095, 1048572, 2\n", o);
   REQUIRE(r.diagnostics.size() == 2);
   CHECK(positions(r) == std::vector<std::string>{"1:7", "1:13"});
-  CHECK(r.diagnostics[0].message == "rows 4095..4096 is past the end of accumulators (4096 rows)");
+  CHECK(r.diagnostics[0].message == "rows 4095..4096 are past the end of accumulators (4096 rows)");
   CHECK(r.diagnostics[1].message ==
-        "rows 1048572..1048579 is past the end of host memory (1048576 rows)");
+        "rows 1048572..1048579 are past the end of host memory (1048576 rows)");
 }
 
 TEST_CASE("operands that end exactly at the end of a memory are accepted", "[asm][diag][memory]") {
@@ -533,7 +571,7 @@ TEST_CASE("the documented bad.s example prints as documented", "[asm][diag][form
         "bad.s:5:13: error: 63 is out of range for S (6-bit unsigned field, 0..62)\n"
         "    SETQ 1, 63, 0\n"
         "            ^\n"
-        "bad.s:6:9: error: rows 16380..16387 is past the end of unified buffer (16384 rows)\n"
+        "bad.s:6:9: error: rows 16380..16387 are past the end of unified buffer (16384 rows)\n"
         "    WHM 16380, 0, 8\n"
         "        ^\n");
 }

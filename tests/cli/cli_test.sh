@@ -23,13 +23,29 @@ case "$case_name" in
     grep -q "^$tmp/bad.s:4:9: error: expected an expression" "$tmp/err" || fail "expression"
     grep -qx "     ^" "$tmp/err" || fail "caret under column 6"
     grep -qx "3 errors generated." "$tmp/err" || fail "error count"
+    # Counts agree in number: one error, one operand.
+    printf 'RW\n' >"$tmp/one.s"
+    expect_status 1 "$bin/tpu-as" "$tmp/one.s" -o "$tmp/one.tpu"
+    grep -qx "$tmp/one.s:1:1: error: RW expects 1 operand (weight_tile), got 0" "$tmp/err" ||
+      { cat "$tmp/err"; fail "1 operand"; }
+    grep -qx "1 error generated." "$tmp/err" || { cat "$tmp/err"; fail "1 error generated"; }
     ;;
   asm_memory_check)  # ranges are checked against memory sizes only with a config
     printf 'RHM 0, 16383, 2\n' >"$tmp/m.s"
     expect_status 0 "$bin/tpu-as" "$tmp/m.s" -o "$tmp/m.tpu"
     expect_status 1 "$bin/tpu-as" "$tmp/m.s" -o "$tmp/m.tpu" --preset small8
-    grep -q "m.s:1:8: error: rows 16383..16384 is past the end of unified buffer (16384 rows)" \
+    grep -q "m.s:1:8: error: rows 16383..16384 are past the end of unified buffer (16384 rows)" \
       "$tmp/err" || { cat "$tmp/err"; fail "UB range message"; }
+    # One row "is" past the end; a memory of one tile is "(1 tile)".
+    printf 'RHM 0, 16384, 1\n' >"$tmp/r.s"
+    expect_status 1 "$bin/tpu-as" "$tmp/r.s" -o "$tmp/r.tpu" --preset small8
+    grep -q "r.s:1:8: error: row 16384 is past the end of unified buffer (16384 rows)" \
+      "$tmp/err" || { cat "$tmp/err"; fail "UB row message"; }
+    echo '{"weight_tiles": 1}' >"$tmp/one.json"
+    printf 'RW 1\n' >"$tmp/t.s"
+    expect_status 1 "$bin/tpu-as" "$tmp/t.s" -o "$tmp/t.tpu" --config "$tmp/one.json"
+    grep -q "t.s:1:4: error: tile 1 is past the end of weight memory (1 tile)" \
+      "$tmp/err" || { cat "$tmp/err"; fail "one-tile message"; }
     echo '{"ub_rows": 32768}' >"$tmp/big.json"
     expect_status 0 "$bin/tpu-as" "$tmp/m.s" -o "$tmp/m.tpu" --config "$tmp/big.json"
     ;;
@@ -67,6 +83,17 @@ case "$case_name" in
       grep -q "^tpu-dis: error: $tmp/$f.tpu: " "$tmp/err" || fail "$f: message does not name the file"
     done
     grep -q "unknown opcode 0x0e" <("$bin/tpu-dis" "$tmp/opcode.tpu" 2>&1) || fail "opcode message"
+    head -c 1 "$tmp/ok.tpu" >"$tmp/byte.tpu"
+    expect_status 3 "$bin/tpu-dis" "$tmp/byte.tpu"
+    grep -qx "tpu-dis: error: $tmp/byte.tpu: truncated header: 1 byte, a program starts with 16" \
+      "$tmp/err" || { cat "$tmp/err"; fail "1 byte"; }
+    # The listing's header counts the instructions: 1 instruction, 2 instructions.
+    printf 'HLT\n' >"$tmp/one.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/one.s" -o "$tmp/one.tpu"
+    expect_status 0 "$bin/tpu-dis" "$tmp/one.tpu"
+    grep -qx "; tpu-dis $tmp/one.tpu: 1 instruction" "$tmp/out" || { cat "$tmp/out"; fail "1 instruction"; }
+    expect_status 0 "$bin/tpu-dis" "$tmp/ok.tpu"
+    grep -qx "; tpu-dis $tmp/ok.tpu: 2 instructions" "$tmp/out" || { cat "$tmp/out"; fail "2 instructions"; }
     ;;
   sim_one_tile)  # programs/one_tile.s on the model equals an independent NumPy reference
     for n in 4 8 16; do
@@ -81,8 +108,20 @@ case "$case_name" in
     printf 'RHM 0, 16380, 8\nHLT\n' >"$tmp/f.s"
     expect_status 0 "$bin/tpu-as" "$tmp/f.s" -o "$tmp/f.tpu"
     expect_status 4 "$bin/tpu-sim" run "$tmp/f.tpu"
-    grep -q "fault at pc 0 (RHM 0, 16380, 8), cycle 0: unified buffer rows 16380..16387" \
+    grep -qx "tpu-sim: fault at pc 0 (RHM 0, 16380, 8), cycle 0: unified buffer rows 16380..16387 past the end (16384 rows)" \
       "$tmp/err" || { cat "$tmp/err"; fail "bounds fault message"; }
+    # One row or tile, and a memory of one tile, are singular.
+    printf 'RHM 0, 16384, 1\nHLT\n' >"$tmp/f1.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/f1.s" -o "$tmp/f1.tpu"
+    expect_status 4 "$bin/tpu-sim" run "$tmp/f1.tpu"
+    grep -q "cycle 0: unified buffer row 16384 past the end (16384 rows)$" "$tmp/err" ||
+      { cat "$tmp/err"; fail "one-row fault message"; }
+    echo '{"weight_tiles": 1, "host_rows": 1}' >"$tmp/one.json"
+    printf 'RW 1\nHLT\n' >"$tmp/f2.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/f2.s" -o "$tmp/f2.tpu"
+    expect_status 4 "$bin/tpu-sim" run "$tmp/f2.tpu" --config "$tmp/one.json"
+    grep -q "cycle 0: weight memory tile 1 past the end (1 tile)$" "$tmp/err" ||
+      { cat "$tmp/err"; fail "one-tile fault message"; }
     printf 'MMC.S 0, 0, 1\nHLT\n' >"$tmp/d.s"
     expect_status 0 "$bin/tpu-as" "$tmp/d.s" -o "$tmp/d.tpu"
     expect_status 4 "$bin/tpu-sim" run "$tmp/d.tpu"
@@ -118,6 +157,29 @@ np.save('$tmp/w2d.npy', np.zeros((8, 8), np.int8))"
     grep -q "expected a 3-D int8 array" "$tmp/err" || { cat "$tmp/err"; fail "rank message"; }
     expect_status 3 "$bin/tpu-sim" run "$tmp/c.tpu" --array 16
     grep -q "assembled for N=8, but --array is 16" "$tmp/err" || fail "--array mismatch message"
+    # Counts of bytes, rows and tiles agree in number.
+    /usr/bin/python3 -c "
+import numpy as np
+np.save('$tmp/h1.npy', np.zeros((3, 1), np.int8))
+np.save('$tmp/h2.npy', np.zeros((2, 8), np.int8))
+np.save('$tmp/w2.npy', np.zeros((2, 8, 8), np.int8))"
+    expect_status 3 "$bin/tpu-sim" run "$tmp/c.tpu" --hostmem "$tmp/h1.npy"
+    grep -qx "tpu-sim: error: $tmp/h1.npy: rows have 1 byte but the array is N=8" "$tmp/err" ||
+      { cat "$tmp/err"; fail "1 byte message"; }
+    expect_status 3 "$bin/tpu-sim" run "$tmp/c.tpu" --hostmem "$tmp/h2.npy" --config "$tmp/one.json"
+    grep -qx "tpu-sim: error: $tmp/h2.npy: 2 rows do not fit in host memory (1 row)" "$tmp/err" ||
+      { cat "$tmp/err"; fail "1 row message"; }
+    expect_status 3 "$bin/tpu-sim" run "$tmp/c.tpu" --weights "$tmp/w2.npy" --config "$tmp/one.json"
+    grep -qx "tpu-sim: error: $tmp/w2.npy: 2 tiles do not fit in weight memory (1 tile)" "$tmp/err" ||
+      { cat "$tmp/err"; fail "1 tile message"; }
+    # The summary: 1 cycle, 1 instruction; 0 instructions.
+    printf 'RW 0\nMMC.SO 0, 0, 1\nHLT\n' >"$tmp/s.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/s.s" -o "$tmp/s.tpu" --array 4
+    expect_status 0 "$bin/tpu-sim" run "$tmp/s.tpu"
+    for pattern in "^array active  1 cycle$" "^  weight_dma  *[0-9]*  (1 instruction)$" \
+                   "^  host_dma  *0  (0 instructions)$"; do
+      grep -q "$pattern" "$tmp/out" || { cat "$tmp/out"; fail "no line '$pattern'"; }
+    done
     expect_status 3 "$bin/tpu-sim" run "$tmp/missing.tpu"
     [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "missing program: not one line"
     ;;
@@ -153,6 +215,9 @@ np.save('$tmp/bad.npy', r.integers(-128, 128, (22, 11), dtype=np.int8))"
     expect_status 0 "$bin/tpu-sim" gemm --a "$tmp/a.npy" --b "$tmp/b.npy" --out "$tmp/c.npy" \
       --check --array 4 --emit-asm "$tmp/g.s" --stats "$tmp/s.json"
     grep -q "check: all 209 elements equal the reference" "$tmp/out" || fail "check line"
+    grep -qx "; GEMM 19x23x11 on a 4x4 array: 6 k-tiles, 3 column tiles, 1 chunk of 19 rows, int32 output" \
+      "$tmp/g.s" || { grep ';' "$tmp/g.s"; fail "plural GEMM comment"; }
+    grep -qx "; chunk 0: rows 0..18 of A into UB region 0" "$tmp/g.s" || fail "plural chunk comment"
     expect_status 0 "$bin/tpu-as" "$tmp/g.s" -o "$tmp/g.tpu"
     expect_status 0 "$bin/tpu-sim" gemm --a "$tmp/a.npy" --b "$tmp/b.npy" --out "$tmp/c8.npy" \
       --check --requant 77,12,-5 --act tanh
@@ -166,6 +231,62 @@ assert c8.dtype == np.int8 and c8.shape == (19, 11), 'int8 C'"
     grep -q "shapes do not match: A is 19x23 but B is 22x11" "$tmp/err" || fail "shape message"
     expect_status 2 "$bin/tpu-sim" gemm --a "$tmp/a.npy" --b "$tmp/b.npy" --act relu
     expect_status 2 "$bin/tpu-sim" gemm --a "$tmp/a.npy" --b "$tmp/b.npy" --requant 1,63,0
+    # A 1x1x1 GEMM: every count is 1, and singular.
+    /usr/bin/python3 -c "
+import numpy as np
+np.save('$tmp/a1.npy', np.array([[3]], np.int8))
+np.save('$tmp/b1.npy', np.array([[-2]], np.int8))"
+    expect_status 0 "$bin/tpu-sim" gemm --a "$tmp/a1.npy" --b "$tmp/b1.npy" --check --array 4 \
+      --emit-asm "$tmp/g1.s"
+    grep -qx "check: 1 element equals the reference GEMM (Eigen)" "$tmp/out" || fail "1 element"
+    for line in "; GEMM 1x1x1 on a 4x4 array: 1 k-tile, 1 column tile, 1 chunk of 1 row, int32 output" \
+                "; chunk 0: row 0 of A into UB region 0" "; output: C row 0, column 0"; do
+      grep -qxF "$line" "$tmp/g1.s" || { grep ';' "$tmp/g1.s"; fail "no line '$line'"; }
+    done
+    # tpu-sim net with one layer, one sample, one output (tests/net has the rest).
+    /usr/bin/python3 -c "
+import json, numpy as np
+np.save('$tmp/fc_w.npy', np.array([[1], [2], [3], [4]], np.int8))
+np.save('$tmp/w11.npy', np.array([[1]], np.int8))
+np.save('$tmp/w42.npy', np.ones((4, 2), np.int8))
+np.save('$tmp/bias1.npy', np.array([5], np.int32))
+np.save('$tmp/bias2.npy', np.array([1, 2], np.int32))
+np.save('$tmp/x.npy', np.array([[1, 2, 3, 4]], np.int8))
+np.save('$tmp/y1.npy', np.array([0], np.int64))
+np.save('$tmp/y2.npy', np.array([0, 1], np.int64))
+fc = {'type': 'dense', 'name': 'fc', 'weights': 'fc_w.npy', 'weight_scale': 0.01, 'output': 'int32'}
+def model(name, **changes):
+    m = {'format': 'tpu-sim-net', 'version': 1, 'name': 'tiny',
+         'input': {'shape': [4], 'scale': 0.01, 'zero_point': 0}, 'layers': [dict(fc, **changes)]}
+    json.dump(m, open('$tmp/' + name + '.json', 'w'))
+model('tiny')
+model('k1', weights='w11.npy')
+model('bias1', weights='w42.npy', bias='bias1.npy')
+model('bias2', bias='bias2.npy')"
+    expect_status 0 "$bin/tpu-sim" net "$tmp/tiny.json" --input "$tmp/x.npy" --array 4 --check \
+      --labels "$tmp/y1.npy" --emit-asm "$tmp/t.s"
+    for pattern in "^network tiny: 1 layer, batch 1, on a 4x4 array: 1 program$" \
+                   "^  program 0  fc: [0-9]* instructions, input from the host, 1 chunk of 1 row$" \
+                   "^check: 1 output element equals the int8 reference$"; do
+      grep -q "$pattern" "$tmp/out" || { cat "$tmp/out"; fail "no line '$pattern'"; }
+    done
+    for line in "; fc on a 4x4 array: 1 row in 1 chunk of 1" \
+                ";   layer 'fc': K = 4 (1 K tile), 1 output (1 column tile), int32 output" \
+                "; chunk 0: row 0 into input region 0" "; chunk 0, layer 'fc', column tile 0: ACC row 0"; do
+      grep -qxF "$line" "$tmp/t.s" || { grep ';' "$tmp/t.s"; fail "no line '$line'"; }
+    done
+    expect_status 3 "$bin/tpu-sim" net "$tmp/tiny.json" --input "$tmp/x.npy" --array 4 --labels "$tmp/y2.npy"
+    grep -qx "tpu-sim: error: $tmp/y2.npy: expected 1 label (a 1-D array), got shape (2,)" "$tmp/err" ||
+      { cat "$tmp/err"; fail "1 label"; }
+    expect_status 3 "$bin/tpu-sim" net "$tmp/k1.json" --input "$tmp/x.npy" --array 4
+    grep -q "layer 'fc': weights of shape 1x1 expect 1 input feature, the input has 4$" "$tmp/err" ||
+      { cat "$tmp/err"; fail "1 input feature"; }
+    expect_status 3 "$bin/tpu-sim" net "$tmp/bias1.json" --input "$tmp/x.npy" --array 4
+    grep -qx "tpu-sim: error: $tmp/bias1.npy: 1 bias but the weights have 2 outputs" "$tmp/err" ||
+      { cat "$tmp/err"; fail "1 bias"; }
+    expect_status 3 "$bin/tpu-sim" net "$tmp/bias2.json" --input "$tmp/x.npy" --array 4
+    grep -qx "tpu-sim: error: $tmp/bias2.npy: 2 biases but the weights have 1 output" "$tmp/err" ||
+      { cat "$tmp/err"; fail "1 output"; }
     ;;
   sim_engines)  # --engine rtl and both give the SystemC model's outputs; no build: exit 3
     expect_status 0 "$bin/tpu-as" "$src/programs/mlp2.s" -o "$tmp/m.tpu"
@@ -179,6 +300,16 @@ assert c8.dtype == np.int8 and c8.shape == (19, 11), 'int8 C'"
     expect_status 0 "$bin/tpu-sim" run "$tmp/m.tpu" --hostmem "$data/host.npy" \
       --weights "$data/weights.npy" --engine both
     grep -q "the RTL and the SystemC model agree" "$tmp/out" || fail "--engine both message"
+    # Counts agree in number: one retire record, one program and seed.
+    printf 'HLT\n' >"$tmp/h.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/h.s" -o "$tmp/h.tpu"
+    expect_status 0 "$bin/tpu-sim" run "$tmp/h.tpu" --engine both
+    grep -qx "engines: the RTL and the SystemC model agree on 1 retire record, the statistics and every memory" \
+      "$tmp/out" || { cat "$tmp/out"; fail "1 retire record"; }
+    expect_status 0 "$bin/tpu-cosim" --seed 3 --count 1
+    grep -q "^tpu-cosim: 1 program (seed 3) on small8 with N=8: " "$tmp/out" || { cat "$tmp/out"; fail "1 program"; }
+    expect_status 0 "$bin/tpu-cosim" --seed 3 --count 2
+    grep -q "^tpu-cosim: 2 programs (seeds 3..4) on small8 with N=8: " "$tmp/out" || { cat "$tmp/out"; fail "2 programs"; }
     expect_status 3 "$bin/tpu-sim" run "$tmp/m.tpu" --hostmem "$data/host.npy" \
       --weights "$data/weights.npy" --engine rtl --preset tpuv1 --array 8
     grep -q "no RTL build for this configuration" "$tmp/err" || fail "no-build message"

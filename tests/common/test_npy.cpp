@@ -437,7 +437,7 @@ TEST_CASE("npy: negative and overflowing dimensions", "[npy]") {
   CHECK(error("<i8", "(65536, 65536, 65536, 65536)") == "shape (65536, 65536, 65536, 65536) of int64 is too large");
   // A product that fits is only compared with the file, never allocated.
   CHECK(error("|u1", "(4294967296, 4294967295)") ==
-        "data is 1 bytes but shape (4294967296, 4294967295) of uint8 needs 18446744069414584320");
+        "data is 1 byte but shape (4294967296, 4294967295) of uint8 needs 18446744069414584320");
 }
 
 TEST_CASE("npy: data shorter or longer than the shape needs", "[npy]") {
@@ -447,7 +447,10 @@ TEST_CASE("npy: data shorter or longer than the shape needs", "[npy]") {
   CHECK(error_for(dir, image(dict("<i4", "(2, 3)"), std::string(28, 'x'))) ==
         "data is 28 bytes but shape (2, 3) of int32 needs 24");
   CHECK(error_for(dir, image(dict("<f8", "()"))) == "data is 0 bytes but shape () of float64 needs 8");
-  CHECK(error_for(dir, image(dict("|i1", "(0, 4)"), "x")) == "data is 1 bytes but shape (0, 4) of int8 needs 0");
+  CHECK(error_for(dir, image(dict("|i1", "(0, 4)"), "x")) == "data is 1 byte but shape (0, 4) of int8 needs 0");
+  // One byte is singular, every other count plural.
+  CHECK(error_for(dir, image(dict("|i1", "(3,)"), "x")) == "data is 1 byte but shape (3,) of int8 needs 3");
+  CHECK(error_for(dir, image(dict("|i1", "(1,)"), "xy")) == "data is 2 bytes but shape (1,) of int8 needs 1");
 }
 
 TEST_CASE("npy: expect() and the typed getters name what was expected", "[npy]") {
@@ -477,6 +480,8 @@ TEST_CASE("npy: in-memory arrays and writer errors", "[npy]") {
   CHECK(NpyArray::of<float>({}, {1.5f}).element_count() == 1);
   CHECK(NpyArray::of<float>({2, 0}, {}).element_count() == 0);
   CHECK_THROWS_AS(NpyArray::of<std::int8_t>({2, 3}, {1, 2, 3}), std::invalid_argument);
+  CHECK_THROWS_WITH(NpyArray::of<std::int8_t>({2, 3}, {1, 2, 3}), "NpyArray::of: 3 values for shape (2, 3)");
+  CHECK_THROWS_WITH(NpyArray::of<std::int8_t>({2}, {1}), "NpyArray::of: 1 value for shape (2,)");
   CHECK(tpu::format_shape({}) == "()");
   CHECK(tpu::format_shape({7}) == "(7,)");
   CHECK(tpu::format_shape({1, 2, 3}) == "(1, 2, 3)");
@@ -486,6 +491,10 @@ TEST_CASE("npy: in-memory arrays and writer errors", "[npy]") {
   bad.data.pop_back();
   CHECK_THROWS_WITH(write_npy(path, bad),
                     path + ": cannot write: shape (2, 3) of int32 needs 24 bytes of data, the array has 23");
+  NpyArray one = NpyArray::of<std::int8_t>({1}, {7});
+  one.data.clear();
+  CHECK_THROWS_WITH(write_npy(path, one),
+                    path + ": cannot write: shape (1,) of int8 needs 1 byte of data, the array has 0");
   bad.shape = {std::size_t{1} << 62, 8};
   CHECK_THROWS_WITH(write_npy(path, bad), path + ": cannot write: shape (4611686018427387904, 8) is too large");
   CHECK_FALSE(fs::exists(path));

@@ -273,6 +273,20 @@ TEST_CASE("decode rejects flag bits an instruction does not define", "[isa][deco
   }
 }
 
+TEST_CASE("undefined flag bits: one bit is singular, several plural", "[isa][decode][plural]") {
+  Instruction mmc = minimal(spec_for(Opcode::MMC));  // defines bits 0 (S) and 1 (O)
+  mmc.flags = 0x80;
+  CHECK(decode_error(expected_bytes(mmc)) == "flag bit 0x80 is not defined for MMC");
+  CHECK(validate(mmc) == "flag bit 0x80 is not defined for MMC");
+  mmc.flags = 0x0c;
+  CHECK(decode_error(expected_bytes(mmc)) == "flag bits 0x0c are not defined for MMC");
+  mmc.flags = 0xff;
+  CHECK(decode_error(expected_bytes(mmc)) == "flag bits 0xfc are not defined for MMC");
+  Instruction hlt = minimal(spec_for(Opcode::HLT));
+  hlt.flags = 0x01;
+  CHECK(validate(hlt) == "flag bit 0x01 is not defined for HLT");
+}
+
 TEST_CASE("decode rejects more than one exclusive ACT flag", "[isa][decode]") {
   const Instruction act = minimal(spec_for(Opcode::ACT));
   // R = bit 0, Q = bit 1, T = bit 2 of the flags byte.
@@ -392,7 +406,7 @@ TEST_CASE("decode's messages are the documented ones", "[isa][decode]") {
 
   Instruction mmc = minimal(spec_for(Opcode::MMC));
   mmc.flags = 0x04;
-  CHECK(decode_error(expected_bytes(mmc)) == "flag bits 0x04 are not defined for MMC");
+  CHECK(decode_error(expected_bytes(mmc)) == "flag bit 0x04 is not defined for MMC");
 
   Instruction act = minimal(spec_for(Opcode::ACT));
   act.flags = 0b110;  // Q and T

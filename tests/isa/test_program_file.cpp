@@ -241,6 +241,24 @@ TEST_CASE("parse_program names the pc of an invalid instruction", "[isa][program
   CHECK_THAT(msg, Contains("pc 2") && Contains("unknown opcode 0x08"));
 }
 
+TEST_CASE("parse_program's counts agree in number", "[isa][program][plural]") {
+  CHECK(parse_error({'T'}) == "truncated header: 1 byte, a program starts with 16");
+  CHECK(parse_error({'T', 'P'}) == "truncated header: 2 bytes, a program starts with 16");
+  CHECK(parse_error({}) == "truncated header: 0 bytes, a program starts with 16");
+  Header one;
+  one.count = 1;
+  CHECK(parse_error(file_of({}, one)) ==
+        "truncated: header says 1 instruction (32 bytes) but the file has 16 bytes");
+  Bytes trailing = valid_file(8, {hlt_bytes()});
+  trailing.push_back(0);
+  CHECK(parse_error(trailing) ==
+        "trailing bytes: header says 1 instruction (32 bytes) but the file has 33 bytes");
+  Header none;
+  none.count = 0;
+  CHECK(parse_error(file_of({hlt_bytes()}, none)) ==
+        "trailing bytes: header says 0 instructions (16 bytes) but the file has 32 bytes");
+}
+
 TEST_CASE("parse_program's messages are the documented ones", "[isa][program]") {
   // docs/isa.md section 5, one example per problem.
   CHECK(parse_error({'T', 'P', 'U', 'P', 1}) ==
