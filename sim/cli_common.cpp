@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <csignal>
+
 #include "common/exit_codes.h"
 #include "isa/program.h"
 
@@ -30,6 +32,7 @@ ArchConfig ConfigOptions::resolve() const {
 }
 
 std::optional<int> parse(CLI::App& app, int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

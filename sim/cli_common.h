@@ -24,6 +24,11 @@ struct ConfigOptions {
 
 // Parses argv; on --help prints and returns 0, on a usage error prints and
 // returns kExitUsage; returns nullopt when the command should run.
+// Every tool calls it first, so it also ignores SIGPIPE for the process: a
+// reader that goes early (`tpu-sim ... --stats /dev/stdout | head -1`) then
+// cannot end a tool half-way with its temporary files left behind; writes
+// into it end quietly instead (common/file_io.h) and the tool runs to its
+// usual exit status.
 std::optional<int> parse(CLI::App& app, int argc, char** argv);
 
 }  // namespace tpu::cli

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "common/file_io.h"
+#include "common/plural.h"
 #include "model/tpu.h"
 #include "rtl/rtl_engine.h"
 #include "rtl/wave_files.h"
@@ -115,11 +116,11 @@ void print_summary(const ArchConfig& cfg, const model::RunLog& log) {
                            log.stats.instructions, log.stats.macs);
   std::cout << fmt::format("utilization   {:.2f}% of {}x{} MACs per cycle\n",
                            100.0 * j["utilization"].get<double>(), cfg.array_n, cfg.array_n);
-  std::cout << fmt::format("array active  {} cycles\n", log.stats.array_active_cycles);
+  std::cout << fmt::format("array active  {}\n", plural(log.stats.array_active_cycles, "cycle"));
   std::cout << "unit busy cycles:\n";
   for (const auto& [name, u] : log.stats.units)
-    std::cout << fmt::format("  {:<16} {:>10}  ({} instructions)\n", name, u.busy_cycles,
-                             u.instructions);
+    std::cout << fmt::format("  {:<16} {:>10}  ({})\n", name, u.busy_cycles,
+                             plural(u.instructions, "instruction"));
   std::cout << "controller stall cycles:\n";
   for (unsigned c = 0; c < model::kNumStallCauses; ++c)
     std::cout << fmt::format("  {:<18} {:>8}\n",
@@ -137,6 +138,12 @@ model::RunLog simulate(const SimArgs& args, const ArchConfig& cfg, const isa::Pr
   if (wave && args.engine != "systemc" && !rtl::has_waveforms())
     throw CLI::ValidationError(args.vcd.empty() ? "--fst" : "--vcd",
                                "this tpu-sim's RTL builds have no tracing (CMake: -DTPU_RTL_TRACE=ON)");
+  // --engine both writes two waveforms, the RTL's under a name derived from
+  // the one given; a device or FIFO has no such sibling.
+  if (wave && args.engine == "both" && is_special_file(args.vcd.empty() ? args.fst : args.vcd))
+    throw CLI::ValidationError(
+        args.vcd.empty() ? "--fst" : "--vcd",
+        "--engine both writes two waveforms (NAME and NAME.rtl): name a file, not a device or FIFO");
   // Before any waveform file is started.
   if (args.engine != "systemc") rtl::require_build(cfg);
   model::RunLog log;
@@ -157,9 +164,10 @@ model::RunLog simulate(const SimArgs& args, const ArchConfig& cfg, const isa::Pr
     rtl_wave.finish();
     if (const auto d = rtl::compare(prog, systemc_log, systemc_mem, log, mem))
       throw DivergenceError(d->message());
-    std::cout << fmt::format("engines: the RTL and the SystemC model agree on all {} retire "
-                             "records, the statistics and every memory\n",
-                             log.retired.size());
+    std::cout << fmt::format("engines: the RTL and the SystemC model agree on {}{}, the statistics "
+                             "and every memory\n",
+                             agree(log.retired.size(), "", "all "),
+                             plural(log.retired.size(), "retire record"));
   }
   if (args.trace)
     for (const model::RetireRecord& r : log.retired)

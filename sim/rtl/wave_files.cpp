@@ -16,6 +16,7 @@
 #include <system_error>
 #include <unordered_map>
 
+#include "common/plural.h"
 #include "model/waveform.h"
 
 namespace tpu::wave {
@@ -284,7 +285,7 @@ void convert_vcd_to_fst(const std::string& vcd_path, const std::string& fst_path
       const Signal& s = signal(id);
       value.assign(tok, 1, std::string::npos);
       if (value.empty() || value.size() > s.width)
-        in.fail(fmt::format("value '{}' of '{}' does not fit {} bits", tok, id, s.width));
+        in.fail(fmt::format("value '{}' of '{}' does not fit {}", tok, id, plural(s.width, "bit")));
       for (char& b : value) {
         b = static_cast<char>(std::tolower(static_cast<unsigned char>(b)));
         if (b != '0' && b != '1' && b != 'x' && b != 'z') in.fail(fmt::format("bad value '{}'", tok));
@@ -364,9 +365,14 @@ std::string rtl_save_file(const std::string& dumpfile, const std::vector<VcdVar>
 // ---- the files of one waveform -------------------------------------------------
 
 RtlWaveFiles::RtlWaveFiles(const std::string& vcd_path)
-    : base_(strip_extension(vcd_path, ".vcd")), vcd_(base_ + ".vcd") {}
+    : base_(strip_extension(vcd_path, ".vcd")),
+      vcd_(is_special_file(vcd_path) ? vcd_path : base_ + ".vcd") {}
 
 void RtlWaveFiles::finish() {
+  if (vcd_.special()) {  // /dev/stdout, a FIFO: no place for a save file beside it
+    vcd_.commit();
+    return;
+  }
   const std::vector<VcdVar> vars = read_vcd_header(vcd_.path());
   vcd_.commit();
   write_file_atomic(base_ + ".gtkw", rtl_save_file(base_ + ".vcd", vars));
@@ -374,12 +380,16 @@ void RtlWaveFiles::finish() {
 
 FstFromVcd::FstFromVcd(const std::string& fst_path)
     : base_(strip_extension(fst_path, ".fst")),
-      scratch_base_(scratch_base_for(base_)),
+      target_(is_special_file(fst_path) ? fst_path : base_ + ".fst"),
+      // A special file's folder (/dev) is no place for scratch files.
+      scratch_base_(scratch_base_for(
+          is_special_file(target_) ? (fs::path(temp_folder()) / fs::path(base_).filename()).string()
+                                   : base_)),
       scratch_vcd_(scratch_base_ + ".vcd"),
       guard_vcd_(scratch_vcd_),
       guard_gtkw_(scratch_base_ + ".gtkw") {
   // Fail now, naming the user's file, rather than in the engine naming a scratch file.
-  const PendingFile probe(base_ + ".fst");
+  const PendingFile probe(target_);
 }
 
 FstFromVcd::~FstFromVcd() { remove_scratch(); }
@@ -391,8 +401,13 @@ void FstFromVcd::remove_scratch() {
 }
 
 void FstFromVcd::finish() {
-  PendingFile fst(base_ + ".fst");
+  PendingFile fst(target_);
   convert_vcd_to_fst(scratch_vcd_, fst.path(), fst.target());
+  if (fst.special()) {  // /dev/stdout, a FIFO: no place for a save file beside it
+    remove_scratch();
+    fst.commit();
+    return;
+  }
   // The engine's save file, opening the FST instead of the scratch VCD.
   std::string save = read_file_text(scratch_base_ + ".gtkw");
   const std::size_t at = save.find("[dumpfile] ");

@@ -56,6 +56,8 @@ std::string rtl_save_file(const std::string& dumpfile, const std::vector<VcdVar>
 
 // The files of one RTL waveform: Verilator writes the VCD to vcd_tmp();
 // finish(), once it is closed, moves it to BASE.vcd and writes BASE.gtkw.
+// A special file (/dev/stdout, a FIFO; file_io.h) named as the VCD gets the
+// VCD, copied into it, and no .gtkw; so does one named as an FST.
 class RtlWaveFiles {
  public:
   explicit RtlWaveFiles(const std::string& vcd_path);  // throws FileError
@@ -84,7 +86,7 @@ class FstFromVcd {
 
  private:
   void remove_scratch();
-  std::string base_, scratch_base_, scratch_vcd_;
+  std::string base_, target_, scratch_base_, scratch_vcd_;
   RemoveOnSignal guard_vcd_, guard_gtkw_;
 };
 

@@ -8,15 +8,20 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <system_error>
 #include <utility>
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace tpu {
 namespace {
+
+namespace fs = std::filesystem;
 
 // The paths RemoveOnSignal guards, read by the signal handler: lock-free
 // atomics are all a handler may touch (with unlink, sigaction and raise,
@@ -65,6 +70,137 @@ Container read_whole(const std::string& path) {
   return data;
 }
 
+// The descriptor `path` names when it is an entry of this process's
+// /proc/PID/fd (reached as /proc/self/fd or /dev/fd), else -1.
+int own_descriptor(const std::string& path) {
+  const fs::path p(path);
+  const std::string name = p.filename().string();
+  if (name.empty() || name.size() > 9 || name.find_first_not_of("0123456789") != std::string::npos)
+    return -1;
+  std::error_code ec;
+  const fs::path folder = fs::canonical(p.has_parent_path() ? p.parent_path() : ".", ec);
+  if (ec || folder != fs::path("/proc") / std::to_string(::getpid()) / "fd") return -1;
+  return std::stoi(name);
+}
+
+// Where the chain of symbolic links starting at `path` ends: at a name that
+// is no link, which may not exist (a dangling link: writing creates it), or
+// at one of this process's descriptors. /dev/stdout, /dev/fd/N and
+// /proc/self/fd/N lead to links in /proc/PID/fd whose text is no name to
+// write to ("pipe:[1234]", or a file that has gone or that the shell opened
+// for appending), so the chain stops there. A relative link is taken from
+// the link's folder, and the names are joined, not normalized, so that ".."
+// after a linked folder means what the kernel makes of it.
+struct LinkEnd {
+  std::string path;
+  int fd = -1;        // >= 0: `path` names this descriptor of the process
+  bool loop = false;  // more links than the kernel follows in one lookup
+};
+
+LinkEnd follow_links(const std::string& path) {
+  constexpr int kMaxLinks = 40;  // Linux's limit
+  LinkEnd end{path};
+  for (int i = 0; i < kMaxLinks; ++i) {
+    if ((end.fd = own_descriptor(end.path)) >= 0) return end;
+    std::error_code ec;
+    if (!fs::is_symlink(fs::symlink_status(end.path, ec))) return end;
+    const fs::path link = fs::read_symlink(end.path, ec);
+    if (ec) return end;  // the write that follows reports the reason
+    end.path = link.is_absolute() ? link.string()
+                                  : (fs::path(end.path).parent_path() / link).string();
+  }
+  end.loop = true;
+  return end;
+}
+
+// The file that writing `path` (no special file) replaces.
+std::string replaced_file(const std::string& path) {
+  const LinkEnd end = follow_links(path);
+  if (end.loop) throw FileError(fmt::format("{}: cannot write: {}", path, std::strerror(ELOOP)));
+  return end.path;
+}
+
+// The temporary name for `file`: temp_path_for(file), for a special file in
+// the system's temporary folder (there is no room for one in /dev), with
+// `suffix` kept last: SystemC, given ".w.PID.tmp" for w.vcd, appends ".vcd".
+std::string temp_path_with_suffix(const std::string& file, const std::string& suffix,
+                                  bool special) {
+  std::string stem = file;
+  if (!suffix.empty() && stem.size() > suffix.size() &&
+      stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0)
+    stem.resize(stem.size() - suffix.size());
+  if (special) stem = (fs::path(temp_folder()) / fs::path(stem).filename()).string();
+  return temp_path_for(stem) + suffix;
+}
+
+// A special file opened for writing: no temporary file, no rename.
+class SpecialOutput {
+ public:
+  explicit SpecialOutput(const std::string& path) : path_(path) {
+    // The path may be the process's own stdout (/dev/stdout): what it has
+    // printed so far comes first.
+    std::cout.flush();
+    std::fflush(nullptr);
+    if (const int own = follow_links(path).fd; own >= 0) {
+      // A duplicate shares the offset: the bytes follow what the process has
+      // written there, even into a regular file.
+      fd_ = ::fcntl(own, F_DUPFD_CLOEXEC, 0);
+    } else {
+      // A FIFO blocks here until it has a reader. O_NOCTTY: a terminal named
+      // as an output does not become the controlling one.
+      do fd_ = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+      while (fd_ < 0 && errno == EINTR);
+    }
+    if (fd_ < 0) throw FileError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
+  }
+  ~SpecialOutput() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  SpecialOutput(const SpecialOutput&) = delete;
+  SpecialOutput& operator=(const SpecialOutput&) = delete;
+
+  // Writes all `size` bytes, or returns false once the reader has gone.
+  bool write(const void* data, std::size_t size) {
+    const char* p = static_cast<const char*>(data);
+    while (size > 0) {
+      const ssize_t n = ::write(fd_, p, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EPIPE) return false;
+      if (n <= 0) fail(n < 0 ? errno : EIO);
+      p += n;
+      size -= static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+
+  void close() {
+    // Linux closes the descriptor even when close() is interrupted.
+    if (::close(std::exchange(fd_, -1)) != 0 && errno != EINTR) fail(errno);
+  }
+
+ private:
+  [[noreturn]] void fail(int err) const {
+    throw FileError(fmt::format("{}: write failed: {}", path_, std::strerror(err)));
+  }
+  std::string path_;
+  int fd_ = -1;
+};
+
+// PendingFile::commit() for a special file: the temporary file's bytes into it.
+void copy_into_special(const std::string& tmp, const std::string& target) {
+  std::ifstream in(tmp, std::ios::binary);
+  if (!in) throw FileError(fmt::format("{}: write failed: {}", target, std::strerror(errno)));
+  SpecialOutput out(target);
+  std::vector<char> buf(1 << 16);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto n = static_cast<std::size_t>(in.gcount());
+    if (n > 0 && !out.write(buf.data(), n)) break;  // the reader has gone
+  }
+  if (in.bad()) throw FileError(fmt::format("{}: write failed: cannot read {}", target, tmp));
+  out.close();
+}
+
 }  // namespace
 
 std::vector<std::uint8_t> read_file_bytes(const std::string& path) {
@@ -80,6 +216,20 @@ std::string temp_path_for(const std::string& path) {
       .string();
 }
 
+std::string temp_folder() {
+  std::error_code ec;
+  const fs::path folder = fs::temp_directory_path(ec);
+  return ec ? "/tmp" : folder.string();
+}
+
+bool is_special_file(const std::string& path) {
+  const LinkEnd end = follow_links(path);
+  if (end.fd >= 0) return true;
+  struct stat st {};
+  return !end.loop && ::stat(end.path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) &&
+         !S_ISDIR(st.st_mode);
+}
+
 RemoveOnSignal::RemoveOnSignal(std::string path) : path_(std::move(path)) {
   install_cleanup_handlers();
   for (int i = 0; i < kMaxGuarded && slot_ < 0; ++i) {
@@ -92,10 +242,14 @@ RemoveOnSignal::~RemoveOnSignal() {
   if (slot_ >= 0) g_guarded[slot_].store(nullptr);
 }
 
-PendingFile::PendingFile(std::string target, std::string tmp)
+PendingFile::PendingFile(std::string target, const std::string& suffix)
     : target_(std::move(target)),
-      tmp_(tmp.empty() ? temp_path_for(target_) : std::move(tmp)),
+      special_(is_special_file(target_)),
+      file_(special_ ? target_ : replaced_file(target_)),
+      tmp_(temp_path_with_suffix(file_, suffix, special_)),
       guard_(tmp_) {
+  if (special_ && ::access(target_.c_str(), W_OK) != 0)
+    throw FileError(fmt::format("{}: cannot write: {}", target_, std::strerror(errno)));
   std::FILE* f = std::fopen(tmp_.c_str(), "wb");
   if (f == nullptr) throw FileError(fmt::format("{}: cannot write: {}", target_, std::strerror(errno)));
   std::fclose(f);
@@ -108,18 +262,34 @@ PendingFile::~PendingFile() {
 }
 
 void PendingFile::commit() {
-  std::error_code ec;
-  std::filesystem::rename(tmp_, target_, ec);
-  if (ec) throw FileError(fmt::format("{}: cannot rename into place: {}", target_, ec.message()));
+  if (special_) {
+    copy_into_special(tmp_, file_);
+    std::error_code ec;
+    std::filesystem::remove(tmp_, ec);
+  } else {
+    std::error_code ec;
+    std::filesystem::rename(tmp_, file_, ec);
+    if (ec) throw FileError(fmt::format("{}: cannot rename into place: {}", target_, ec.message()));
+  }
   committed_ = true;
 }
 
 void write_file_atomic(const std::string& path, const void* data, std::size_t size) {
+  if (is_special_file(path)) {
+    SpecialOutput out(path);
+    out.write(data, size);  // a reader that has gone is not an error (file_io.h)
+    out.close();
+    return;
+  }
   PendingFile out(path);
   std::FILE* f = std::fopen(out.path().c_str(), "wb");
   if (f == nullptr) throw FileError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
-  const bool ok = std::fwrite(data, 1, size, f) == size;
-  if (std::fclose(f) != 0 || !ok) throw FileError(fmt::format("{}: write failed", path));
+  const bool written = std::fwrite(data, 1, size, f) == size;
+  int err = written ? 0 : errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!closed && written) err = errno;
+  if (!written || !closed)
+    throw FileError(fmt::format("{}: write failed: {}", path, std::strerror(err != 0 ? err : EIO)));
   out.commit();
 }
 

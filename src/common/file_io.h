@@ -2,6 +2,24 @@
 // target's folder that is renamed over the target only when complete, so a
 // failure never leaves a truncated output behind, and Ctrl-C (SIGINT),
 // SIGTERM or SIGHUP in the middle removes the temporary file too.
+//
+// What an output path names decides how it is written:
+// - a regular file, or nothing yet: the temporary file + rename above;
+// - a symbolic link (a chain of them, relative or absolute, dangling or not):
+//   the file the chain finally names is written as above, with the
+//   temporary file in that file's folder, and the links stay links;
+// - a special file: an existing file that is neither a regular file nor a
+//   folder, directly or through links (a device such as /dev/null, /dev/full
+//   or a terminal, a FIFO, a socket), or one of the process's own
+//   descriptors (/dev/stdout, /dev/stderr, /dev/fd/N: written through that
+//   descriptor, after what the process has printed there, even when the
+//   shell opened a regular file for it). It cannot be replaced, so the bytes
+//   are written into it, with no temporary file beside it and no rename. A
+//   failed write is a FileError "PATH: write failed: REASON" (ENOSPC from
+//   /dev/full). A reader that has gone (EPIPE: `| head`, a FIFO's reader
+//   that stopped reading) has taken what it wanted: the write ends there
+//   without an error. That needs SIGPIPE ignored, as the tools do
+//   (sim/cli_common.h); at its default action it ends the process instead.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +49,15 @@ inline void write_file_atomic(const std::string& path, const std::string& text) 
 // in the same folder, so that the rename stays within one file system.
 std::string temp_path_for(const std::string& path);
 
+// The system's temporary folder ($TMPDIR, else /tmp): where the temporary
+// files of a special file go, since its own folder (/dev) has no room for them.
+std::string temp_folder();
+
+// True when `path` names a special file (above): an output that is written
+// into rather than replaced. Writers that derive more names from an
+// output's (a waveform's .gtkw) test it first.
+bool is_special_file(const std::string& path);
+
 // While it lives, the file at `path` (a temporary output) is removed if the
 // process is ended by SIGINT, SIGTERM or SIGHUP, which then still ends the
 // process as before (so the shell sees status 128 + signal). Without it an
@@ -57,21 +84,35 @@ class RemoveOnSignal {
 // waveform library) or piece by piece. Creating it checks that the folder is
 // writable (FileError "TARGET: cannot write: REASON"); until commit() the
 // temporary file is removed on destruction and on SIGINT/SIGTERM/SIGHUP.
+//
+// For a symbolic link, the temporary file is beside the file the link
+// finally names, and commit() replaces that file. For a special file
+// (is_special_file: /dev/stdout, a FIFO, a link to /dev/null) path() is
+// still a regular temporary file, in temp_folder(), and commit() copies its
+// bytes into the target and removes it: the libraries that write by name
+// append their own extension (SystemC), seek back to patch a header (the
+// VCD's $date, fstapi) or end the process on a write error (Verilator),
+// none of which writing straight into a device or FIFO would survive. The
+// target receives nothing before commit().
 class PendingFile {
  public:
-  // The temporary name is temp_path_for(target) unless `tmp` names another
-  // (a library that appends its own extension to the name it is given).
-  explicit PendingFile(std::string target, std::string tmp = {});
+  // `suffix` is appended to the temporary name, for a library that appends
+  // its own extension to the name it is given (SystemC's ".vcd").
+  explicit PendingFile(std::string target, const std::string& suffix = {});
   ~PendingFile();
   PendingFile(const PendingFile&) = delete;
   PendingFile& operator=(const PendingFile&) = delete;
 
   const std::string& path() const { return tmp_; }  // where to write
   const std::string& target() const { return target_; }
+  bool special() const { return special_; }  // commit() copies into the target
   void commit();  // throws FileError
 
  private:
-  std::string target_, tmp_;
+  std::string target_;  // as the user named it (messages)
+  bool special_;
+  std::string file_;  // what commit() replaces or writes into
+  std::string tmp_;
   RemoveOnSignal guard_;
   bool committed_ = false;
 };

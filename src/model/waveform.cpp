@@ -57,9 +57,11 @@ std::string without_vcd(std::string path) {
 
 // SystemC opens the file only when the simulation starts, and reports a
 // failure without the user's path: PendingFile checks that it can be written
-// now. SystemC appends ".vcd" to the name it is given.
+// now. SystemC appends ".vcd" to the name it is given; a special file
+// (/dev/stdout, a FIFO) is written as named.
 Waveform::Waveform(const std::string& vcd_path)
-    : base_(without_vcd(vcd_path)), vcd_(base_ + ".vcd", temp_path_for(base_) + ".vcd") {
+    : base_(without_vcd(vcd_path)),
+      vcd_(is_special_file(vcd_path) ? vcd_path : base_ + ".vcd", ".vcd") {
   // SystemC would print the time unit it is given (I703), naming the temporary file.
   sc_core::sc_report_handler::set_actions("tracing timescale unit set", sc_core::SC_DO_NOTHING);
   tf_ = sc_core::sc_create_vcd_trace_file(without_vcd(vcd_.path()).c_str());
@@ -78,7 +80,8 @@ void Waveform::close() {
   tf_ = nullptr;
   fix_date(vcd_.path(), vcd_.target());
   vcd_.commit();
-  write_file_atomic(base_ + ".gtkw", save_file_);
+  // Beside a special file (/dev/stdout, a FIFO) there is no place for a save file.
+  if (!vcd_.special()) write_file_atomic(base_ + ".gtkw", save_file_);
 }
 
 void Waveform::note(const std::string& unit, const std::string& name, int width) {

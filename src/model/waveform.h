@@ -8,7 +8,8 @@
 // (SIGINT), SIGTERM or SIGHUP (PendingFile); only SIGKILL or a crash can
 // leave it. Either way no partial VCD or .gtkw appears, and existing ones stay
 // as they were. The VCD header's $date line is replaced by a fixed text, so
-// equal runs give byte-identical files.
+// equal runs give byte-identical files. A special file (/dev/stdout, a FIFO;
+// file_io.h) gets the VCD, copied into it by close(), and no .gtkw.
 #pragma once
 
 #include <systemc.h>
