@@ -8,6 +8,20 @@
 // unit, a full weight FIFO, shadow weights not loaded for MMC.S, or a SYNC/HLT
 // drain. Commands to the units are registered: a unit starts the cycle after
 // issue.
+//
+// SETQ, CMAP, CSTR, CTAP and CWIN set registers at issue that go out with
+// every command (model::UnitCommand's requant and conv, the model's requant_
+// and geometry_): an ACT, MMC.C or POOL uses the values of its issue cycle.
+// An MMC.C reads the whole input map, UB rows ub_row .. ub_row + in_h * in_w
+// - 1, and a POOL the map at map_row .. map_row + in_h * in_w - 1 (isa::accesses
+// with the geometry): that range is its hazard and bounds range. in_h * in_w
+// is kept in a register set with CMAP, and the window's size, win_h * win_w,
+// in one set with CWIN: a POOL of `rows` output pixels takes rows * win_h *
+// win_w + 1 cycles (model::duration), and the activation unit accepts its
+// next instruction from the POOL's completion cycle on (model::occupancy).
+// A POOL issues only when no instruction of the activation unit is in flight
+// (model::Controller::stall_cause): it reads UB rows an earlier ACT may still
+// be writing, which the hazard check between units does not see.
 module tpu_controller
   import tpu_isa_pkg::*;
   import tpu_config_pkg::*;
@@ -57,6 +71,14 @@ module tpu_controller
   logic [31:0]       requant_m_q;
   logic [5:0]        requant_s_q;
   logic [7:0]        requant_z_q;
+  // Convolution registers (isa::ConvGeometry), as encoded: in_h, in_w, out_w
+  // unsigned; stride_y, stride_x unsigned; pad, y0, x0 two's complement.
+  logic [15:0]       conv_in_h_q, conv_in_w_q, conv_out_w_q;
+  logic [7:0]        conv_stride_y_q, conv_stride_x_q, conv_pad_q;
+  logic [15:0]       conv_y0_q, conv_x0_q;
+  logic [31:0]       conv_map_rows_q;  // in_h * in_w (ConvGeometry::map_rows)
+  logic [7:0]        conv_win_h_q, conv_win_w_q;
+  logic [15:0]       conv_window_q;    // win_h * win_w (ConvGeometry::window)
   logic [CycleW-1:0] unit_free_at_q [5];  // by unit id
   logic [31:0]       rw_issued_q, switches_q;
   logic              halted_q, fault_q;
@@ -119,7 +141,8 @@ module tpu_controller
       end
       OpMmc: begin
         unit = UnitMatrix;
-        acc0 = {1'b1, SpaceUb, 34'(op0), 34'(op2), 1'b0};
+        // MMC.C reads from anywhere in the input map.
+        acc0 = {1'b1, SpaceUb, 34'(op0), flags[FlagMmcC] ? 34'(conv_map_rows_q) : 34'(op2), 1'b0};
         acc1 = {1'b1, SpaceAcc, 34'(op1), 34'(op2), 1'b1};
         duration = CycleW'(op2) + CycleW'(2 * ArrayN);
         is_switch = flags[FlagMmcS];
@@ -130,8 +153,19 @@ module tpu_controller
         acc1 = {1'b1, SpaceUb, 34'(op1), 34'(op2), 1'b1};
         duration = CycleW'(op2) + CycleW'(ActLatency);
       end
+      OpPool: begin
+        unit = UnitActivation;
+        // A POOL reads from anywhere in its map.
+        acc0 = {1'b1, SpaceUb, 34'(op0), 34'(conv_map_rows_q), 1'b0};
+        acc1 = {1'b1, SpaceUb, 34'(op1), 34'(op2), 1'b1};
+        // One window position read per cycle; each output pixel written the
+        // cycle after its last read. rows < 2^24 and the window < 2^16.
+        duration = CycleW'(40'(op2[23:0]) * 40'(conv_window_q)) + CycleW'(1);
+      end
       default: ;
     endcase
+    // A POOL's occupancy is its duration: the unit's next instruction follows
+    // its completion.
     occupancy = (opcode == OpMmc || opcode == OpAct) ? CycleW'(op2) : duration;
   end
 
@@ -159,16 +193,18 @@ module tpu_controller
   logic [SbSize-1:0] sb_live;
   sb_entry_t         sb_e;
   access_t           ha, hb;
-  logic              raw, waw, war, sb_busy;
+  logic              raw, waw, war, sb_busy, act_in_flight;
   always_comb begin
     logic [2:0] kinds;
     kinds = '0;
     sb_e = '0;
     ha = '0;
     hb = '0;
+    act_in_flight = 1'b0;
     for (int unsigned e = 0; e < SbSize; e++) begin
       sb_e = sb_q[e];
       sb_live[e] = sb_e.valid && sb_e.completion >= cycle_i;
+      if (sb_live[e] && sb_e.unit == UnitActivation) act_in_flight = 1'b1;
       if (sb_live[e] && sb_e.unit != unit) begin
         for (int unsigned p = 0; p < 4; p++) begin
           ha = p[1] ? acc1 : acc0;
@@ -201,8 +237,13 @@ module tpu_controller
     else if (opcode == OpSync || opcode == OpHlt) begin
       stalled = sb_busy;
       cause = StallDrain;
-    end else if (opcode == OpNop || opcode == OpSetq) stalled = 1'b0;
+    end else if (opcode == OpNop || opcode == OpSetq || opcode == OpCmap || opcode == OpCstr ||
+                 opcode == OpCtap || opcode == OpCwin) stalled = 1'b0;
     else if (cycle_i < unit_free_at_q[32'(unit)]) cause = StallUnitBusy;
+    // A POOL reads UB rows its own unit's earlier instructions may still
+    // write (an ACT's last rows leave its pipeline after its occupancy): it
+    // waits until every one of them has completed.
+    else if (opcode == OpPool && act_in_flight) cause = StallUnitBusy;
     else if (is_rw && (rw_issued_q - tiles_popped_i) >= FifoDepth) cause = StallFifoFull;
     else if (is_switch && tiles_loaded_i <= switches_q) cause = StallWeightsNotReady;
     else stalled = 1'b0;
@@ -239,6 +280,16 @@ module tpu_controller
     cmd.requant_m = requant_m_q;
     cmd.requant_s = requant_s_q;
     cmd.requant_z = requant_z_q;
+    cmd.conv_in_h     = conv_in_h_q;
+    cmd.conv_in_w     = conv_in_w_q;
+    cmd.conv_out_w    = conv_out_w_q;
+    cmd.conv_stride_y = conv_stride_y_q;
+    cmd.conv_stride_x = conv_stride_x_q;
+    cmd.conv_pad      = conv_pad_q;
+    cmd.conv_y0       = conv_y0_q;
+    cmd.conv_x0       = conv_x0_q;
+    cmd.conv_win_h    = conv_win_h_q;
+    cmd.conv_win_w    = conv_win_w_q;
   end
 
   always_ff @(posedge clk_i) begin
@@ -248,6 +299,20 @@ module tpu_controller
       requant_m_q <= 32'd1;
       requant_s_q <= '0;
       requant_z_q <= '0;
+      // ConvGeometry's reset values: a 1 x 1 map, unit strides, no offset,
+      // a 1 x 1 window.
+      conv_in_h_q <= 16'd1;
+      conv_in_w_q <= 16'd1;
+      conv_out_w_q <= 16'd1;
+      conv_stride_y_q <= 8'd1;
+      conv_stride_x_q <= 8'd1;
+      conv_pad_q <= '0;
+      conv_y0_q <= '0;
+      conv_x0_q <= '0;
+      conv_map_rows_q <= 32'd1;
+      conv_win_h_q <= 8'd1;
+      conv_win_w_q <= 8'd1;
+      conv_window_q <= 16'd1;
       for (int u = 0; u < 5; u++) unit_free_at_q[u] <= '0;
       rw_issued_q <= '0;
       switches_q <= '0;
@@ -280,11 +345,31 @@ module tpu_controller
               requant_s_q <= op1[5:0];
               requant_z_q <= op2[7:0];
             end
+            OpCmap: begin
+              conv_in_h_q <= op0[15:0];
+              conv_in_w_q <= op1[15:0];
+              conv_out_w_q <= op2[15:0];
+              conv_map_rows_q <= 32'(op0[15:0]) * 32'(op1[15:0]);
+            end
+            OpCstr: begin
+              conv_stride_y_q <= op0[7:0];
+              conv_stride_x_q <= op1[7:0];
+              conv_pad_q <= op2[7:0];
+            end
+            OpCtap: begin
+              conv_y0_q <= op0[15:0];
+              conv_x0_q <= op1[15:0];
+            end
+            OpCwin: begin
+              conv_win_h_q <= op0[7:0];
+              conv_win_w_q <= op1[7:0];
+              conv_window_q <= 16'(op0[7:0]) * 16'(op1[7:0]);
+            end
             OpHlt: halted_q <= 1'b1;
             OpRhm, OpWhm: host_dma_cmd_o <= cmd;
             OpRw: weight_dma_cmd_o <= cmd;
             OpMmc: array_cmd_o <= cmd;
-            OpAct: act_cmd_o <= cmd;
+            OpAct, OpPool: act_cmd_o <= cmd;
             default: ;
           endcase
           if (unit != UnitController) begin

@@ -62,15 +62,18 @@ module tpu_core
     .issue_o, .stall_o, .stall_cause_o, .halted_o, .fault_o, .fault_code_o, .fault_cycle_o
   );
 
-  // ---- Unified buffer: two write ports (host DMA, activation unit), two read
-  // ports (host DMA, array). The interlocks keep them on different rows.
+  // ---- Unified buffer: two write ports (host DMA, activation unit), three
+  // read ports (host DMA, array, activation unit's POOL). The interlocks keep
+  // the units on different rows. A read port sees the buffer's registers, so
+  // a write lands at the end of its cycle: visible from the next cycle, to its
+  // own unit too (a POOL reading the rows it writes).
   logic [N*8-1:0] ub_q [UbRows] /* verilator public_flat_rw */;
-  logic           ub_wr_host_valid, ub_wr_act_valid;
+  logic           ub_wr_host_valid, ub_wr_act_valid, ub_rd_act_valid;
   // Row addresses are 32-bit fields and the memories index with their low
   // bits: the controller faults on any address past a memory's end before
   // issue, so the high bits are zero whenever a port is used.
   /* verilator lint_off UNUSEDSIGNAL */
-  logic [31:0]    ub_wr_host_row, ub_wr_act_row, ub_rd_host_row, ub_rd_array_row;
+  logic [31:0]    ub_wr_host_row, ub_wr_act_row, ub_rd_host_row, ub_rd_array_row, ub_rd_act_row;
   logic [31:0]    acc_rd_act_row, acc_rd_host_row;
   /* verilator lint_on UNUSEDSIGNAL */
   logic [N*8-1:0] ub_wr_host_data, ub_wr_act_data;
@@ -144,6 +147,8 @@ module tpu_core
         else $error("UB write row %0d out of range at cycle %0d", ub_wr_act_row, cycle_q);
       assert (!row_valid_o || ub_rd_array_row < UbRows)
         else $error("UB read row %0d out of range at cycle %0d", ub_rd_array_row, cycle_q);
+      assert (!ub_rd_act_valid || ub_rd_act_row < UbRows)
+        else $error("UB read row %0d out of range at cycle %0d", ub_rd_act_row, cycle_q);
       for (int unsigned j = 0; j < N; j++)
         assert (!acc_wr_valid[j] || acc_wr_row[32*j +: 32] < AccRows)
           else $error("ACC write row %0d out of range at cycle %0d", acc_wr_row[32*j +: 32], cycle_q);
@@ -154,6 +159,8 @@ module tpu_core
   tpu_activation_unit activation_unit (
     .clk_i, .rst_ni, .cmd_i(act_cmd),
     .acc_rd_row_o(acc_rd_act_row), .acc_rd_data_i(acc_rd_act_data),
+    .ub_rd_valid_o(ub_rd_act_valid), .ub_rd_row_o(ub_rd_act_row),
+    .ub_rd_data_i(ub_q[ub_rd_act_row[$clog2(UbRows)-1:0]]),
     .ub_wr_valid_o(ub_wr_act_valid), .ub_wr_row_o(ub_wr_act_row), .ub_wr_data_o(ub_wr_act_data),
     .retire_o(act_retire_o), .busy_o(busy_o[3])
   );

@@ -22,7 +22,13 @@ package tpu_core_pkg;
     logic        write;
   } access_t;
 
-  // An instruction sent to a unit, with the requantization registers at issue.
+  // An instruction sent to a unit, with the requantization registers (ACT,
+  // POOL.A) and the convolution registers (MMC.C, POOL) at issue:
+  // model::UnitCommand's requant and conv. The convolution fields are the
+  // CMAP/CSTR/CTAP/CWIN operands as encoded (pad, y0 and x0 two's
+  // complement); the controller keeps the input map's size, in_h * in_w, and
+  // the window's, win_h * win_w, for itself (hazards, bounds, POOL's
+  // duration).
   typedef struct packed {
     logic        valid;
     logic [31:0] seq;
@@ -34,6 +40,16 @@ package tpu_core_pkg;
     logic [31:0] requant_m;
     logic [5:0]  requant_s;
     logic [7:0]  requant_z;
+    logic [15:0] conv_in_h;
+    logic [15:0] conv_in_w;
+    logic [15:0] conv_out_w;
+    logic [7:0]  conv_stride_y;
+    logic [7:0]  conv_stride_x;
+    logic [7:0]  conv_pad;
+    logic [15:0] conv_y0;
+    logic [15:0] conv_x0;
+    logic [7:0]  conv_win_h;
+    logic [7:0]  conv_win_w;
   } unit_cmd_t;
 
   // A completion reported by a unit in its completion cycle.

@@ -32,6 +32,11 @@ package tpu_isa_pkg;
     OpAct = 8'h05,
     OpSetq = 8'h06,
     OpSync = 8'h07,
+    OpCmap = 8'h08,
+    OpCstr = 8'h09,
+    OpCtap = 8'h0a,
+    OpPool = 8'h0b,
+    OpCwin = 8'h0c,
     OpHlt = 8'h0f
   } opcode_e;
 
@@ -51,9 +56,11 @@ package tpu_isa_pkg;
   localparam int unsigned FlagWhmA = 0;
   localparam int unsigned FlagMmcS = 0;
   localparam int unsigned FlagMmcO = 1;
+  localparam int unsigned FlagMmcC = 2;
   localparam int unsigned FlagActR = 0;
   localparam int unsigned FlagActQ = 1;
   localparam int unsigned FlagActT = 2;
+  localparam int unsigned FlagPoolA = 0;
 
   // Operand fields: width in bits and legal range.
   localparam int unsigned HostRowWidth = 32;
@@ -83,5 +90,38 @@ package tpu_isa_pkg;
   localparam int unsigned ZWidth = 8;
   localparam longint ZMin = -64'sd128;
   localparam longint ZMax = 64'sd127;
+  localparam int unsigned InHWidth = 16;
+  localparam longint InHMin = 64'sd1;
+  localparam longint InHMax = 64'sd65535;
+  localparam int unsigned InWWidth = 16;
+  localparam longint InWMin = 64'sd1;
+  localparam longint InWMax = 64'sd65535;
+  localparam int unsigned OutWWidth = 16;
+  localparam longint OutWMin = 64'sd1;
+  localparam longint OutWMax = 64'sd65535;
+  localparam int unsigned StrideYWidth = 8;
+  localparam longint StrideYMin = 64'sd1;
+  localparam longint StrideYMax = 64'sd255;
+  localparam int unsigned StrideXWidth = 8;
+  localparam longint StrideXMin = 64'sd1;
+  localparam longint StrideXMax = 64'sd255;
+  localparam int unsigned PadWidth = 8;
+  localparam longint PadMin = -64'sd128;
+  localparam longint PadMax = 64'sd127;
+  localparam int unsigned Y0Width = 16;
+  localparam longint Y0Min = -64'sd32768;
+  localparam longint Y0Max = 64'sd32767;
+  localparam int unsigned X0Width = 16;
+  localparam longint X0Min = -64'sd32768;
+  localparam longint X0Max = 64'sd32767;
+  localparam int unsigned WinHWidth = 8;
+  localparam longint WinHMin = 64'sd1;
+  localparam longint WinHMax = 64'sd255;
+  localparam int unsigned WinWWidth = 8;
+  localparam longint WinWMin = 64'sd1;
+  localparam longint WinWMax = 64'sd255;
+  localparam int unsigned MapRowWidth = 24;
+  localparam longint MapRowMin = 64'sd0;
+  localparam longint MapRowMax = 64'sd16777215;
 
 endpackage

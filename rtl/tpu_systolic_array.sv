@@ -9,6 +9,14 @@
 // written to the accumulators at u + N + j + 1. Rows are remembered by the
 // cycle they were read in a ring of 2N + 2 slots; the PE registers are flat
 // vectors updated in loops, not one instance per PE.
+//
+// MMC.C (convolution) changes only which row enters the array at u: row i is
+// output pixel (oy, ox) = (i / out_w, i % out_w), which reads UB row
+// ub_row + iy * in_w + ix for its input pixel (iy, ix) = (y0 + oy * stride_y,
+// x0 + ox * stride_x) inside the in_h x in_w map, and a padding row (every
+// lane `pad`, no UB access) outside it: the model's input_row and
+// isa::ConvGeometry::input_row. The geometry comes with the command (the
+// controller's registers at issue); counters follow (oy, ox) row by row.
 module tpu_systolic_array
   import tpu_isa_pkg::*;
   import tpu_config_pkg::*;
@@ -150,7 +158,41 @@ module tpu_systolic_array
   assign job     = cmd_i.valid ? cmd_i : job_q;
   assign reading = cmd_i.valid || reading_q;
   assign row     = cmd_i.valid ? '0 : row_q;
-  assign ub_rd_row_o = job.op0 + row;
+
+  // ---- Convolution address generator (MMC.C) ---------------------------------------
+  // No divider: ox counts 0 .. out_w - 1 and wraps; ix = x0 + ox * stride_x
+  // advances by stride_x and returns to x0 on a wrap, where iy = y0 +
+  // oy * stride_y advances by stride_y. Both are signed and wide enough for
+  // every row (oy < 2^24 rows and stride_y < 2^8: |iy| < 2^33; ox < 2^16 and
+  // stride_x < 2^8: |ix| < 2^25), so a pixel far past the map never wraps
+  // back into it. A command starts them at (y0, x0). The UB row offset of an
+  // inside pixel is iy * in_w + ix with iy < in_h and ix < in_w, both 16-bit.
+  localparam int unsigned IyW = 34, IxW = 26;
+  logic [15:0]    ox_q, ox;
+  logic [IyW-1:0] iy_q, iy;  // two's complement
+  logic [IxW-1:0] ix_q, ix;
+  logic [IyW-1:0] y0, stride_y;
+  logic [IxW-1:0] x0, stride_x;
+  logic           conv, line_end, in_map;
+  logic [31:0]    offset;
+  logic [N*8-1:0] x_row;
+  assign y0       = {{(IyW - 16){job.conv_y0[15]}}, job.conv_y0};
+  assign x0       = {{(IxW - 16){job.conv_x0[15]}}, job.conv_x0};
+  assign stride_y = {{(IyW - 8){1'b0}}, job.conv_stride_y};
+  assign stride_x = {{(IxW - 8){1'b0}}, job.conv_stride_x};
+  assign ox       = cmd_i.valid ? '0 : ox_q;
+  assign iy       = cmd_i.valid ? y0 : iy_q;
+  assign ix       = cmd_i.valid ? x0 : ix_q;
+  assign conv     = job.flags[FlagMmcC];
+  assign line_end = ox + 16'd1 == job.conv_out_w;
+  assign in_map   = !iy[IyW-1] && iy[IyW-2:0] < (IyW - 1)'(job.conv_in_h) &&
+                    !ix[IxW-1] && ix[IxW-2:0] < (IxW - 1)'(job.conv_in_w);
+  assign offset   = !conv ? row : !in_map ? 32'd0
+                  : 32'(iy[15:0]) * 32'(job.conv_in_w) + 32'(ix[15:0]);
+  // A padding row reads nothing; its port address stays on the map's first
+  // row, inside the UB.
+  assign x_row    = conv && !in_map ? {N{job.conv_pad}} : ub_rd_data_i;
+  assign ub_rd_row_o = job.op0 + offset;
   assign row_valid_o = reading;
 
   // ---- One clock of every PE -----------------------------------------------------------
@@ -222,6 +264,9 @@ module tpu_systolic_array
       job_q <= '0;
       reading_q <= 1'b0;
       row_q <= '0;
+      ox_q <= '0;
+      iy_q <= '0;
+      ix_q <= '0;
       x_q <= '0;
       set_q <= '0;
       psum_q <= '0;
@@ -258,7 +303,7 @@ module tpu_systolic_array
       // Yosys cannot parse.
       if (reading) begin
         slots_q[ptr_q] <= {1'b1, job.flags[FlagMmcO], active_d, row + 1 == job.op2,
-                           job.seq, job.op1 + row, ub_rd_data_i};
+                           job.seq, job.op1 + row, x_row};
         last_use_q[active_d] <= cycle_i;
         used_q[active_d] <= 1'b1;
       end else begin
@@ -268,6 +313,11 @@ module tpu_systolic_array
       job_q <= job;
       reading_q <= reading && row + 1 != job.op2;
       row_q <= reading ? row + 1 : row;
+      if (reading) begin
+        ox_q <= line_end ? '0 : ox + 16'd1;
+        iy_q <= line_end ? iy + stride_y : iy;
+        ix_q <= line_end ? x0 : ix + stride_x;
+      end
 
       x_q <= x_d;
       set_q <= set_d;

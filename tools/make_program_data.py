@@ -236,12 +236,89 @@ def requant_edges():
     return host, weights, expected
 
 
+def conv_reference(x, w, stride, pad, zero_point):
+    """conv2d of one H x W x C map (HWC) with HWIO weights, `pad` pixels of zero_point
+    around it, stride `stride`: int64 sums wrapped to int32, as MMC.C accumulates them."""
+    kh, kw = w.shape[0], w.shape[1]
+    xp = np.pad(np.asarray(x, dtype=np.int64), ((pad, pad), (pad, pad), (0, 0)),
+                constant_values=zero_point)
+    oh = (xp.shape[0] - kh) // stride + 1
+    ow = (xp.shape[1] - kw) // stride + 1
+    acc = np.zeros((oh, ow, w.shape[3]), dtype=np.int64)
+    for dy in range(kh):
+        for dx in range(kw):
+            patch = xp[dy:dy + stride * (oh - 1) + 1:stride, dx:dx + stride * (ow - 1) + 1:stride]
+            acc += patch @ np.asarray(w[dy, dx], dtype=np.int64)
+    return wrap32(acc)
+
+
+def conv2():
+    """programs/conv2.s: Y1 = ReLU(q1(conv3x3 s1 p1 (X))), A2 = conv3x3 s2 p1 (Y1), on chip."""
+    h, w, z, z1 = 6, 5, -5, -7
+    rng = SplitMix64(0x0006)
+    x = rng.int8s((h, w, N))
+    w1 = rng.int8s((3, 3, N, N))
+    w2 = rng.int8s((3, 3, N, N))
+    y1 = activate(conv_reference(x, w1, 1, 1, z), "R", 37, 12, z1)
+    a2 = conv_reference(y1, w2, 2, 1, z1)
+    assert a2.shape == (3, 3, N)
+    p = h * w
+    host = host_memory(2 * p + 4 * 9 + 1)  # X, Y1, A2 (9 ACC rows), guard
+    host[0:p] = x.reshape(p, N)
+    expected = host.copy()
+    expected[p:2 * p] = y1.reshape(p, N)
+    expected[2 * p:2 * p + 36] = acc_as_host_rows(a2.reshape(9, N))
+    weights = np.concatenate([w1.reshape(9, N, N), w2.reshape(9, N, N)])
+    return host, weights, expected
+
+
+def pool_reference(x, kh, kw, stride, pad, oh, ow, zero_point, average, m=1, s=0, z=0):
+    """POOL of one H x W x C map (docs/isa.md): max over the window's pixels inside the
+    map (zero_point if none), or requantize(sum over the window of x - zero_point), where
+    pixels outside the map count as zero_point; window of output pixel (oy, ox) at
+    (oy*stride - pad, ox*stride - pad)."""
+    h, w, c = x.shape
+    out = np.zeros((oh, ow, c), dtype=np.int64)
+    for oy in range(oh):
+        for ox in range(ow):
+            y0, x0 = oy * stride - pad, ox * stride - pad
+            ys = [y for y in range(y0, y0 + kh) if 0 <= y < h]
+            xs = [v for v in range(x0, x0 + kw) if 0 <= v < w]
+            win = np.asarray(x, dtype=np.int64)[ys][:, xs].reshape(-1, c)
+            if average:
+                out[oy, ox] = requantize((win - zero_point).sum(axis=0), m, s, z)
+            else:
+                out[oy, ox] = win.max(axis=0) if len(win) else zero_point
+    return out.astype(np.int8)
+
+
+def pool():
+    """programs/pool.s: max pool 2x2/2, average pool 3x3/1 padding 1, global average pool."""
+    h, w, z = 6, 5, -5
+    rng = SplitMix64(0x0007)
+    x = rng.int8s((h, w, N))
+    mx = pool_reference(x, 2, 2, 2, 0, 3, 2, z, False)
+    av = pool_reference(x, 3, 3, 1, 1, 6, 5, z, True, 7282, 16, 3)
+    gl = pool_reference(x, h, w, 1, 0, 1, 1, z, True, 2185, 16, -1)
+    p = h * w
+    host = host_memory(p + 6 + p + 1 + 1)  # X, M, A, G, guard
+    host[0:p] = x.reshape(p, N)
+    expected = host.copy()
+    expected[p:p + 6] = mx.reshape(6, N)
+    expected[p + 6:2 * p + 6] = av.reshape(p, N)
+    expected[2 * p + 6] = gl.reshape(N)
+    weights = np.zeros((1, N, N), dtype=np.int8)
+    return host, weights, expected
+
+
 PROGRAMS = {
     "one_tile": one_tile,
     "k_accumulate": k_accumulate,
     "mlp2": mlp2,
     "mmc_chain": mmc_chain,
     "requant_edges": requant_edges,
+    "conv2": conv2,
+    "pool": pool,
 }
 
 # ---------------------------------------------------------------------------

@@ -7,6 +7,23 @@
 // requantization between ACTs, and every flag appears. RW is issued only while
 // the FIFO and the shadow can take the tile without a switch, and MMC.S only
 // after an RW that no switch has taken, so no program deadlocks.
+//
+// CMAP, CSTR and CTAP set random convolution geometries between MMC.Cs: maps
+// that mostly fit the UB window (so an MMC.C's whole-map read range overlaps
+// the other units' rows), now and then one that reaches past the window or
+// past the UB (then no MMC.C follows until a CMAP makes the map fit; plain
+// MMCs must not care); strides 1..3 and rarely up to 255; origins that start
+// before the map, inside it and past it, rarely at the int16 extremes; pads of
+// every sign. An MMC.C is emitted only while the map, from its ub_row, fits
+// the unified buffer.
+//
+// CWIN sets pooling windows of 1..4 each way, now and then up to 16 or 255 on
+// a side, and POOL / POOL.A pool the current map (the same registers) into
+// rows of the UB window: output rows that overlap the map, windows partly or
+// wholly in the padding (origins before and past the map), and, after one
+// ACT in four, a POOL over that ACT's output rows. A POOL, too, is emitted
+// only while the map fits the unified buffer; its rows times its window
+// stay within 1024 cycles (at least one row).
 #pragma once
 
 #include <cstdint>

@@ -80,6 +80,9 @@ const char* fault_reason(unsigned code) {
 
 // MACs, and each unit's instructions and busy cycles (the union of its
 // instructions' [start, completion] intervals, docs/microarchitecture.md).
+// After a fault, an instruction still in flight was busy from its start to
+// the fault cycle, inclusive, as the model counts it: every unit works in the
+// cycle the controller faults in (rtl_harness.h), and the run stops after it.
 void finish_stats(const ArchConfig& cfg, const isa::Program& prog, model::RunLog& log) {
   std::map<std::string, model::Cycle> covered_until;
   for (const model::RetireRecord& r : log.retired) {
@@ -90,12 +93,13 @@ void finish_stats(const ArchConfig& cfg, const isa::Program& prog, model::RunLog
     if (unit == isa::Unit::Controller) continue;
     model::UnitStats& u = log.stats.units[unit_name(unit)];
     ++u.instructions;
-    if (!r.completed) continue;
+    if (!r.completed && !log.fault) continue;
+    const model::Cycle last = r.completed ? r.completion : log.fault->cycle;
     // Intervals of one unit start in order; count each cycle once.
     model::Cycle& until = covered_until[unit_name(unit)];
     const model::Cycle from = std::max(r.start, until);
-    if (r.completion + 1 > from) u.busy_cycles += r.completion + 1 - from;
-    until = std::max(until, r.completion + 1);
+    if (last + 1 > from) u.busy_cycles += last + 1 - from;
+    until = std::max(until, last + 1);
   }
 }
 
@@ -152,9 +156,13 @@ std::optional<Divergence> compare(const isa::Program& prog, const model::RunLog&
     if (x.pc != y.pc || x.issue != y.issue)
       note(x.pc, std::min(x.issue, y.issue), "controller", fmt::format("issue of instruction #{}", i),
            fmt::format("pc {} at cycle {}", x.pc, x.issue), fmt::format("pc {} at cycle {}", y.pc, y.issue));
-    else if (x.completed != y.completed || x.completion != y.completion)
-      note(x.pc, std::min(x.completion, y.completion), unit, "completion cycle",
-           x.completed ? fmt::to_string(x.completion) : "-",
+    // A record that never completed (the run faulted first) has no completion
+    // cycle to compare; the other engine's must not have one either.
+    else if (x.completed != y.completed || (x.completed && x.completion != y.completion))
+      note(x.pc,
+           x.completed && y.completed ? std::min(x.completion, y.completion)
+                                      : (x.completed ? x.completion : y.completion),
+           unit, "completion cycle", x.completed ? fmt::to_string(x.completion) : "-",
            y.completed ? fmt::to_string(y.completion) : "-");
   }
   if (first) return first;

@@ -172,7 +172,9 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
       r.pc = pc;
       r.issue = t;
       r.start = controller_only ? t : t + 1;
-      r.completion = t;
+      // A unit's instruction gets its completion cycle when the unit retires
+      // it (0 until then, as in the model's records).
+      r.completion = controller_only ? t : 0;
       r.completed = controller_only;
       log.retired.push_back(r);
       ++log.stats.instructions;

@@ -483,11 +483,14 @@ class Assembler {
       in.operands[i] = *v;
     }
     if (ok && options_.config != nullptr) check_memory(st, in);
+    // The convolution registers, as the next MMC.C in program order finds
+    // them (a program is straight-line code).
+    if (ok) geometry_.apply(in);
     return in;
   }
 
   void check_memory(const Statement& st, const isa::Instruction& in) {
-    for (const isa::Access& a : isa::accesses(in)) {
+    for (const isa::Access& a : isa::accesses(in, geometry_)) {
       const std::uint64_t size = options_.config->size_of(a.space);
       if (a.base + a.count <= size) continue;
       const char* unit = a.space == isa::Space::WeightMem ? "tile" : "row";
@@ -506,6 +509,7 @@ class Assembler {
   const Expr* array_expr_ = nullptr;
   SourceLoc array_loc_;
   int eval_depth_ = 0;  // eval() calls in progress
+  isa::ConvGeometry geometry_;  // CMAP/CSTR/CTAP so far, for MMC.C's range check
 };
 
 }  // namespace

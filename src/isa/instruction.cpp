@@ -141,7 +141,40 @@ const char* space_name(Space s) {
   return "?";
 }
 
-std::vector<Access> accesses(const Instruction& in) {
+void ConvGeometry::apply(const Instruction& in) {
+  const auto& op = in.operands;
+  switch (in.opcode) {
+    case Opcode::CMAP:
+      in_h = static_cast<std::uint32_t>(op[0]);
+      in_w = static_cast<std::uint32_t>(op[1]);
+      out_w = static_cast<std::uint32_t>(op[2]);
+      break;
+    case Opcode::CSTR:
+      stride_y = static_cast<std::uint32_t>(op[0]);
+      stride_x = static_cast<std::uint32_t>(op[1]);
+      pad = static_cast<std::int8_t>(op[2]);
+      break;
+    case Opcode::CTAP:
+      origin_y = static_cast<std::int32_t>(op[0]);
+      origin_x = static_cast<std::int32_t>(op[1]);
+      break;
+    case Opcode::CWIN:
+      win_h = static_cast<std::uint32_t>(op[0]);
+      win_w = static_cast<std::uint32_t>(op[1]);
+      break;
+    default:
+      break;
+  }
+}
+
+std::int64_t ConvGeometry::input_row(std::uint64_t i, std::uint32_t dy, std::uint32_t dx) const {
+  const auto oy = static_cast<std::int64_t>(i / out_w), ox = static_cast<std::int64_t>(i % out_w);
+  const std::int64_t iy = origin_y + oy * stride_y + dy, ix = origin_x + ox * stride_x + dx;
+  if (iy < 0 || iy >= in_h || ix < 0 || ix >= in_w) return -1;
+  return iy * in_w + ix;
+}
+
+std::vector<Access> accesses(const Instruction& in, const ConvGeometry& geometry) {
   const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
   const auto& op = in.operands;
   switch (in.opcode) {
@@ -157,13 +190,21 @@ std::vector<Access> accesses(const Instruction& in) {
     case Opcode::RW:
       return {{Space::WeightMem, u(op[0]), 1, false, 0}};
     case Opcode::MMC:
-      return {{Space::UnifiedBuffer, u(op[0]), u(op[2]), false, 0},
+      return {{Space::UnifiedBuffer, u(op[0]), in.has(kFlagMmcConvolve) ? geometry.map_rows() : u(op[2]),
+               false, 0},
               {Space::Accumulators, u(op[1]), u(op[2]), true, 1}};
     case Opcode::ACT:
       return {{Space::Accumulators, u(op[0]), u(op[2]), false, 0},
               {Space::UnifiedBuffer, u(op[1]), u(op[2]), true, 1}};
+    case Opcode::POOL:
+      return {{Space::UnifiedBuffer, u(op[0]), geometry.map_rows(), false, 0},
+              {Space::UnifiedBuffer, u(op[1]), u(op[2]), true, 1}};
     case Opcode::NOP:
     case Opcode::SETQ:
+    case Opcode::CMAP:
+    case Opcode::CSTR:
+    case Opcode::CTAP:
+    case Opcode::CWIN:
     case Opcode::SYNC:
     case Opcode::HLT:
       return {};

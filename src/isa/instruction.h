@@ -65,6 +65,39 @@ struct Access {
 // Host rows one accumulator row fills when WHM.A writes it out (N int32 = 4N bytes).
 inline constexpr unsigned kHostRowsPerAccRow = 4;
 
-std::vector<Access> accesses(const Instruction& instr);
+// ---- Convolution and pooling geometry ------------------------------------------
+// The registers CMAP, CSTR, CTAP and CWIN set (docs/isa.md, MMC.C and POOL),
+// at their reset values. An MMC.C or POOL reads them when it issues. Its
+// output pixel i is (oy, ox) = (i / out_w, i % out_w); window position
+// (dy, dx) of it (MMC.C: (0, 0) only) is input pixel (iy, ix) =
+// (y0 + oy * stride_y + dy, x0 + ox * stride_x + dx), which is the map's row
+// iy * in_w + ix (from the instruction's first row) when it lies inside the
+// in_h x in_w map, and padding otherwise.
+struct ConvGeometry {
+  std::uint32_t in_h = 1, in_w = 1, out_w = 1;
+  std::uint32_t stride_y = 1, stride_x = 1;
+  std::int8_t pad = 0;
+  std::int32_t origin_y = 0, origin_x = 0;
+  std::uint32_t win_h = 1, win_w = 1;
+
+  // Sets the registers a CMAP, CSTR, CTAP or CWIN names; other instructions change nothing.
+  void apply(const Instruction& instr);
+  // Rows of the input map: the UB rows an MMC.C or POOL may read, from its first row on.
+  std::uint64_t map_rows() const { return std::uint64_t{in_h} * in_w; }
+  // Window positions of a POOL's output pixel: win_h * win_w.
+  std::uint64_t window() const { return std::uint64_t{win_h} * win_w; }
+  // The map row of output pixel i's window position (dy, dx), or -1 for padding.
+  std::int64_t input_row(std::uint64_t i, std::uint32_t dy = 0, std::uint32_t dx = 0) const;
+  bool operator==(const ConvGeometry& o) const {
+    return in_h == o.in_h && in_w == o.in_w && out_w == o.out_w && stride_y == o.stride_y &&
+           stride_x == o.stride_x && pad == o.pad && origin_y == o.origin_y &&
+           origin_x == o.origin_x && win_h == o.win_h && win_w == o.win_w;
+  }
+};
+
+// The ranges `instr` reads and writes. An MMC.C or a POOL reads the whole
+// input map of `geometry` (the registers as they stand when it issues): its
+// first operand's row ..+in_h*in_w.
+std::vector<Access> accesses(const Instruction& instr, const ConvGeometry& geometry = {});
 
 }  // namespace tpu::isa

@@ -43,6 +43,17 @@ enum class Field : std::uint8_t {
   QMul,        // requantization multiplier M
   QShift,      // requantization shift S
   QZero,       // requantization zero point Z
+  MapH,        // convolution input map height (pixels)
+  MapW,        // convolution input map width (pixels)
+  OutW,        // convolution output map width (pixels)
+  StrideY,     // convolution vertical stride
+  StrideX,     // convolution horizontal stride
+  Pad,         // the int8 value every lane of a padding row reads
+  OriginY,     // input row of output row 0 for this kernel offset
+  OriginX,     // input column of output column 0 for this kernel offset
+  WinH,        // pooling window height
+  WinW,        // pooling window width
+  MapRow,      // unified buffer row of a map's pixel (0, 0)
 };
 
 struct FieldSpec {
@@ -55,7 +66,7 @@ struct FieldSpec {
   std::string_view description;
 };
 
-inline constexpr std::array<FieldSpec, 9> kFields{{
+inline constexpr std::array<FieldSpec, 20> kFields{{
     {Field::HostRow, "host_row", 32, false, 0, (std::int64_t{1} << 32) - 1, "host memory row"},
     {Field::UbRow, "ub_row", 24, false, 0, (1 << 24) - 1, "unified buffer row"},
     {Field::AccRow, "acc_row", 24, false, 0, (1 << 24) - 1, "accumulator row"},
@@ -66,6 +77,20 @@ inline constexpr std::array<FieldSpec, 9> kFields{{
     {Field::QMul, "M", 32, true, INT32_MIN, INT32_MAX, "requantization multiplier (int32)"},
     {Field::QShift, "S", 6, false, 0, 62, "requantization right shift"},
     {Field::QZero, "Z", 8, true, -128, 127, "requantization zero point (int8)"},
+    {Field::MapH, "in_h", 16, false, 1, 65535, "convolution input map height"},
+    {Field::MapW, "in_w", 16, false, 1, 65535, "convolution input map width"},
+    {Field::OutW, "out_w", 16, false, 1, 65535, "convolution output map width"},
+    {Field::StrideY, "stride_y", 8, false, 1, 255, "convolution vertical stride"},
+    {Field::StrideX, "stride_x", 8, false, 1, 255, "convolution horizontal stride"},
+    {Field::Pad, "pad", 8, true, -128, 127, "value of every lane of a padding row (int8)"},
+    {Field::OriginY, "y0", 16, true, -32768, 32767,
+     "input row of output row 0 (kernel row offset minus top padding)"},
+    {Field::OriginX, "x0", 16, true, -32768, 32767,
+     "input column of output column 0 (kernel column offset minus left padding)"},
+    {Field::WinH, "win_h", 8, false, 1, 255, "pooling window height"},
+    {Field::WinW, "win_w", 8, false, 1, 255, "pooling window width"},
+    {Field::MapRow, "map_row", 24, false, 0, (1 << 24) - 1,
+     "unified buffer row of the map's pixel (0, 0)"},
 }};
 
 constexpr const FieldSpec& field_spec(Field f) { return kFields[static_cast<unsigned>(f)]; }
@@ -87,6 +112,11 @@ enum class Opcode : std::uint8_t {
   ACT = 0x05,
   SETQ = 0x06,
   SYNC = 0x07,
+  CMAP = 0x08,
+  CSTR = 0x09,
+  CTAP = 0x0A,
+  POOL = 0x0B,
+  CWIN = 0x0C,
   HLT = 0x0F,
 };
 
@@ -107,7 +137,7 @@ struct InstrSpec {
 
 inline constexpr Field kNone = Field::Rows;  // filler for unused operand slots
 
-inline constexpr std::array<InstrSpec, 9> kInstrs{{
+inline constexpr std::array<InstrSpec, 14> kInstrs{{
     {Opcode::NOP, "NOP", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone}, "do nothing"},
     {Opcode::RHM, "RHM", Unit::HostDma, 0, {}, 0, 3, {Field::HostRow, Field::UbRow, Field::Rows},
      "copy rows host memory -> unified buffer"},
@@ -116,9 +146,10 @@ inline constexpr std::array<InstrSpec, 9> kInstrs{{
      {Field::SrcRow, Field::HostRow, Field::Rows}, "copy rows unified buffer -> host memory"},
     {Opcode::RW, "RW", Unit::WeightDma, 0, {}, 0, 1, {Field::WeightTile, kNone, kNone},
      "push one weight tile into the weight FIFO"},
-    {Opcode::MMC, "MMC", Unit::MatrixUnit, 2,
+    {Opcode::MMC, "MMC", Unit::MatrixUnit, 3,
      {{{'S', 0, "switch to the next weight tile from the FIFO first"},
-       {'O', 1, "overwrite the accumulators instead of adding"}}},
+       {'O', 1, "overwrite the accumulators instead of adding"},
+       {'C', 2, "convolve: rows are output pixels, input rows from the convolution geometry"}}},
      0, 3, {Field::UbRow, Field::AccRow, Field::Rows}, "matrix multiply UB rows into ACC rows"},
     {Opcode::ACT, "ACT", Unit::ActivationUnit, 3,
      {{{'R', 0, "ReLU"}, {'Q', 1, "sigmoid"}, {'T', 2, "tanh"}}}, 0b111, 3,
@@ -128,6 +159,19 @@ inline constexpr std::array<InstrSpec, 9> kInstrs{{
      "set the requantization registers"},
     {Opcode::SYNC, "SYNC", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone},
      "wait until every earlier instruction has completed"},
+    {Opcode::CMAP, "CMAP", Unit::Controller, 0, {}, 0, 3, {Field::MapH, Field::MapW, Field::OutW},
+     "set the convolution map geometry: input height and width, output width"},
+    {Opcode::CSTR, "CSTR", Unit::Controller, 0, {}, 0, 3,
+     {Field::StrideY, Field::StrideX, Field::Pad},
+     "set the convolution strides and the padding value"},
+    {Opcode::CTAP, "CTAP", Unit::Controller, 0, {}, 0, 2, {Field::OriginY, Field::OriginX, kNone},
+     "set the input pixel of output pixel (0, 0) for the next convolution passes"},
+    {Opcode::POOL, "POOL", Unit::ActivationUnit, 1,
+     {{{'A', 0, "average: the window's sum less pad, requantized (without: the maximum)"}}}, 0, 3,
+     {Field::MapRow, Field::UbRow, Field::Rows},
+     "pool windows of a UB map into UB rows, one per output pixel"},
+    {Opcode::CWIN, "CWIN", Unit::Controller, 0, {}, 0, 2, {Field::WinH, Field::WinW, kNone},
+     "set the pooling window"},
     {Opcode::HLT, "HLT", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone},
      "stop once every earlier instruction has completed"},
 }};
@@ -146,6 +190,8 @@ constexpr std::uint8_t flag_mask(Opcode op, char letter) {
 inline constexpr std::uint8_t kFlagWhmAcc = flag_mask(Opcode::WHM, 'A');
 inline constexpr std::uint8_t kFlagMmcSwitch = flag_mask(Opcode::MMC, 'S');
 inline constexpr std::uint8_t kFlagMmcOverwrite = flag_mask(Opcode::MMC, 'O');
+inline constexpr std::uint8_t kFlagMmcConvolve = flag_mask(Opcode::MMC, 'C');
+inline constexpr std::uint8_t kFlagPoolAverage = flag_mask(Opcode::POOL, 'A');
 inline constexpr std::uint8_t kFlagActRelu = flag_mask(Opcode::ACT, 'R');
 inline constexpr std::uint8_t kFlagActSigmoid = flag_mask(Opcode::ACT, 'Q');
 inline constexpr std::uint8_t kFlagActTanh = flag_mask(Opcode::ACT, 'T');

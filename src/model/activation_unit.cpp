@@ -30,6 +30,22 @@ void ActivationUnit::tick() {
 }
 
 bool ActivationUnit::step(Cycle now, const UnitCommand* command) {
+  if (command) {
+    jobs_.push_back({*command, now});
+    const isa::Instruction& in = command->instr;
+    mem_.ub.prefault(static_cast<std::uint64_t>(in.operands[1]),
+                     static_cast<std::uint64_t>(in.operands[2]));
+    completions_.push_back(now + duration(cfg_, in, command->conv) - 1);
+    ++stats_.instructions;
+  }
+  // This cycle's read (an ACC row of an ACT, or a window position of a POOL),
+  // before this cycle's writes: a write is visible from the next cycle on.
+  if (!jobs_.empty()) {
+    if (jobs_.front().cmd.instr.opcode == isa::Opcode::POOL)
+      read_pool(now);
+    else
+      read_act(now);
+  }
   // Writes leaving the pipeline this cycle.
   bool retired_now = false;
   while (!pipeline_.empty() && pipeline_.front().due == now) {
@@ -42,34 +58,67 @@ bool ActivationUnit::step(Cycle now, const UnitCommand* command) {
     }
     pipeline_.pop_front();
   }
-  if (command) {
-    jobs_.push_back({*command, now});
-    mem_.ub.prefault(static_cast<std::uint64_t>(command->instr.operands[1]),
-                     static_cast<std::uint64_t>(command->instr.operands[2]));
-    const auto rows = static_cast<Cycle>(command->instr.operands[2]);
-    completions_.push_back(now + rows + cfg_.act_latency - 1);
-    ++stats_.instructions;
-  }
-  // Read one accumulator row.
-  if (!jobs_.empty()) {
-    const Job& job = jobs_.front();
-    const isa::Instruction& in = job.cmd.instr;
-    const Cycle i = now - job.start;
-    const auto rows = static_cast<Cycle>(in.operands[2]);
-    const std::int32_t* acc = mem_.acc.row(static_cast<std::uint64_t>(in.operands[0]) + i);
-    PendingWrite w{now + cfg_.act_latency, static_cast<std::uint64_t>(in.operands[1]) + i,
-                   std::vector<std::int8_t>(cfg_.array_n),
-                   i + 1 == rows ? static_cast<std::int64_t>(job.cmd.seq) : -1};
-    const ActFunction f = function_of(in);
-    for (std::size_t j = 0; j < cfg_.array_n; ++j)
-      w.data[j] = activate(requantize(acc[j], job.cmd.requant), f, job.cmd.requant.zero_point);
-    pipeline_.push_back(std::move(w));
-    if (i + 1 == rows) jobs_.pop_front();
-  }
-  // Busy from an ACT's start to its completion cycle, as every unit.
+  // Busy from an instruction's start to its completion cycle, as every unit.
   const bool busy_now = retired_now || active();
   if (busy_now) ++stats_.busy_cycles;
   return busy_now;
+}
+
+void ActivationUnit::read_act(Cycle now) {
+  const Job& job = jobs_.front();
+  const isa::Instruction& in = job.cmd.instr;
+  const Cycle i = now - job.start;
+  const auto rows = static_cast<Cycle>(in.operands[2]);
+  const std::int32_t* acc = mem_.acc.row(static_cast<std::uint64_t>(in.operands[0]) + i);
+  PendingWrite w{now + cfg_.act_latency, static_cast<std::uint64_t>(in.operands[1]) + i,
+                 std::vector<std::int8_t>(cfg_.array_n),
+                 i + 1 == rows ? static_cast<std::int64_t>(job.cmd.seq) : -1};
+  const ActFunction f = function_of(in);
+  for (std::size_t j = 0; j < cfg_.array_n; ++j)
+    w.data[j] = activate(requantize(acc[j], job.cmd.requant), f, job.cmd.requant.zero_point);
+  pipeline_.push_back(std::move(w));
+  if (i + 1 == rows) jobs_.pop_front();
+}
+
+// Window position p of output pixel i is read at start + i * K + p (K window
+// positions, row-major); the pixel is written one cycle after its last read.
+void ActivationUnit::read_pool(Cycle now) {
+  const Job& job = jobs_.front();
+  const isa::Instruction& in = job.cmd.instr;
+  const isa::ConvGeometry& g = job.cmd.conv;
+  const std::uint64_t k = g.window(), t = now - job.start, i = t / k, p = t % k;
+  const auto rows = static_cast<std::uint64_t>(in.operands[2]);
+  const bool average = in.has(isa::kFlagPoolAverage);
+  const std::size_t n = cfg_.array_n;
+  if (p == 0) {
+    pool_acc_.assign(n, 0);
+    pool_any_ = false;
+  }
+  const std::int64_t r = g.input_row(i, static_cast<std::uint32_t>(p / g.win_w),
+                                     static_cast<std::uint32_t>(p % g.win_w));
+  if (r >= 0) {
+    const std::int8_t* x = mem_.ub.row(static_cast<std::uint64_t>(in.operands[0]) +
+                                       static_cast<std::uint64_t>(r));
+    for (std::size_t j = 0; j < n; ++j) {
+      if (average)
+        pool_acc_[j] += x[j] - g.pad;  // padding adds pad - pad = 0
+      else
+        pool_acc_[j] = pool_any_ ? std::max<std::int32_t>(pool_acc_[j], x[j]) : x[j];
+    }
+    pool_any_ = true;
+  }
+  if (p + 1 < k) return;
+  PendingWrite w{now + 1, static_cast<std::uint64_t>(in.operands[1]) + i,
+                 std::vector<std::int8_t>(n),
+                 i + 1 == rows ? static_cast<std::int64_t>(job.cmd.seq) : -1};
+  for (std::size_t j = 0; j < n; ++j) {
+    if (average)
+      w.data[j] = requantize(pool_acc_[j], job.cmd.requant);
+    else
+      w.data[j] = pool_any_ ? static_cast<std::int8_t>(pool_acc_[j]) : g.pad;
+  }
+  pipeline_.push_back(std::move(w));
+  if (i + 1 == rows) jobs_.pop_front();
 }
 
 }  // namespace tpu::model

@@ -1,7 +1,10 @@
-// activation_unit: executes ACT. Row i of an ACT started at s reads
+// activation_unit: executes ACT and POOL. Row i of an ACT started at s reads
 // ACC[acc_row + i] at s + i and writes the requantized, activated int8 row to
 // UB[ub_row + i] at s + i + act_latency (docs/microarchitecture.md,
 // "Activation unit"). Rows of successive ACTs follow each other with no gap.
+// A POOL reads one window position of its UB map per cycle and writes each
+// output pixel the cycle after its last position ("Pooling"). In every cycle
+// the unit reads before it writes: its writes are visible from the next cycle.
 #pragma once
 
 #include <systemc.h>
@@ -48,6 +51,8 @@ SC_MODULE(ActivationUnit) {
   // One cycle of work; `command` is the command arriving in it, if any.
   // Returns whether the unit is busy in it.
   bool step(Cycle now, const UnitCommand* command);
+  void read_act(Cycle now);
+  void read_pool(Cycle now);
   bool active() const { return !jobs_.empty() || !pipeline_.empty(); }
 
   const ArchConfig& cfg_;
@@ -58,6 +63,8 @@ SC_MODULE(ActivationUnit) {
   std::deque<PendingWrite> pipeline_;
   std::deque<Cycle> completions_;  // of the ACTs accepted and not yet completed
   Cycle last_tick_ = 0;
+  std::vector<std::int32_t> pool_acc_;  // a POOL's running max or sum, per lane
+  bool pool_any_ = false;               // a position of the window was inside the map
 };
 
 }  // namespace tpu::model

@@ -48,7 +48,7 @@ void Controller::fault(Cycle now, std::string reason) {
 }
 
 bool Controller::check_bounds(const isa::Instruction& in, Cycle now) {
-  for (const isa::Access& a : isa::accesses(in)) {
+  for (const isa::Access& a : isa::accesses(in, geometry_)) {
     const std::uint64_t size = cfg_.size_of(a.space);
     if (a.base + a.count <= size) continue;
     const char* unit = a.space == isa::Space::WeightMem ? "tile" : "row";
@@ -63,7 +63,7 @@ std::optional<StallCause> Controller::stall_cause(const isa::Instruction& in, Cy
   const isa::Unit unit = isa::spec_of(in.opcode).unit;
   // Hazards against in-flight instructions of other units.
   // Counted as RAW if any pair is one, else WAW, else WAR.
-  const std::vector<isa::Access> mine = isa::accesses(in);
+  const std::vector<isa::Access> mine = isa::accesses(in, geometry_);
   bool raw = false, waw = false, war = false;
   for (const InFlight& f : scoreboard_) {
     if (f.unit == unit) continue;
@@ -84,10 +84,21 @@ std::optional<StallCause> Controller::stall_cause(const isa::Instruction& in, Cy
       if (!scoreboard_.empty()) return StallCause::Drain;
       return std::nullopt;
     case isa::Opcode::NOP:
-    case isa::Opcode::SETQ: return std::nullopt;
+    case isa::Opcode::SETQ:
+    case isa::Opcode::CMAP:
+    case isa::Opcode::CSTR:
+    case isa::Opcode::CTAP:
+    case isa::Opcode::CWIN: return std::nullopt;
     default: break;
   }
   if (now < unit_free_at_[static_cast<unsigned>(unit)]) return StallCause::UnitBusy;
+  // A POOL reads UB rows its own unit's earlier instructions may still write
+  // (an ACT's last rows leave its pipeline after its occupancy): it waits
+  // until every one of them has completed.
+  if (in.opcode == isa::Opcode::POOL &&
+      std::any_of(scoreboard_.begin(), scoreboard_.end(),
+                  [unit](const InFlight& f) { return f.unit == unit; }))
+    return StallCause::UnitBusy;
   if (in.opcode == isa::Opcode::RW && rw_issued_ - tiles_popped.read() >= cfg_.fifo_depth)
     return StallCause::FifoFull;
   if (in.opcode == isa::Opcode::MMC && in.has(isa::kFlagMmcSwitch) &&
@@ -107,6 +118,7 @@ void Controller::issue(const isa::Instruction& in, Cycle now) {
     rec.start = rec.completion = now;
     rec.completed = true;
     log_.retired.push_back(rec);
+    geometry_.apply(in);  // CMAP, CSTR, CTAP, CWIN
     if (in.opcode == isa::Opcode::SETQ) {
       requant_.multiplier = static_cast<std::int32_t>(in.operands[0]);
       requant_.shift = static_cast<std::uint32_t>(in.operands[1]);
@@ -127,9 +139,11 @@ void Controller::issue(const isa::Instruction& in, Cycle now) {
   cmd.seq = seq;
   cmd.instr = in;
   cmd.requant = requant_;
+  cmd.conv = geometry_;
   port_for(spec.unit)->write(cmd);
-  scoreboard_.push_back({spec.unit, isa::accesses(in), now + duration(cfg_, in)});
-  unit_free_at_[static_cast<unsigned>(spec.unit)] = now + occupancy(cfg_, in);
+  scoreboard_.push_back(
+      {spec.unit, isa::accesses(in, geometry_), now + duration(cfg_, in, geometry_)});
+  unit_free_at_[static_cast<unsigned>(spec.unit)] = now + occupancy(cfg_, in, geometry_);
   if (in.opcode == isa::Opcode::RW) ++rw_issued_;
   if (in.opcode == isa::Opcode::MMC && in.has(isa::kFlagMmcSwitch)) ++switches_issued_;
   if (in.opcode == isa::Opcode::MMC)

@@ -64,6 +64,7 @@ SC_MODULE(Controller) {
   Cycle max_cycles_;
   std::uint32_t pc_ = 0;
   Requant requant_;
+  isa::ConvGeometry geometry_;  // CMAP, CSTR, CTAP, CWIN: sent with every command
   std::vector<InFlight> scoreboard_;
   std::array<Cycle, 5> unit_free_at_{};  // by isa::Unit: first cycle it accepts again
   std::uint32_t rw_issued_ = 0;

@@ -26,10 +26,11 @@ struct UnitCommand {
   std::uint32_t pc = 0;
   std::uint32_t seq = 0;  // issue number, the index of its retire record
   isa::Instruction instr;
-  Requant requant;  // ACT: the requantization registers at issue
+  Requant requant;          // ACT, POOL.A: the requantization registers at issue
+  isa::ConvGeometry conv;   // MMC.C, POOL: the convolution and window registers at issue
 
   bool operator==(const UnitCommand& o) const {
-    return valid == o.valid && pc == o.pc && seq == o.seq && instr == o.instr &&
+    return valid == o.valid && pc == o.pc && seq == o.seq && instr == o.instr && conv == o.conv &&
            requant.multiplier == o.requant.multiplier && requant.shift == o.requant.shift &&
            requant.zero_point == o.requant.zero_point;
   }

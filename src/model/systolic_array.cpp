@@ -104,6 +104,15 @@ void SystolicArray::run_loader(Cycle now) {
   }
 }
 
+const std::int8_t* SystolicArray::input_row(const UnitCommand& command, std::uint64_t i) {
+  const auto base = static_cast<std::uint64_t>(command.instr.operands[0]);
+  if (!command.instr.has(isa::kFlagMmcConvolve)) return mem_.ub.row(base + i);
+  const std::int64_t r = command.conv.input_row(i);
+  if (r >= 0) return mem_.ub.row(base + static_cast<std::uint64_t>(r));
+  pad_row_.assign(n_, command.conv.pad);
+  return pad_row_.data();
+}
+
 void SystolicArray::read_row(Cycle now) {
   RowSlot& s = slot(now);
   s.valid = false;
@@ -117,8 +126,8 @@ void SystolicArray::read_row(Cycle now) {
     s.overwrite = job.cmd.instr.has(isa::kFlagMmcOverwrite);
     s.weight_set = active_;
     s.acc_row = static_cast<std::uint64_t>(job.cmd.instr.operands[1]) + i;
-    const std::int8_t* ub = mem_.ub.row(static_cast<std::uint64_t>(job.cmd.instr.operands[0]) + i);
-    std::copy(ub, ub + n_, s.x.begin());
+    const std::int8_t* x = input_row(job.cmd, i);
+    std::copy(x, x + n_, s.x.begin());
     last_use_[active_] = now;
     used_[active_] = true;
     ++log_.stats.array_active_cycles;
@@ -204,8 +213,18 @@ void SystolicArray::compute_mmc(const Job& job) {
     packed_valid_[job.weight_set] = true;
   }
   mem_.acc.prefault(static_cast<std::uint64_t>(in.operands[1]), static_cast<std::uint64_t>(in.operands[2]));
-  int8_gemm(mem_.ub.row(static_cast<std::uint64_t>(in.operands[0])),
-            static_cast<std::size_t>(in.operands[2]), packed_[job.weight_set],
+  const auto rows = static_cast<std::size_t>(in.operands[2]);
+  const std::int8_t* x = mem_.ub.row(static_cast<std::uint64_t>(in.operands[0]));
+  if (in.has(isa::kFlagMmcConvolve)) {
+    // The rows the address generator feeds the array, gathered for one GEMM.
+    conv_rows_.resize(rows * n_);
+    for (std::size_t i = 0; i < rows; ++i) {
+      const std::int8_t* r = input_row(job.cmd, i);
+      std::copy(r, r + n_, conv_rows_.begin() + static_cast<std::ptrdiff_t>(i * n_));
+    }
+    x = conv_rows_.data();
+  }
+  int8_gemm(x, rows, packed_[job.weight_set],
             mem_.acc.row(static_cast<std::uint64_t>(in.operands[1])),
             in.has(isa::kFlagMmcOverwrite), threading_);
 }
@@ -222,7 +241,7 @@ void SystolicArray::flush_partial(Cycle t) {
         --log_.stats.array_active_cycles;
         continue;
       }
-      const std::int8_t* x = mem_.ub.row(static_cast<std::uint64_t>(in.operands[0]) + i);
+      const std::int8_t* x = input_row(job.cmd, static_cast<std::uint64_t>(i));
       std::int32_t* acc = mem_.acc.row(static_cast<std::uint64_t>(in.operands[1]) + i);
       // Column j is written at u + N + j + 1.
       for (std::size_t j = 0; j < n_ && u + n_ + j + 1 <= t; ++j) {

@@ -101,6 +101,9 @@ SC_MODULE(SystolicArray) {
   void tick();
   void tick_fast(Cycle now);
   void compute_mmc(const Job& job);
+  // Row i of an MMC: UB[ub_row + i]; for MMC.C the UB row or the padding row
+  // (in pad_row_) that the convolution geometry names for output pixel i.
+  const std::int8_t* input_row(const UnitCommand& command, std::uint64_t i);
   void write_accumulators(Cycle now);
   void handle_command(Cycle now);
   void run_loader(Cycle now);
@@ -144,6 +147,8 @@ SC_MODULE(SystolicArray) {
   const GemmThreading threading_;
   PackedWeights packed_[2];     // weights_[s] packed for kernel_, when packed_valid_[s]
   bool packed_valid_[2] = {false, false};
+  std::vector<std::int8_t> conv_rows_;  // an MMC.C's input rows, gathered
+  std::vector<std::int8_t> pad_row_;    // every lane the padding value
 
   // Edge values for waveforms, sampled each cycle only when traced.
   bool traced_ = false;

@@ -25,7 +25,9 @@ inline std::uint64_t host_row_bytes(const ArchConfig& c, const isa::Instruction&
 }
 
 // Cycles from start to completion, inclusive (completion = start + duration - 1).
-inline std::uint64_t duration(const ArchConfig& c, const isa::Instruction& in) {
+// A POOL's depends on the window of the registers at its issue (`geometry`).
+inline std::uint64_t duration(const ArchConfig& c, const isa::Instruction& in,
+                              const isa::ConvGeometry& geometry = {}) {
   const auto rows = static_cast<std::uint64_t>(in.operands[2]);
   switch (in.opcode) {
     case isa::Opcode::RHM:
@@ -35,17 +37,24 @@ inline std::uint64_t duration(const ArchConfig& c, const isa::Instruction& in) {
       return c.weight_latency + ceil_div(c.array_n * c.array_n, c.weight_bytes_per_cycle);
     case isa::Opcode::MMC: return rows + 2 * c.array_n;
     case isa::Opcode::ACT: return rows + c.act_latency;
+    // One window position read per cycle; each output pixel written the
+    // cycle after its last read.
+    case isa::Opcode::POOL: return rows * geometry.window() + 1;
     default: return 0;
   }
 }
 
 // Cycles the unit's input is occupied: the next instruction of the same unit
 // may issue this many cycles after this one.
-inline std::uint64_t occupancy(const ArchConfig& c, const isa::Instruction& in) {
+// A POOL reads UB rows that earlier instructions of its own unit may be
+// writing: it issues only once the unit has completed them all (the
+// controller's rule), and the next instruction follows its completion.
+inline std::uint64_t occupancy(const ArchConfig& c, const isa::Instruction& in,
+                               const isa::ConvGeometry& geometry = {}) {
   switch (in.opcode) {
     case isa::Opcode::MMC:
     case isa::Opcode::ACT: return static_cast<std::uint64_t>(in.operands[2]);
-    default: return duration(c, in);
+    default: return duration(c, in, geometry);
   }
 }
 

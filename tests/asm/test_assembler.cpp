@@ -1,7 +1,8 @@
 // The assembler's accepted syntax: comments, case, flags, numbers, labels,
 // .equ, .array, expressions, line endings and OpenTPU's example programs.
 // Expected instructions are written out by hand; flag bits are those of the
-// documented table (WHM A = 0; MMC S = 0, O = 1; ACT R = 0, Q = 1, T = 2).
+// documented table (WHM A = 0; MMC S = 0, O = 1, C = 2; ACT R = 0, Q = 1,
+// T = 2; POOL A = 0).
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -106,11 +107,71 @@ TEST_CASE("flag letters may be split over several dot groups", "[asm]") {
 TEST_CASE("each flag letter sets its documented bit", "[asm]") {
   const Code code = code_of(
       "WHM 1, 2, 3\nWHM.A 1, 2, 3\n"
-      "MMC 1, 2, 3\nMMC.S 1, 2, 3\nMMC.O 1, 2, 3\n"
-      "ACT 1, 2, 3\nACT.R 1, 2, 3\nACT.Q 1, 2, 3\nACT.T 1, 2, 3\n");
+      "MMC 1, 2, 3\nMMC.S 1, 2, 3\nMMC.O 1, 2, 3\nMMC.C 1, 2, 3\n"
+      "ACT 1, 2, 3\nACT.R 1, 2, 3\nACT.Q 1, 2, 3\nACT.T 1, 2, 3\n"
+      "POOL 1, 2, 3\nPOOL.A 1, 2, 3\n");
   std::vector<unsigned> flags;
   for (const Instruction& in : code) flags.push_back(in.flags);
-  CHECK(flags == std::vector<unsigned>{0, 1, 0, 1, 2, 0, 1, 2, 4});
+  CHECK(flags == std::vector<unsigned>{0, 1, 0, 1, 2, 4, 0, 1, 2, 4, 0, 1});
+}
+
+TEST_CASE("the convolution instructions assemble with any flag order and case", "[asm][conv]") {
+  const Code code = code_of(
+      "CMAP 3, 4, 5\n"
+      "cmap 9, 7, 0x10\n"
+      "CSTR 1, 2, -3\n"
+      "cstr 3, 1, 0\n"
+      "CTAP -1, -1\n"
+      "ctap 2, -(1 + 1)\n"
+      "MMC.C 1, 2, 3\n"
+      "MMC.SOC 0, 0, 16\n"
+      "mmc.cos 0, 0, 16\n"
+      "MMC.O.C.S 0, 0, 16\n"
+      "MMC.SC 4, 5, 6\n"
+      "Mmc.oC 7, 8, 9\n");
+  const Instruction soc = make(Opcode::MMC, 0b111, 0, 0, 16);
+  CHECK(code == Code{make(Opcode::CMAP, 0, 3, 4, 5), make(Opcode::CMAP, 0, 9, 7, 16),
+                     make(Opcode::CSTR, 0, 1, 2, -3), make(Opcode::CSTR, 0, 3, 1, 0),
+                     make(Opcode::CTAP, 0, -1, -1), make(Opcode::CTAP, 0, 2, -2),
+                     make(Opcode::MMC, 0b100, 1, 2, 3), soc, soc, soc,
+                     make(Opcode::MMC, 0b101, 4, 5, 6), make(Opcode::MMC, 0b110, 7, 8, 9)});
+}
+
+TEST_CASE("POOL, POOL.A and CWIN assemble with any flag case", "[asm][pool]") {
+  const Code code = code_of(
+      "POOL 1, 2, 3\n"
+      "pool 0x10, 0b11, 7\n"
+      "POOL.A 4, 5, 6\n"
+      "pool.a 4, 5, 6\n"
+      "Pool.A 4, 5, 6\n"
+      "POOL.a 4, 5, 6\n"
+      "CWIN 2, 3\n"
+      "cwin 3, 2\n"
+      "CwIn 1, 0xFF\n"
+      "CWIN 2 * 2, (1 + 1)\n");
+  const Instruction avg = make(Opcode::POOL, 0b1, 4, 5, 6);
+  CHECK(code == Code{make(Opcode::POOL, 0, 1, 2, 3), make(Opcode::POOL, 0, 16, 3, 7), avg, avg,
+                     avg, avg, make(Opcode::CWIN, 0, 2, 3), make(Opcode::CWIN, 0, 3, 2),
+                     make(Opcode::CWIN, 0, 1, 255), make(Opcode::CWIN, 0, 4, 2)});
+}
+
+TEST_CASE("the documented pooling example assembles as documented", "[asm][pool]") {
+  // docs/isa.md, CWIN: a 2 x 2 max pool with stride 2 of a 6 x 5 map whose
+  // zero point is -5, into 3 x 2 output pixels.
+  const Code code = code_of(
+      "CMAP 6, 5, 2\n"
+      "CSTR 2, 2, -5\n"
+      "CTAP 0, 0\n"
+      "CWIN 2, 2\n"
+      "POOL 0, 40, 6\n");
+  CHECK(code == Code{make(Opcode::CMAP, 0, 6, 5, 2), make(Opcode::CSTR, 0, 2, 2, -5),
+                     make(Opcode::CTAP, 0, 0, 0), make(Opcode::CWIN, 0, 2, 2),
+                     make(Opcode::POOL, 0, 0, 40, 6)});
+  // And the global average pool: CMAP h, w, 1; CTAP 0, 0; CWIN h, w; POOL.A m, u, 1.
+  CHECK(code_of(".equ H, 7\n.equ W, 9\n"
+                "CMAP H, W, 1\nCTAP 0, 0\nCWIN H, W\nPOOL.A 100, 200, 1\n") ==
+        Code{make(Opcode::CMAP, 0, 7, 9, 1), make(Opcode::CTAP, 0, 0, 0),
+             make(Opcode::CWIN, 0, 7, 9), make(Opcode::POOL, 1, 100, 200, 1)});
 }
 
 TEST_CASE("numbers can be decimal, hexadecimal or binary", "[asm]") {
@@ -132,11 +193,31 @@ TEST_CASE("each operand accepts its field's whole range", "[asm]") {
       "RHM 4294967295, 16777215, 16777215\n"
       "RHM 0, 0, 1\n"
       "SETQ -2147483648, 0, -128\n"
-      "SETQ 2147483647, 62, 127\n");
+      "SETQ 2147483647, 62, 127\n"
+      "CMAP 65535, 65535, 65535\n"
+      "CMAP 1, 1, 1\n"
+      "CSTR 255, 255, 127\n"
+      "CSTR 1, 1, -128\n"
+      "CTAP -32768, 32767\n"
+      "CTAP 32767, -32768\n"
+      "CWIN 1, 1\n"
+      "CWIN 255, 255\n"
+      "POOL 16777215, 16777215, 16777215\n"
+      "POOL.A 0, 0, 1\n");
   CHECK(code == Code{make(Opcode::RHM, 0, 4294967295, 16777215, 16777215),
                      make(Opcode::RHM, 0, 0, 0, 1),
                      make(Opcode::SETQ, 0, -2147483648, 0, -128),
-                     make(Opcode::SETQ, 0, 2147483647, 62, 127)});
+                     make(Opcode::SETQ, 0, 2147483647, 62, 127),
+                     make(Opcode::CMAP, 0, 65535, 65535, 65535),
+                     make(Opcode::CMAP, 0, 1, 1, 1),
+                     make(Opcode::CSTR, 0, 255, 255, 127),
+                     make(Opcode::CSTR, 0, 1, 1, -128),
+                     make(Opcode::CTAP, 0, -32768, 32767),
+                     make(Opcode::CTAP, 0, 32767, -32768),
+                     make(Opcode::CWIN, 0, 1, 1),
+                     make(Opcode::CWIN, 0, 255, 255),
+                     make(Opcode::POOL, 0, 16777215, 16777215, 16777215),
+                     make(Opcode::POOL, 1, 0, 0, 1)});
 }
 
 TEST_CASE("a label's value is the index of the next instruction", "[asm]") {

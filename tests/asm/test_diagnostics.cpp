@@ -143,7 +143,20 @@ TEST_CASE("bad flags are reported at the offending letter", "[asm][diag]") {
       {"mmc.5 0, 0, 1", 1, 4, "expected flag letters after 'MMC.'"},
       {"NOP.X", 1, 5, "NOP takes no flags"},
       {"RHM.A 0, 0, 1", 1, 5, "RHM takes no flags"},
-      {"MMC.SX 0, 0, 1", 1, 6, "unknown flag 'X' for MMC (valid: SO)"},
+      {"MMC.SX 0, 0, 1", 1, 6, "unknown flag 'X' for MMC (valid: SOC)"},
+      {"MMC.SOCX 0, 0, 1", 1, 8, "unknown flag 'X' for MMC (valid: SOC)"},
+      {"MMC.CSC 0, 0, 1", 1, 7, "flag 'C' is given twice"},
+      {"CMAP.C 1, 1, 1", 1, 6, "CMAP takes no flags"},
+      {"CSTR.S 1, 1, 0", 1, 6, "CSTR takes no flags"},
+      {"ctap.o 0, 0", 1, 6, "CTAP takes no flags"},
+      {"POOL.X 0, 0, 1", 1, 6, "unknown flag 'X' for POOL (valid: A)"},
+      {"pool.ar 0, 0, 1", 1, 7, "unknown flag 'r' for POOL (valid: A)"},
+      {"POOL.S 0, 0, 1", 1, 6, "unknown flag 'S' for POOL (valid: A)"},
+      {"POOL.AA 0, 0, 1", 1, 7, "flag 'A' is given twice"},
+      {"POOL.A.A 0, 0, 1", 1, 8, "flag 'A' is given twice"},
+      {"POOL. 0, 0, 1", 1, 5, "expected flag letters after 'POOL.'"},
+      {"CWIN.A 1, 1", 1, 6, "CWIN takes no flags"},
+      {"cwin.x 1, 1", 1, 6, "CWIN takes no flags"},
       {"ACT.z 0, 0, 1", 1, 5, "unknown flag 'z' for ACT (valid: RQT)"},
       {"MMC.SOS 0, 0, 1", 1, 7, "flag 'S' is given twice"},
       {"ACT.RQ 0, 0, 1", 1, 6, "flag 'Q' cannot be combined with the other ACT flags given"},
@@ -161,6 +174,17 @@ TEST_CASE("a wrong operand count is reported at the mnemonic", "[asm][diag]") {
       {"MMC 0, 0", 1, 1, "MMC expects 3 operands (ub_row, acc_row, rows), got 2"},
       {"ACT 1", 1, 1, "ACT expects 3 operands (acc_row, ub_row, rows), got 1"},
       {"SETQ 1, 2, 3, 4", 1, 1, "SETQ expects 3 operands (M, S, Z), got 4"},
+      {"CMAP 1, 2", 1, 1, "CMAP expects 3 operands (in_h, in_w, out_w), got 2"},
+      {"CSTR", 1, 1, "CSTR expects 3 operands (stride_y, stride_x, pad), got 0"},
+      {"CTAP 1", 1, 1, "CTAP expects 2 operands (y0, x0), got 1"},
+      {"CTAP 1, 2, 3", 1, 1, "CTAP expects 2 operands (y0, x0), got 3"},
+      {"MMC.C 0, 0", 1, 1, "MMC expects 3 operands (ub_row, acc_row, rows), got 2"},
+      {"POOL 0, 0", 1, 1, "POOL expects 3 operands (map_row, ub_row, rows), got 2"},
+      {"POOL.A", 1, 1, "POOL expects 3 operands (map_row, ub_row, rows), got 0"},
+      {"POOL 0, 0, 1, 2", 1, 1, "POOL expects 3 operands (map_row, ub_row, rows), got 4"},
+      {"CWIN 1", 1, 1, "CWIN expects 2 operands (win_h, win_w), got 1"},
+      {"CWIN 1, 2, 3", 1, 1, "CWIN expects 2 operands (win_h, win_w), got 3"},
+      {"  cwin", 1, 3, "CWIN expects 2 operands (win_h, win_w), got 0"},
   });
 }
 
@@ -234,6 +258,52 @@ TEST_CASE("out-of-range operands are reported at the operand", "[asm][diag]") {
       {"SETQ 0, 63, 0", 1, 9, "63 is out of range for S (6-bit unsigned field, 0..62)"},
       {"SETQ 0, 0, -129", 1, 12, "-129 is out of range for Z (8-bit signed field, -128..127)"},
   });
+}
+
+TEST_CASE("out-of-range convolution registers are reported at the operand", "[asm][diag][conv]") {
+  check_errors({
+      {"CMAP 0, 4, 4", 1, 6, "0 is out of range for in_h (16-bit unsigned field, 1..65535)"},
+      {"CMAP 4, 65536, 4", 1, 9,
+       "65536 is out of range for in_w (16-bit unsigned field, 1..65535)"},
+      {"CMAP 4, 4, 0", 1, 12, "0 is out of range for out_w (16-bit unsigned field, 1..65535)"},
+      {"CMAP -1, 4, 4", 1, 6, "-1 is out of range for in_h"},
+      {"CSTR 1, 256, 0", 1, 9, "256 is out of range for stride_x (8-bit unsigned field, 1..255)"},
+      {"CSTR 0, 1, 0", 1, 6, "0 is out of range for stride_y (8-bit unsigned field, 1..255)"},
+      {"CSTR 1, 1, 128", 1, 12, "128 is out of range for pad (8-bit signed field, -128..127)"},
+      {"CSTR 1, 1, -129", 1, 12, "-129 is out of range for pad (8-bit signed field, -128..127)"},
+      {"CSTR 1, 1, 0xFF", 1, 12, "255 is out of range for pad"},
+      {"CTAP -32769, 0", 1, 6,
+       "-32769 is out of range for y0 (16-bit signed field, -32768..32767)"},
+      {"CTAP 0, 32768", 1, 9, "32768 is out of range for x0 (16-bit signed field, -32768..32767)"},
+      {"CTAP 0, 0xFFFF", 1, 9, "65535 is out of range for x0"},
+  });
+  // Every operand of a line is checked.
+  const Result r = assemble("CMAP 0, 0, 65536\n", Options{});
+  CHECK(positions(r) == std::vector<std::string>{"1:6", "1:9", "1:12"});
+}
+
+TEST_CASE("out-of-range pooling operands are reported at the operand", "[asm][diag][pool]") {
+  check_errors({
+      {"CWIN 0, 1", 1, 6, "0 is out of range for win_h (8-bit unsigned field, 1..255)"},
+      {"CWIN 1, 256", 1, 9, "256 is out of range for win_w (8-bit unsigned field, 1..255)"},
+      {"CWIN 256, 1", 1, 6, "256 is out of range for win_h (8-bit unsigned field, 1..255)"},
+      {"CWIN 1, 0", 1, 9, "0 is out of range for win_w (8-bit unsigned field, 1..255)"},
+      {"CWIN -1, 1", 1, 6, "-1 is out of range for win_h"},
+      {"CWIN 1, 0x100", 1, 9, "256 is out of range for win_w"},
+      {"POOL 16777216, 0, 1", 1, 6,
+       "16777216 is out of range for map_row (24-bit unsigned field, 0..16777215)"},
+      {"POOL -1, 0, 1", 1, 6, "-1 is out of range for map_row"},
+      {"POOL 0, 16777216, 1", 1, 9,
+       "16777216 is out of range for ub_row (24-bit unsigned field, 0..16777215)"},
+      {"POOL.A 0, 0, 0", 1, 14, "rows must be at least 1, got 0"},
+      {"POOL 0, 0, 16777216", 1, 12,
+       "16777216 is out of range for rows (24-bit unsigned field, 1..16777215)"},
+  });
+  // Every operand of a line is checked.
+  CHECK(positions(assemble("CWIN 0, 256\n", Options{})) ==
+        std::vector<std::string>{"1:6", "1:9"});
+  CHECK(positions(assemble("POOL.A -1, -1, 0\n", Options{})) ==
+        std::vector<std::string>{"1:8", "1:12", "1:16"});
 }
 
 TEST_CASE("an .array outside 4..256 is reported at its value", "[asm][diag]") {
@@ -347,13 +417,162 @@ TEST_CASE("operands that end exactly at the end of a memory are accepted", "[asm
   CHECK(r.program.has_value());
 }
 
+TEST_CASE("with a config, an MMC.C reads the whole map of the last CMAP before it",
+          "[asm][diag][memory][conv]") {
+  // MMC.C reads UB rows ub_row .. ub_row + in_h*in_w - 1, with in_h and in_w
+  // from the last CMAP before it in program order (1 x 1 at reset), and
+  // writes ACC rows acc_row ..+rows like MMC.
+  const ArchConfig cfg = tpu::preset_config("small8");  // 16384 UB rows
+  Options o;
+  o.config = &cfg;
+  const auto ok = [&o](const std::string& source) {
+    const Result r = assemble(source, o);
+    INFO(source);
+    INFO(format_diagnostics("test.s", source, r.diagnostics));
+    CHECK(r.diagnostics.empty());
+    CHECK(r.program.has_value());
+  };
+  // A 100 x 100 map: 10000 rows from ub_row on.
+  ok("CMAP 100, 100, 10\nMMC.C 0, 0, 1\n");
+  ok("CMAP 100, 100, 10\nMMC.SOC 6384, 0, 4096\n");  // rows 6384..16383: the last row
+  check_errors(
+      {
+          {"CMAP 100, 100, 10\nMMC.C 16000, 0, 1\n", 2, 7,
+           "rows 16000..25999 are past the end of unified buffer (16384 rows)"},
+          {"CMAP 100, 100, 10\nMMC.SOC 6385, 0, 1\n", 2, 9,
+           "rows 6385..16384 are past the end of unified buffer (16384 rows)"},
+          // 200 x 200 = 40000 rows do not fit a UB of 16384 at all.
+          {"CMAP 200, 200, 10\nMMC.C 0, 0, 1\n", 2, 7,
+           "rows 0..39999 are past the end of unified buffer (16384 rows)"},
+          // The map, not the rows the MMC.C reads: this one reads pixel (0, 0) only.
+          {"CMAP 2, 2, 1\nCTAP 0, 0\nMMC.C 16383, 0, 1\n", 3, 7,
+           "rows 16383..16386 are past the end of unified buffer (16384 rows)"},
+          // ... nor any row at all, every one being a padding row.
+          {"CMAP 2, 2, 1\nCTAP -100, -100\nMMC.C 16383, 0, 1\n", 3, 7,
+           "rows 16383..16386 are past the end of unified buffer (16384 rows)"},
+          // The ACC range is the rows, as for MMC.
+          {"CMAP 2, 2, 2\nMMC.C 0, 4090, 7\n", 2, 10,
+           "rows 4090..4096 are past the end of accumulators (4096 rows)"},
+      },
+      o);
+  // A CMAP after the MMC.C does not count; the last one before it does.
+  ok("MMC.C 16000, 0, 1\nCMAP 100, 100, 10\n");
+  ok("MMC.C 16383, 0, 1\nCMAP 100, 100, 10\nCMAP 1, 1, 1\nMMC.C 16383, 0, 1\n");
+  ok("CMAP 100, 100, 10\nCMAP 1, 2, 1\nMMC.C 16382, 0, 100\n");
+  ok("CMAP 100, 100, 10\nCSTR 2, 2, 0\nCTAP 0, 0\nSYNC\nMMC.C 6384, 0, 1\n");
+  // The reset map is one pixel.
+  ok("MMC.C 16383, 0, 1\n");
+  check_error(
+      {"MMC.C 16384, 0, 1\n", 1, 7, "row 16384 is past the end of unified buffer (16384 rows)"}, o);
+  // A map that grows between two MMC.Cs at the same row: only the second fails.
+  check_error({"CMAP 1, 1, 1\nMMC.C 16383, 0, 1\nCMAP 2, 1, 1\nMMC.C 16383, 0, 1\n", 4, 7,
+               "rows 16383..16384 are past the end of unified buffer (16384 rows)"},
+              o);
+  // A CMAP with symbols defined after it evaluates as usual.
+  check_error({"CMAP H, W, 1\nMMC.C 16000, 0, 1\n.equ H, 20\n.equ W, 20\n", 2, 7,
+               "rows 16000..16399 are past the end of unified buffer (16384 rows)"},
+              o);
+  // An MMC without C reads its own rows whatever the map.
+  ok("CMAP 100, 100, 10\nMMC 16000, 0, 384\n");
+  check_error({"CMAP 1, 1, 1\nMMC 16000, 0, 385\n", 2, 5,
+               "rows 16000..16384 are past the end of unified buffer (16384 rows)"},
+              o);
+  // Several errors in one file, each MMC.C with the map before it.
+  const Result r = assemble(
+      "CMAP 10, 10, 1\nMMC.C 16300, 0, 1\nCMAP 5, 5, 1\nMMC.C 16300, 0, 1\n"
+      "MMC.C 16360, 0, 1\n",
+      o);
+  CHECK(positions(r) == std::vector<std::string>{"2:7", "5:7"});
+  REQUIRE(r.diagnostics.size() == 2);
+  CHECK(r.diagnostics[0].message ==
+        "rows 16300..16399 are past the end of unified buffer (16384 rows)");
+  CHECK(r.diagnostics[1].message ==
+        "rows 16360..16384 are past the end of unified buffer (16384 rows)");
+}
+
+TEST_CASE("with a config, a POOL reads the whole map of the last CMAP before it",
+          "[asm][diag][memory][pool]") {
+  // POOL reads UB rows map_row .. map_row + in_h*in_w - 1, with in_h and in_w
+  // from the last CMAP before it in program order (1 x 1 at reset), whatever
+  // the window, origin and strides; it writes UB rows ub_row ..+rows.
+  const ArchConfig cfg = tpu::preset_config("small8");  // 16384 UB rows
+  Options o;
+  o.config = &cfg;
+  const auto ok = [&o](const std::string& source) {
+    const Result r = assemble(source, o);
+    INFO(source);
+    INFO(format_diagnostics("test.s", source, r.diagnostics));
+    CHECK(r.diagnostics.empty());
+    CHECK(r.program.has_value());
+  };
+  // A 100 x 100 map: 10000 rows from map_row on.
+  ok("CMAP 100, 100, 10\nPOOL 0, 10000, 6384\n");  // output rows 10000..16383: the last row
+  ok("CMAP 100, 100, 10\nPOOL.A 6384, 0, 1\n");     // map rows 6384..16383
+  check_errors(
+      {
+          {"CMAP 100, 100, 10\nPOOL 16000, 0, 1\n", 2, 6,
+           "rows 16000..25999 are past the end of unified buffer (16384 rows)"},
+          {"CMAP 100, 100, 10\nPOOL.A 6385, 0, 1\n", 2, 8,
+           "rows 6385..16384 are past the end of unified buffer (16384 rows)"},
+          {"CMAP 200, 200, 10\nPOOL 0, 0, 1\n", 2, 6,
+           "rows 0..39999 are past the end of unified buffer (16384 rows)"},
+          // The map, not the rows the windows read: this one reads pixel (0, 0) only.
+          {"CMAP 2, 2, 1\nCTAP 0, 0\nCWIN 1, 1\nPOOL 16383, 0, 1\n", 4, 6,
+           "rows 16383..16386 are past the end of unified buffer (16384 rows)"},
+          // ... nor any row at all, every window being in the padding.
+          {"CMAP 2, 2, 1\nCTAP -100, -100\nPOOL 16383, 0, 1\n", 3, 6,
+           "rows 16383..16386 are past the end of unified buffer (16384 rows)"},
+          // The output rows are the rows operand.
+          {"POOL 0, 16380, 5\n", 1, 9,
+           "rows 16380..16384 are past the end of unified buffer (16384 rows)"},
+          {"CMAP 100, 100, 1\nPOOL.A 0, 16384, 1\n", 2, 11,
+           "row 16384 is past the end of unified buffer (16384 rows)"},
+      },
+      o);
+  // The window does not count: a 255 x 255 window of a one-pixel map.
+  ok("CWIN 255, 255\nPOOL 16383, 16383, 1\n");
+  // A CMAP after the POOL does not count; the last one before it does.
+  ok("POOL 16000, 0, 1\nCMAP 100, 100, 10\n");
+  ok("CMAP 100, 100, 10\nCMAP 1, 2, 1\nPOOL 16382, 0, 100\n");
+  ok("CMAP 100, 100, 10\nCSTR 2, 2, 0\nCTAP 0, 0\nCWIN 3, 3\nSYNC\nPOOL 6384, 0, 1\n");
+  // The reset map is one pixel.
+  ok("POOL 16383, 0, 1\n");
+  check_error(
+      {"POOL 16384, 0, 1\n", 1, 6, "row 16384 is past the end of unified buffer (16384 rows)"}, o);
+  // A map that grows between two POOLs at the same row: only the second fails.
+  check_error({"CMAP 1, 1, 1\nPOOL 16383, 0, 1\nCMAP 2, 1, 1\nPOOL.A 16383, 0, 1\n", 4, 8,
+               "rows 16383..16384 are past the end of unified buffer (16384 rows)"},
+              o);
+  // MMC.C and POOL read the same registers.
+  check_error({"CMAP 100, 100, 10\nMMC.C 0, 0, 1\nPOOL 6385, 0, 1\n", 3, 6,
+               "rows 6385..16384 are past the end of unified buffer (16384 rows)"},
+              o);
+  // A CMAP with symbols defined after it evaluates as usual.
+  check_error({"CMAP H, W, 1\nPOOL 16000, 0, 1\n.equ H, 20\n.equ W, 20\n", 2, 6,
+               "rows 16000..16399 are past the end of unified buffer (16384 rows)"},
+              o);
+  // The map and the output both past the end: two errors, at their operands.
+  const Result r = assemble("CMAP 10, 10, 1\nPOOL 16300, 16380, 10\n", o);
+  CHECK(positions(r) == std::vector<std::string>{"2:6", "2:13"});
+  REQUIRE(r.diagnostics.size() == 2);
+  CHECK(r.diagnostics[0].message ==
+        "rows 16300..16399 are past the end of unified buffer (16384 rows)");
+  CHECK(r.diagnostics[1].message ==
+        "rows 16380..16389 are past the end of unified buffer (16384 rows)");
+  CHECK_FALSE(r.program.has_value());
+}
+
 TEST_CASE("without a config no memory range is checked", "[asm][diag][memory]") {
   const Result r = assemble(
       "RHM 4294967295, 16777215, 16777215\n"
       "RW 16777215\n"
       "MMC 16777215, 16777215, 16777215\n"
       "ACT 16777215, 16777215, 16777215\n"
-      "WHM.A 16777215, 4294967295, 16777215\n",
+      "WHM.A 16777215, 4294967295, 16777215\n"
+      "CMAP 65535, 65535, 1\n"
+      "MMC.C 16777215, 16777215, 16777215\n"
+      "CWIN 255, 255\n"
+      "POOL.A 16777215, 16777215, 16777215\n",
       Options{});
   CHECK(r.diagnostics.empty());
   CHECK(r.program.has_value());
@@ -562,7 +781,7 @@ TEST_CASE("the documented bad.s example prints as documented", "[asm][diag][form
         "bad.s:2:16: error: rows must be at least 1, got 0\n"
         "    RHM IN, 0, 0\n"
         "               ^\n"
-        "bad.s:3:10: error: unknown flag 'R' for MMC (valid: SO)\n"
+        "bad.s:3:10: error: unknown flag 'R' for MMC (valid: SOC)\n"
         "    MMC.SR 0, 0, 8\n"
         "         ^\n"
         "bad.s:4:14: error: undefined symbol 'OUT'\n"

@@ -153,10 +153,15 @@ TEST_CASE("the instruction table matches the documented ISA", "[isa][encoding]")
       {"RHM", 0x01, "", 0, {Field::HostRow, Field::UbRow, Field::Rows}},
       {"WHM", 0x02, "A", 0, {Field::SrcRow, Field::HostRow, Field::Rows}},
       {"RW", 0x03, "", 0, {Field::WeightTile}},
-      {"MMC", 0x04, "SO", 0, {Field::UbRow, Field::AccRow, Field::Rows}},
+      {"MMC", 0x04, "SOC", 0, {Field::UbRow, Field::AccRow, Field::Rows}},
       {"ACT", 0x05, "RQT", 0b111, {Field::AccRow, Field::UbRow, Field::Rows}},
       {"SETQ", 0x06, "", 0, {Field::QMul, Field::QShift, Field::QZero}},
       {"SYNC", 0x07, "", 0, {}},
+      {"CMAP", 0x08, "", 0, {Field::MapH, Field::MapW, Field::OutW}},
+      {"CSTR", 0x09, "", 0, {Field::StrideY, Field::StrideX, Field::Pad}},
+      {"CTAP", 0x0A, "", 0, {Field::OriginY, Field::OriginX}},
+      {"POOL", 0x0B, "A", 0, {Field::MapRow, Field::UbRow, Field::Rows}},
+      {"CWIN", 0x0C, "", 0, {Field::WinH, Field::WinW}},
       {"HLT", 0x0F, "", 0, {}},
   };
   REQUIRE(kInstrs.size() == doc.size());
@@ -180,26 +185,43 @@ TEST_CASE("the instruction table matches the documented ISA", "[isa][encoding]")
 TEST_CASE("the operand fields have the documented widths and ranges", "[isa][encoding]") {
   struct Doc {
     Field f;
+    const char* name;
     unsigned width;
     bool is_signed;
     std::int64_t min, max;
   };
   const std::int64_t u24 = (std::int64_t{1} << 24) - 1;
   const std::vector<Doc> doc = {
-      {Field::HostRow, 32, false, 0, 4294967295},
-      {Field::UbRow, 24, false, 0, u24},
-      {Field::AccRow, 24, false, 0, u24},
-      {Field::SrcRow, 24, false, 0, u24},
-      {Field::WeightTile, 24, false, 0, u24},
-      {Field::Rows, 24, false, 1, u24},
-      {Field::QMul, 32, true, -2147483648, 2147483647},
-      {Field::QShift, 6, false, 0, 62},
-      {Field::QZero, 8, true, -128, 127},
+      {Field::HostRow, "host_row", 32, false, 0, 4294967295},
+      {Field::UbRow, "ub_row", 24, false, 0, u24},
+      {Field::AccRow, "acc_row", 24, false, 0, u24},
+      {Field::SrcRow, "src_row", 24, false, 0, u24},
+      {Field::WeightTile, "weight_tile", 24, false, 0, u24},
+      {Field::Rows, "rows", 24, false, 1, u24},
+      {Field::QMul, "M", 32, true, -2147483648, 2147483647},
+      {Field::QShift, "S", 6, false, 0, 62},
+      {Field::QZero, "Z", 8, true, -128, 127},
+      // The convolution registers: map height and width and output width
+      // 1..65535, strides 1..255, the pad value an int8, the origin int16.
+      {Field::MapH, "in_h", 16, false, 1, 65535},
+      {Field::MapW, "in_w", 16, false, 1, 65535},
+      {Field::OutW, "out_w", 16, false, 1, 65535},
+      {Field::StrideY, "stride_y", 8, false, 1, 255},
+      {Field::StrideX, "stride_x", 8, false, 1, 255},
+      {Field::Pad, "pad", 8, true, -128, 127},
+      {Field::OriginY, "y0", 16, true, -32768, 32767},
+      {Field::OriginX, "x0", 16, true, -32768, 32767},
+      // The pooling window 1..255 each way, and a map's UB row.
+      {Field::WinH, "win_h", 8, false, 1, 255},
+      {Field::WinW, "win_w", 8, false, 1, 255},
+      {Field::MapRow, "map_row", 24, false, 0, u24},
   };
+  REQUIRE(tpu::isa::kFields.size() == doc.size());
   for (const Doc& d : doc) {
     const FieldSpec& f = field(d.f);
-    INFO(f.name);
+    INFO(d.name);
     CHECK(f.field == d.f);
+    CHECK(f.name == d.name);
     CHECK(f.width == d.width);
     CHECK(f.is_signed == d.is_signed);
     CHECK(f.min == d.min);
@@ -220,6 +242,34 @@ TEST_CASE("hand-written instructions encode to hand-written bytes", "[isa][encod
       {{Opcode::SETQ, 0, {-1, 62, -128}},
        {0x06, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0x3E, 0, 0, 0, 0x80, 0, 0, 0, 0, 0}},
       {{Opcode::ACT, 0x04, {5, 6, 7}}, {0x05, 0x04, 5, 0, 0, 0, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0}},
+      // The convolution instructions: 16-bit fields in the low two bytes of
+      // their slots, 8-bit ones in the low byte, signed ones in two's
+      // complement in their own width (CTAP -1 is ff ff 00 00, not ff ff ff ff).
+      {{Opcode::MMC, 0x04, {5, 6, 7}}, {0x04, 0x04, 5, 0, 0, 0, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0}},
+      {{Opcode::MMC, 0x07, {0, 0, 16}}, {0x04, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0}},
+      {{Opcode::CMAP, 0, {3, 4, 5}}, {0x08, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5, 0, 0, 0, 0, 0}},
+      {{Opcode::CMAP, 0, {65535, 1, 0x1234}},
+       {0x08, 0, 0xFF, 0xFF, 0, 0, 1, 0, 0, 0, 0x34, 0x12, 0, 0, 0, 0}},
+      {{Opcode::CSTR, 0, {255, 1, -128}},
+       {0x09, 0, 0xFF, 0, 0, 0, 1, 0, 0, 0, 0x80, 0, 0, 0, 0, 0}},
+      {{Opcode::CSTR, 0, {2, 3, -1}}, {0x09, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0xFF, 0, 0, 0, 0, 0}},
+      {{Opcode::CSTR, 0, {1, 1, 127}}, {0x09, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0x7F, 0, 0, 0, 0, 0}},
+      {{Opcode::CTAP, 0, {-1, -1, 0}},
+       {0x0A, 0, 0xFF, 0xFF, 0, 0, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0}},
+      {{Opcode::CTAP, 0, {-32768, 32767, 0}},
+       {0x0A, 0, 0x00, 0x80, 0, 0, 0xFF, 0x7F, 0, 0, 0, 0, 0, 0, 0, 0}},
+      {{Opcode::CTAP, 0, {2, -3, 0}}, {0x0A, 0, 2, 0, 0, 0, 0xFD, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0}},
+      // Pooling: POOL's 24-bit rows in the low three bytes of their slots,
+      // its flag A in bit 0; CWIN's 8-bit window in the low byte of slots 0
+      // and 1, slot 2 unused.
+      {{Opcode::POOL, 0, {0, 40, 6}}, {0x0B, 0, 0, 0, 0, 0, 40, 0, 0, 0, 6, 0, 0, 0, 0, 0}},
+      {{Opcode::POOL, 0x01, {0, 50, 30}},
+       {0x0B, 0x01, 0, 0, 0, 0, 0x32, 0, 0, 0, 0x1E, 0, 0, 0, 0, 0}},
+      {{Opcode::POOL, 0x01, {0x123456, 0xFFFFFF, 0xABCDEF}},
+       {0x0B, 0x01, 0x56, 0x34, 0x12, 0, 0xFF, 0xFF, 0xFF, 0, 0xEF, 0xCD, 0xAB, 0, 0, 0}},
+      {{Opcode::CWIN, 0, {2, 3, 0}}, {0x0C, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+      {{Opcode::CWIN, 0, {255, 1, 0}}, {0x0C, 0, 0xFF, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+      {{Opcode::CWIN, 0, {1, 255, 0}}, {0x0C, 0, 1, 0, 0, 0, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
   };
   for (const Golden& g : golden) {
     INFO(g.in);
@@ -230,8 +280,9 @@ TEST_CASE("hand-written instructions encode to hand-written bytes", "[isa][encod
 
 TEST_CASE("every legal instruction encodes to the documented layout", "[isa][encoding]") {
   const std::vector<Instruction> all = all_legal_instructions();
-  // NOP, SYNC, HLT: 1 each; RW: 5; RHM, SETQ: 125; WHM: 2 x 125; MMC, ACT: 4 x 125.
-  REQUIRE(all.size() == 3 + 5 + 2 * 125 + 2 * 125 + 2 * 4 * 125);
+  // NOP, SYNC, HLT: 1 each; RW: 5; RHM, SETQ, CMAP, CSTR: 125; CTAP, CWIN:
+  // 25; WHM, POOL: 2 x 125; MMC: 8 x 125 (S, O, C); ACT: 4 x 125.
+  REQUIRE(all.size() == 3 + 5 + 4 * 125 + 2 * 25 + 2 * 2 * 125 + 8 * 125 + 4 * 125);
   for (const Instruction& in : all) {
     INFO(in);
     CHECK(hex(encode(in)) == hex(expected_bytes(in)));
@@ -274,14 +325,16 @@ TEST_CASE("decode rejects flag bits an instruction does not define", "[isa][deco
 }
 
 TEST_CASE("undefined flag bits: one bit is singular, several plural", "[isa][decode][plural]") {
-  Instruction mmc = minimal(spec_for(Opcode::MMC));  // defines bits 0 (S) and 1 (O)
+  Instruction mmc = minimal(spec_for(Opcode::MMC));  // defines bits 0 (S), 1 (O) and 2 (C)
   mmc.flags = 0x80;
   CHECK(decode_error(expected_bytes(mmc)) == "flag bit 0x80 is not defined for MMC");
   CHECK(validate(mmc) == "flag bit 0x80 is not defined for MMC");
-  mmc.flags = 0x0c;
-  CHECK(decode_error(expected_bytes(mmc)) == "flag bits 0x0c are not defined for MMC");
+  mmc.flags = 0x18;
+  CHECK(decode_error(expected_bytes(mmc)) == "flag bits 0x18 are not defined for MMC");
+  mmc.flags = 0x0c;  // C is defined: only bit 3 is not
+  CHECK(decode_error(expected_bytes(mmc)) == "flag bit 0x08 is not defined for MMC");
   mmc.flags = 0xff;
-  CHECK(decode_error(expected_bytes(mmc)) == "flag bits 0xfc are not defined for MMC");
+  CHECK(decode_error(expected_bytes(mmc)) == "flag bits 0xf8 are not defined for MMC");
   Instruction hlt = minimal(spec_for(Opcode::HLT));
   hlt.flags = 0x01;
   CHECK(validate(hlt) == "flag bit 0x01 is not defined for HLT");
@@ -381,8 +434,12 @@ TEST_CASE("validate and encode reject undefined flags and unknown opcodes", "[is
     CHECK_THAT(validate(in), Contains("not defined"));
     CHECK_THROWS_AS(encode(in), std::invalid_argument);
     in = minimal(spec_for(Opcode::MMC));
-    in.flags = 0x04;
+    in.flags = 0x08;
     CHECK_THAT(validate(in), Contains("not defined"));
+    in = minimal(spec_for(Opcode::CTAP));
+    in.flags = 0x01;
+    CHECK_THAT(validate(in), Contains("not defined"));
+    CHECK_THROWS_AS(encode(in), std::invalid_argument);
   }
   SECTION("two exclusive flags") {
     Instruction in = minimal(spec_for(Opcode::ACT));
@@ -391,22 +448,24 @@ TEST_CASE("validate and encode reject undefined flags and unknown opcodes", "[is
     CHECK_THROWS_AS(encode(in), std::invalid_argument);
   }
   SECTION("an opcode outside the table") {
+    // 0x08..0x0C are CMAP, CSTR, CTAP, POOL and CWIN; 0x0D is the first unused one.
     Instruction in;
-    in.opcode = static_cast<Opcode>(0x08);
-    CHECK_THAT(validate(in), Contains("unknown opcode 0x08"));
+    in.opcode = static_cast<Opcode>(0x0D);
+    CHECK_THAT(validate(in), Contains("unknown opcode 0x0d"));
     CHECK_THROWS_AS(encode(in), std::invalid_argument);
   }
 }
 
 TEST_CASE("decode's messages are the documented ones", "[isa][decode]") {
-  // docs/isa.md section 4 lists one example message per rejection.
+  // docs/isa.md section 4 lists one example message per rejection (with
+  // opcode 0x0d and MMC flag 0x08).
   EncodedInstr unknown{};
-  unknown[0] = 0x08;
-  CHECK(decode_error(unknown) == "unknown opcode 0x08");
+  unknown[0] = 0x0D;
+  CHECK(decode_error(unknown) == "unknown opcode 0x0d");
 
   Instruction mmc = minimal(spec_for(Opcode::MMC));
-  mmc.flags = 0x04;
-  CHECK(decode_error(expected_bytes(mmc)) == "flag bit 0x04 is not defined for MMC");
+  mmc.flags = 0x08;
+  CHECK(decode_error(expected_bytes(mmc)) == "flag bit 0x08 is not defined for MMC");
 
   Instruction act = minimal(spec_for(Opcode::ACT));
   act.flags = 0b110;  // Q and T
@@ -422,4 +481,78 @@ TEST_CASE("decode's messages are the documented ones", "[isa][decode]") {
 
   CHECK(decode_error(with_bit(expected_bytes(minimal(spec_for(Opcode::HLT))), 127)) ==
         "HLT: reserved bits are not zero");
+}
+
+TEST_CASE("decode rejects convolution registers outside their ranges", "[isa][decode]") {
+  // In the 16- and 8-bit fields every encodable value but 0 is legal for the
+  // map sizes and strides; 0 is out of range.
+  EncodedInstr cmap{};
+  cmap[0] = 0x08;
+  cmap[6] = 1;   // in_w = 1
+  cmap[10] = 1;  // out_w = 1; in_h = 0
+  CHECK(decode_error(cmap) == "CMAP: in_h = 0 is out of range [1, 65535]");
+  cmap[2] = 1;
+  cmap[10] = 0;  // out_w = 0
+  CHECK(decode_error(cmap) == "CMAP: out_w = 0 is out of range [1, 65535]");
+  EncodedInstr cstr{};
+  cstr[0] = 0x09;
+  cstr[2] = 1;  // stride_y = 1, stride_x = 0
+  CHECK(decode_error(cstr) == "CSTR: stride_x = 0 is out of range [1, 255]");
+  // A sign-extended CTAP -1 (ff ff ff ff) has bits above the 16-bit field.
+  EncodedInstr ctap{};
+  ctap[0] = 0x0A;
+  ctap[2] = ctap[3] = ctap[4] = ctap[5] = 0xFF;
+  CHECK(decode_error(ctap) == "CTAP: unused bits of operand slot 0 are not zero");
+  ctap[4] = ctap[5] = 0;
+  Instruction minus_one;
+  minus_one.opcode = Opcode::CTAP;
+  minus_one.operands = {-1, 0, 0};
+  CHECK(decode(ctap) == minus_one);
+  ctap[10] = 1;  // CTAP has no third operand
+  CHECK(decode_error(ctap) == "CTAP: unused bits of operand slot 2 are not zero");
+}
+
+TEST_CASE("decode rejects pooling operands and flags outside their ranges", "[isa][decode][pool]") {
+  // CWIN: 8-bit windows of 1..255 each way, slot 2 unused.
+  EncodedInstr cwin{};
+  cwin[0] = 0x0C;
+  cwin[6] = 1;  // win_w = 1; win_h = 0
+  CHECK(decode_error(cwin) == "CWIN: win_h = 0 is out of range [1, 255]");
+  cwin[2] = 1;
+  cwin[6] = 0;  // win_w = 0
+  CHECK(decode_error(cwin) == "CWIN: win_w = 0 is out of range [1, 255]");
+  cwin[6] = 1;
+  Instruction one_by_one;
+  one_by_one.opcode = Opcode::CWIN;
+  one_by_one.operands = {1, 1, 0};
+  CHECK(decode(cwin) == one_by_one);
+  cwin[3] = 1;  // win_h = 257 does not fit its 8 bits
+  CHECK(decode_error(cwin) == "CWIN: unused bits of operand slot 0 are not zero");
+  cwin[3] = 0;
+  cwin[10] = 1;  // CWIN has no third operand
+  CHECK(decode_error(cwin) == "CWIN: unused bits of operand slot 2 are not zero");
+  cwin[10] = 0;
+  cwin[1] = 0x01;  // CWIN has no flags
+  CHECK(decode_error(cwin) == "flag bit 0x01 is not defined for CWIN");
+
+  // POOL: flag A is bit 0 only; rows 1..2^24-1; 24-bit rows.
+  EncodedInstr pool{};
+  pool[0] = 0x0B;
+  pool[1] = 0x01;
+  pool[10] = 1;  // POOL.A 0, 0, 1
+  Instruction avg;
+  avg.opcode = Opcode::POOL;
+  avg.flags = 0x01;
+  avg.operands = {0, 0, 1};
+  CHECK(decode(pool) == avg);
+  pool[1] = 0x02;
+  CHECK(decode_error(pool) == "flag bit 0x02 is not defined for POOL");
+  pool[1] = 0x81;
+  CHECK(decode_error(pool) == "flag bit 0x80 is not defined for POOL");
+  pool[1] = 0x01;
+  pool[5] = 1;  // map_row past 24 bits
+  CHECK(decode_error(pool) == "POOL: unused bits of operand slot 0 are not zero");
+  pool[5] = 0;
+  pool[10] = 0;  // rows = 0
+  CHECK(decode_error(pool) == "POOL: rows = 0 is out of range [1, 16777215]");
 }

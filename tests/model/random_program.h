@@ -6,17 +6,27 @@
 // drawn from a few narrow windows so that instructions of different units
 // overlap (RAW, WAR and WAW hazards) and MMCs accumulate into each other's
 // rows, bursts of RW against the FIFO depth (FIFO full), MMC.S waiting for
-// tiles, SETQ between ACTs, SYNCs. It stays clear of deadlocks (RW only while
+// tiles, SETQ between ACTs, SYNCs, and convolutions: CMAP, CSTR and CTAP with
+// small random geometries (maps overlapping the other instructions' ranges,
+// origins negative and beyond the map, output rows wider than the map,
+// strides 1..3, pads of every sign) and MMC.C with every combination of S
+// and O, and pooling: CWIN with windows of 1 to 3 pixels each way and POOL
+// and POOL.A of those maps (outputs anywhere, their own map included, among
+// ACTs writing what they read). It stays clear of deadlocks (RW only while
 // the FIFO and the shadow can still take the tile without a switch, MMC.S
-// only after an RW that no switch has taken), unless `faults` is set: then
-// about one program in ten has an address past a memory's end or an
-// instruction that deadlocks.
+// and MMC.SC only after an RW that no switch has taken) and keeps every range
+// inside its memory (an MMC.C's or a POOL's whole input map inside the UB,
+// as the registers stand when it issues: the generator follows them in
+// program order), unless `faults` is set: then about one program in ten has
+// an address past a memory's end (an MMC.C's or a POOL's map among them) or
+// an instruction that deadlocks.
 //
 // With `large`, the machines have N = 64 and memories of 30 K rows, and about
-// half the MMCs are 3 K to 24 K rows long: long enough to cross the fast
-// path's threshold for splitting an MMC over threads (16 M MACs, 4096 rows at
-// N = 64), so that the threaded split runs with its default settings, and to
-// write the 4 MiB and more for which the accumulators ask for huge pages.
+// half the MMCs (MMC.Cs too, then mostly padding rows) are 3 K to 24 K rows
+// long: long enough to cross the fast path's threshold for splitting an MMC
+// over threads (16 M MACs, 4096 rows at N = 64), so that the threaded split
+// runs with its default settings, and to write the 4 MiB and more for which
+// the accumulators ask for huge pages.
 #pragma once
 
 #include <algorithm>
@@ -51,13 +61,20 @@ class RandomProgramGenerator {
     const bool faulty = faults && pick(0, 9) == 0;
     const unsigned fault_at = pick(0, length);
     unsigned pending_tiles = 0;  // RWs not yet taken by a switch
+    // The input map of the convolution registers (CMAP's in_h x in_w) as the
+    // next instruction finds them: reset to one pixel.
+    std::uint64_t map_rows = 1;
     for (unsigned i = 0; i < length; ++i) {
       if (faulty && i == fault_at) {
-        for (const isa::Instruction& in : fault_instructions(c, pending_tiles)) code.push_back(in);
+        for (const isa::Instruction& in : fault_instructions(c, pending_tiles)) {
+          if (in.opcode == isa::Opcode::CMAP)
+            map_rows = static_cast<std::uint64_t>(in.operands[0] * in.operands[1]);
+          code.push_back(in);
+        }
         continue;
       }
       isa::Instruction in;
-      switch (pick(0, 15)) {
+      switch (pick(0, 21)) {
         case 0:
         case 1:
           in = op(isa::Opcode::RHM, 0, host_row(c), ub_row(c), rows(c));
@@ -106,6 +123,35 @@ class RandomProgramGenerator {
         case 14:
           in = op(pick(0, 1) ? isa::Opcode::SYNC : isa::Opcode::NOP, 0);
           break;
+        case 16:
+          in = conv_register();
+          if (in.opcode == isa::Opcode::CMAP)
+            map_rows = static_cast<std::uint64_t>(in.operands[0] * in.operands[1]);
+          break;
+        case 17:
+        case 18: {
+          std::uint8_t flags = isa::kFlagMmcConvolve;
+          if (pending_tiles > 0 && pick(0, 2) != 0) {
+            flags |= isa::kFlagMmcSwitch;
+            --pending_tiles;
+          }
+          if (pick(0, 2) == 0) flags |= isa::kFlagMmcOverwrite;
+          // Output rows: as many as the map has pixels, or fewer, or more.
+          const std::uint64_t r = large_ && pick(0, 1) ? pick(3000, 24000) : rows(c);
+          in = op(isa::Opcode::MMC, flags, ub_row(c, map_rows), acc_row(c, r), r);
+          break;
+        }
+        case 19:
+          in = op(isa::Opcode::CWIN, 0, pick(1, 3), pick(1, 3));
+          break;
+        case 20:
+        case 21: {
+          // A map the whole of which is inside the UB; output rows anywhere.
+          const std::uint64_t r = rows(c);
+          in = op(isa::Opcode::POOL, pick(0, 1) ? isa::kFlagPoolAverage : 0, ub_row(c, map_rows),
+                  ub_row(c, r), r);
+          break;
+        }
         default:
           in = op(isa::Opcode::NOP, 0);
           break;
@@ -159,6 +205,33 @@ class RandomProgramGenerator {
     return in;
   }
 
+  // One of CMAP, CSTR and CTAP. Maps of 1 to 30 pixels, at most 6 x 8 (most
+  // of the small UB of 48 rows: MMC.C maps overlap what the other
+  // instructions read and write), output rows of 1 to 8 pixels, narrower or
+  // wider than the map; strides 1..3; pads of every sign; origins -3..8 in
+  // each direction (before the map, inside it, past its edge), one in ten
+  // far outside (-32768 or 32767).
+  isa::Instruction conv_register() {
+    switch (pick(0, 2)) {
+      case 0: {
+        const unsigned h = pick(1, 6);
+        const unsigned w = pick(1, std::min(8u, 30 / h));
+        return op(isa::Opcode::CMAP, 0, h, w, pick(1, 8));
+      }
+      case 1:
+        return op(isa::Opcode::CSTR, 0, pick(1, 3), pick(1, 3),
+                  static_cast<std::int64_t>(pick(0, 255)) - 128);
+      default: {
+        const auto origin = [this]() -> std::int64_t {
+          if (pick(0, 9) == 0) return pick(0, 1) ? -32768 : 32767;
+          return static_cast<std::int64_t>(pick(0, 11)) - 3;
+        };
+        const std::int64_t y0 = origin();
+        return op(isa::Opcode::CTAP, 0, y0, origin());
+      }
+    }
+  }
+
   // Row counts: mostly short, sometimes long enough to fill a memory.
   std::uint64_t rows(const ArchConfig&) { return pick(0, 4) == 0 ? pick(9, 20) : pick(1, 8); }
   // A start row from a few narrow windows, so that ranges overlap often.
@@ -179,11 +252,18 @@ class RandomProgramGenerator {
   }
 
   std::vector<isa::Instruction> fault_instructions(const ArchConfig& c, unsigned pending_tiles) {
-    switch (pick(0, 3)) {
+    switch (pick(0, 5)) {
       case 0:  // past the end of the UB
         return {op(isa::Opcode::RHM, 0, 0, c.ub_rows - 2, 5)};
       case 1:  // past the end of the accumulators
         return {op(isa::Opcode::MMC, 0, 0, c.acc_rows - 1, 3)};
+      case 4:  // an MMC.C whose map runs past the end of the UB (the one row it reads does not)
+        return {op(isa::Opcode::CMAP, 0, 3, 3, 1), op(isa::Opcode::CTAP, 0, 0, 0),
+                op(isa::Opcode::MMC, isa::kFlagMmcConvolve, c.ub_rows - 8, 0, 1)};
+      case 5:  // a POOL whose map runs past the end of the UB (its one window does not)
+        return {op(isa::Opcode::CMAP, 0, 2, 4, 1), op(isa::Opcode::CTAP, 0, 0, 0),
+                op(isa::Opcode::CWIN, 0, 1, 1),
+                op(isa::Opcode::POOL, isa::kFlagPoolAverage, c.ub_rows - 5, 0, 1)};
       case 2:  // one MMC.S more than there are RWs for: a deadlock
         return std::vector<isa::Instruction>(pending_tiles + 1,
                                              op(isa::Opcode::MMC, isa::kFlagMmcSwitch, 0, 0, 2));

@@ -22,13 +22,19 @@
 
 #include "asm/assembler.h"
 #include "model/tpu.h"
+#include "model_test_support.h"
 
 namespace {
 
 using namespace tpu;
 using model::RunLog;
 using model::StallCause;
-using Cycle = std::uint64_t;
+using testing::check_controller;
+using testing::check_halt;
+using testing::check_stalls;
+using testing::check_unit;
+using testing::Cycle;
+using testing::Stalls;
 
 // ---- Configurations ---------------------------------------------------------
 
@@ -167,12 +173,7 @@ Op act(const ArchConfig& cfg, Cycle acc, Cycle ub, Cycle rows, const std::string
 // ---- Running programs -------------------------------------------------------
 
 isa::Program assemble(const ArchConfig& cfg, const std::string& src) {
-  assembler::Options o;
-  o.array_n = static_cast<unsigned>(cfg.array_n);
-  o.config = &cfg;
-  const assembler::Result r = assembler::assemble(src, o);
-  REQUIRE(r.diagnostics.empty());
-  return *r.program;
+  return testing::assemble_for(cfg, src, true, "timing.s");
 }
 
 // Runs `src` on `cfg` starting from `mem`; the run must halt without a fault
@@ -205,43 +206,6 @@ model::Fault run_to_fault(const ArchConfig& cfg, const std::string& src, RunLog&
   return *log.fault;
 }
 
-// A unit instruction: issue c, start c + 1, completion d.
-void check_unit(const RunLog& log, std::size_t pc, Cycle c, Cycle d) {
-  INFO("unit instruction at pc " << pc);
-  REQUIRE(pc < log.retired.size());
-  const model::RetireRecord& r = log.retired[pc];
-  CHECK(r.issue == c);
-  CHECK(r.start == c + 1);
-  CHECK(r.completion == d);
-}
-
-// A controller-only instruction (NOP, SETQ, SYNC, HLT): s = d = c.
-void check_controller(const RunLog& log, std::size_t pc, Cycle c) {
-  INFO("controller instruction at pc " << pc);
-  REQUIRE(pc < log.retired.size());
-  const model::RetireRecord& r = log.retired[pc];
-  CHECK(r.issue == c);
-  CHECK(r.start == c);
-  CHECK(r.completion == c);
-}
-
-// Expected stall cycles per cause; causes not listed must be zero.
-using Stalls = std::map<StallCause, Cycle>;
-
-void check_stalls(const RunLog& log, const Stalls& expected) {
-  for (unsigned i = 0; i < model::kNumStallCauses; ++i) {
-    const auto cause = static_cast<StallCause>(i);
-    const auto it = expected.find(cause);
-    INFO("stall cause " << model::stall_cause_name(cause));
-    CHECK(log.stats.stall_cycles[i] == (it == expected.end() ? 0 : it->second));
-  }
-}
-
-// HLT at `pc` issued at c_HLT; total cycles c_HLT + 1.
-void check_halt(const RunLog& log, std::size_t pc, Cycle c_hlt) {
-  check_controller(log, pc, c_hlt);
-  CHECK(log.stats.cycles == c_hlt + 1);
-}
 
 // ---- Reference data ----------------------------------------------------------
 

@@ -3,6 +3,7 @@
 // (rtl::compare). Random programs run through tpu-cosim (tests/CMakeLists.txt).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <vector>
@@ -112,6 +113,70 @@ TEST_CASE("GEMMs run identically on the RTL at N = 64", "[rtl][gemm]") {
       std::copy(plan.host.begin(), plan.host.end(), mem.host.data().begin());
       std::copy(plan.weights.begin(), plan.weights.end(), mem.weights.data().begin());
       check_both(cfg, plan.program, mem);
+    }
+  }
+}
+
+// A fault while instructions are still in flight (a bounds fault at issue, or
+// the cycle limit): their retire records have no completion cycle in either
+// engine, and each unit was busy from their start to the fault cycle.
+TEST_CASE("a fault with instructions in flight runs identically on the RTL", "[rtl]") {
+  using isa::Opcode;
+  const auto make = [](Opcode op, std::uint8_t flags = 0, std::int64_t a = 0, std::int64_t b = 0,
+                       std::int64_t c = 0) {
+    isa::Instruction in;
+    in.opcode = op;
+    in.flags = flags;
+    in.operands = {a, b, c};
+    return in;
+  };
+  const ArchConfig cfg = preset_config("small4");
+  struct Case {
+    const char* name;
+    std::vector<isa::Instruction> code;
+    model::Cycle max_cycles;
+  };
+  const std::vector<Case> cases = {
+      // The MMC of pc 1 is in flight when the second one faults (UB rows
+      // 16382..16385 of 16384).
+      {"MMC in flight",
+       {make(Opcode::NOP), make(Opcode::MMC, isa::kFlagMmcOverwrite, 0, 0, 4),
+        make(Opcode::MMC, isa::kFlagMmcOverwrite, 16382, 0, 4), make(Opcode::HLT)},
+       100'000},
+      // A POOL.A (37 cycles), an RW and an RHM in flight at the fault.
+      {"POOL, RW and RHM in flight",
+       {make(Opcode::CWIN, 0, 3, 3), make(Opcode::CMAP, 0, 4, 4, 2),
+        make(Opcode::POOL, isa::kFlagPoolAverage, 0, 20, 4), make(Opcode::RW, 0, 0),
+        make(Opcode::RHM, 0, 0, 100, 8), make(Opcode::RHM, 0, 0, 16383, 2), make(Opcode::HLT)},
+       100'000},
+      // An ACT and a POOL waiting for it; the cycle limit stops the run.
+      {"cycle limit",
+       {make(Opcode::ACT, 0, 0, 0, 6), make(Opcode::CWIN, 0, 2, 2),
+        make(Opcode::POOL, 0, 0, 30, 5), make(Opcode::HLT)},
+       12},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    isa::Program prog;
+    prog.array_n = 4;
+    prog.code = c.code;
+    model::Memories init(cfg);
+    for (std::size_t i = 0; i < 64 * init.ub.width(); ++i)
+      init.ub.data()[i] = static_cast<std::int8_t>(i * 37 + 11);
+    model::RunOptions opts;
+    opts.max_cycles = c.max_cycles;
+    model::Memories a = init, b = init;
+    const model::RunLog la = model::run_program(cfg, prog, a, opts);
+    const model::RunLog lb = rtl::run_program(cfg, prog, b, opts);
+    REQUIRE(la.fault);
+    REQUIRE(lb.fault);
+    CHECK(std::any_of(la.retired.begin(), la.retired.end(),
+                      [](const model::RetireRecord& r) { return !r.completed; }));
+    const auto d = rtl::compare(prog, la, a, lb, b);
+    if (d) FAIL(d->message());
+    for (const auto& [unit, stats] : la.stats.units) {
+      CAPTURE(unit);
+      CHECK(stats.busy_cycles == lb.stats.units.at(unit).busy_cycles);
     }
   }
 }
