@@ -17,6 +17,7 @@
 #include "config/arch_config.h"
 #include "model/memories.h"
 #include "model/run_log.h"
+#include "model/tpu.h"
 
 namespace tpu::testing {
 
@@ -33,6 +34,21 @@ inline isa::Program assemble_for(const ArchConfig& cfg, const std::string& src,
   INFO(assembler::format_diagnostics(file_name, src, r.diagnostics));
   REQUIRE(r.diagnostics.empty());
   return *r.program;
+}
+
+// Runs `prog`, which must halt without a fault and retire every instruction
+// in program order.
+inline model::RunLog run_to_halt(const ArchConfig& cfg, const isa::Program& prog,
+                                 model::Memories& mem, const model::RunOptions& opts = {}) {
+  model::RunLog log = model::run_program(cfg, prog, mem, opts);
+  if (log.fault) FAIL("fault: " << log.fault->message());
+  REQUIRE(log.halted);
+  REQUIRE(log.retired.size() == prog.code.size());
+  for (std::size_t i = 0; i < log.retired.size(); ++i) {
+    CHECK(log.retired[i].pc == i);
+    CHECK(log.retired[i].completed);
+  }
+  return log;
 }
 
 // A unit instruction: issue c, start c + 1, completion d.

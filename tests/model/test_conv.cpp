@@ -84,15 +84,7 @@ model::RunOptions options(Detail detail, unsigned threads = 1) {
 // in program order.
 RunLog run(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,
            const model::RunOptions& opts) {
-  RunLog log = model::run_program(cfg, prog, mem, opts);
-  if (log.fault) FAIL("fault: " << log.fault->message());
-  REQUIRE(log.halted);
-  REQUIRE(log.retired.size() == prog.code.size());
-  for (std::size_t i = 0; i < log.retired.size(); ++i) {
-    CHECK(log.retired[i].pc == i);
-    CHECK(log.retired[i].completed);
-  }
-  return log;
+  return testing::run_to_halt(cfg, prog, mem, opts);
 }
 
 RunLog run(const ArchConfig& cfg, const std::string& src, model::Memories& mem,

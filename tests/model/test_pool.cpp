@@ -91,15 +91,7 @@ const char* detail_name(Detail d) { return d == Detail::Fast ? "fast" : "detaile
 // Runs `prog`, which must halt without a fault and retire every instruction
 // in program order.
 RunLog run(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem, Detail detail) {
-  RunLog log = model::run_program(cfg, prog, mem, options(detail));
-  if (log.fault) FAIL("fault: " << log.fault->message());
-  REQUIRE(log.halted);
-  REQUIRE(log.retired.size() == prog.code.size());
-  for (std::size_t i = 0; i < log.retired.size(); ++i) {
-    CHECK(log.retired[i].pc == i);
-    CHECK(log.retired[i].completed);
-  }
-  return log;
+  return testing::run_to_halt(cfg, prog, mem, options(detail));
 }
 
 RunLog run(const ArchConfig& cfg, const std::string& src, model::Memories& mem,

@@ -179,16 +179,7 @@ isa::Program assemble(const ArchConfig& cfg, const std::string& src) {
 // Runs `src` on `cfg` starting from `mem`; the run must halt without a fault
 // and retire every instruction, in program order.
 RunLog run(const ArchConfig& cfg, const std::string& src, model::Memories& mem) {
-  const isa::Program prog = assemble(cfg, src);
-  RunLog log = model::run_program(cfg, prog, mem);
-  if (log.fault) FAIL("fault: " << log.fault->message());
-  REQUIRE(log.halted);
-  REQUIRE(log.retired.size() == prog.code.size());
-  for (std::size_t i = 0; i < log.retired.size(); ++i) {
-    CHECK(log.retired[i].pc == i);
-    CHECK(log.retired[i].completed);
-  }
-  return log;
+  return testing::run_to_halt(cfg, assemble(cfg, src), mem);
 }
 
 RunLog run(const ArchConfig& cfg, const std::string& src) {
