@@ -86,11 +86,11 @@ module tpu_activation_unit
   // ox counts 0 .. out_w - 1 and wraps; the corner (cy, cx) = (y0 + oy *
   // stride_y, x0 + ox * stride_x) advances by stride_x and returns to x0 on a
   // wrap, where cy advances by stride_y; (dy, dx) counts the window's
-  // positions, row-major. All signed and wide enough for every pixel (oy <
-  // 2^24 and stride_y < 2^8, dy < 2^8: |iy| < 2^33; ox < 2^16 and stride_x <
-  // 2^8, dx < 2^8: |ix| < 2^25), so a position far past the map never wraps
-  // back into it. A command starts them at (y0, x0) and (0, 0).
-  localparam int unsigned IyW = 34, IxW = 26;
+  // positions, row-major. The corner and the pixel are signed, MapYW and
+  // MapXW bits wide (tpu_core_pkg, with the inside test and the row offset
+  // shared with the systolic array's MMC.C generator). A command starts them
+  // at (y0, x0) and (0, 0).
+  localparam int unsigned IyW = MapYW, IxW = MapXW;
   logic [15:0]    ox_q, ox;
   logic [7:0]     dy_q, dy, dx_q, dx;
   logic [IyW-1:0] cy_q, cy, iy;  // two's complement
@@ -115,12 +115,11 @@ module tpu_activation_unit
   assign win_end      = win_line_end && dy + 8'd1 == job.conv_win_h;
   assign first_pos    = dy == '0 && dx == '0;
   assign last_pixel   = row + 1 == job.op2;
-  assign in_map       = !iy[IyW-1] && iy[IyW-2:0] < (IyW - 1)'(job.conv_in_h) &&
-                        !ix[IxW-1] && ix[IxW-2:0] < (IxW - 1)'(job.conv_in_w);
+  assign in_map       = map_inside(iy, ix, job.conv_in_h, job.conv_in_w);
   assign average      = job.flags[FlagPoolA];
   // A position outside the map reads nothing; the port address stays on the
   // map's first row, inside the UB.
-  assign offset        = !in_map ? 32'd0 : 32'(iy[15:0]) * 32'(job.conv_in_w) + 32'(ix[15:0]);
+  assign offset        = map_row_offset(in_map, iy[15:0], ix[15:0], job.conv_in_w);
   assign ub_rd_row_o   = job.op0 + offset;
   assign ub_rd_valid_o = pooling && in_map;
 

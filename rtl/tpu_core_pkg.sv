@@ -10,6 +10,28 @@ package tpu_core_pkg;
     ceil_div = (a + b - 1) / b;
   endfunction
 
+  // An input pixel (iy, ix) of MMC.C's and POOL's address generators
+  // (isa::ConvGeometry::input_row), two's complement and wide enough for
+  // every pixel (oy < 2^24 rows, stride_y and dy < 2^8: |iy| < 2^33; ox <
+  // 2^16, stride_x and dx < 2^8: |ix| < 2^25), so that a pixel far past the
+  // map never wraps back into it.
+  localparam int unsigned MapYW = 34, MapXW = 26;
+
+  // (iy, ix) lies inside the in_h x in_w map.
+  function automatic logic map_inside(logic [MapYW-1:0] iy, logic [MapXW-1:0] ix,
+                                      logic [15:0] in_h, logic [15:0] in_w);
+    map_inside = !iy[MapYW-1] && iy[MapYW-2:0] < (MapYW - 1)'(in_h) &&
+                 !ix[MapXW-1] && ix[MapXW-2:0] < (MapXW - 1)'(in_w);
+  endfunction
+
+  // The map row of (iy, ix), given their low 16 bits, when it is inside (then
+  // both fit in them), else 0: a pixel outside reads nothing and the port
+  // stays on the map's first row.
+  function automatic logic [31:0] map_row_offset(logic in_map, logic [15:0] iy, logic [15:0] ix,
+                                                 logic [15:0] in_w);
+    map_row_offset = !in_map ? 32'd0 : 32'(iy) * 32'(in_w) + 32'(ix);
+  endfunction
+
   // The stall cause and fault codes the core reports are generated from the
   // model's tables into tpu_codes_pkg.
 

@@ -162,12 +162,10 @@ module tpu_systolic_array
   // ---- Convolution address generator (MMC.C) ---------------------------------------
   // No divider: ox counts 0 .. out_w - 1 and wraps; ix = x0 + ox * stride_x
   // advances by stride_x and returns to x0 on a wrap, where iy = y0 +
-  // oy * stride_y advances by stride_y. Both are signed and wide enough for
-  // every row (oy < 2^24 rows and stride_y < 2^8: |iy| < 2^33; ox < 2^16 and
-  // stride_x < 2^8: |ix| < 2^25), so a pixel far past the map never wraps
-  // back into it. A command starts them at (y0, x0). The UB row offset of an
-  // inside pixel is iy * in_w + ix with iy < in_h and ix < in_w, both 16-bit.
-  localparam int unsigned IyW = 34, IxW = 26;
+  // oy * stride_y advances by stride_y (signed, MapYW and MapXW bits wide:
+  // tpu_core_pkg). A command starts them at (y0, x0). The UB row offset of an
+  // inside pixel is iy * in_w + ix (map_row_offset).
+  localparam int unsigned IyW = MapYW, IxW = MapXW;
   logic [15:0]    ox_q, ox;
   logic [IyW-1:0] iy_q, iy;  // two's complement
   logic [IxW-1:0] ix_q, ix;
@@ -185,10 +183,8 @@ module tpu_systolic_array
   assign ix       = cmd_i.valid ? x0 : ix_q;
   assign conv     = job.flags[FlagMmcC];
   assign line_end = ox + 16'd1 == job.conv_out_w;
-  assign in_map   = !iy[IyW-1] && iy[IyW-2:0] < (IyW - 1)'(job.conv_in_h) &&
-                    !ix[IxW-1] && ix[IxW-2:0] < (IxW - 1)'(job.conv_in_w);
-  assign offset   = !conv ? row : !in_map ? 32'd0
-                  : 32'(iy[15:0]) * 32'(job.conv_in_w) + 32'(ix[15:0]);
+  assign in_map   = map_inside(iy, ix, job.conv_in_h, job.conv_in_w);
+  assign offset   = !conv ? row : map_row_offset(in_map, iy[15:0], ix[15:0], job.conv_in_w);
   // A padding row reads nothing; its port address stays on the map's first
   // row, inside the UB.
   assign x_row    = conv && !in_map ? {N{job.conv_pad}} : ub_rd_data_i;

@@ -493,7 +493,7 @@ class Assembler {
     for (const isa::Access& a : isa::accesses(in, geometry_)) {
       const std::uint64_t size = options_.config->size_of(a.space);
       if (a.base + a.count <= size) continue;
-      const char* unit = a.space == isa::Space::WeightMem ? "tile" : "row";
+      const char* unit = isa::space_unit(a.space);
       error(st.operands[a.operand].loc,
             fmt::format("{} {} past the end of {} ({})", plural_range(a.base, a.count, unit),
                         agree(a.count, "is", "are"), isa::space_name(a.space), plural(size, unit)));

@@ -141,6 +141,8 @@ const char* space_name(Space s) {
   return "?";
 }
 
+const char* space_unit(Space s) { return s == Space::WeightMem ? "tile" : "row"; }
+
 void ConvGeometry::apply(const Instruction& in) {
   const auto& op = in.operands;
   switch (in.opcode) {

@@ -53,6 +53,8 @@ std::string disassemble(const Instruction& instr);
 // them for fault checks and hazard interlocks.
 enum class Space : std::uint8_t { HostMem, WeightMem, UnifiedBuffer, Accumulators };
 const char* space_name(Space s);
+// The unit a space is addressed in, for messages: "tile" (weight memory) or "row".
+const char* space_unit(Space s);
 
 struct Access {
   Space space;

@@ -51,7 +51,7 @@ bool Controller::check_bounds(const isa::Instruction& in, Cycle now) {
   for (const isa::Access& a : isa::accesses(in, geometry_)) {
     const std::uint64_t size = cfg_.size_of(a.space);
     if (a.base + a.count <= size) continue;
-    const char* unit = a.space == isa::Space::WeightMem ? "tile" : "row";
+    const char* unit = isa::space_unit(a.space);
     fault(now, fmt::format("{} {} past the end ({})", isa::space_name(a.space),
                            plural_range(a.base, a.count, unit), plural(size, unit)));
     return false;
