@@ -118,6 +118,9 @@ class Net final : public NetCommand {
                      "write the generated program(s) here (.s; F.K.s for program K of several)");
     cmd_->add_flag("--check", args_.check,
                    "compare the output with the independent int8 reference (exit 6 if it differs)");
+    cmd_->add_flag("--host-steps", host_steps_,
+                   "compile with host steps between programs (im2col, max-pool, flatten on the host) "
+                   "instead of the whole network on chip");
     args_.add_to(*cmd_);
   }
   bool parsed() const override { return cmd_->parsed(); }
@@ -126,6 +129,7 @@ class Net final : public NetCommand {
  private:
   CLI::App* cmd_ = nullptr;
   NetArgs args_;
+  bool host_steps_ = false;
 };
 
 int Net::run() {
@@ -135,7 +139,8 @@ int Net::run() {
   const std::size_t batch = x.batch();
   std::vector<std::int64_t> labels;
   if (!args_.labels.empty()) labels = read_labels(args_.labels, batch);
-  const compiler::NetworkPlan plan = compiler::compile_network(net, batch, cfg);
+  const compiler::NetworkPlan plan = compiler::compile_network(
+      net, batch, cfg, host_steps_ ? compiler::CompileMode::Segments : compiler::CompileMode::Auto);
   const std::size_t programs = plan.segments.size();
   if (!args_.emit_asm.empty())
     for (std::size_t k = 0; k < programs; ++k)
@@ -157,6 +162,13 @@ int Net::run() {
     const compiler::SegmentPlan& seg = plan.segments[step.segment];
     std::string names;
     for (std::size_t id : seg.layers) names += (names.empty() ? "" : ", ") + layer_name(id);
+    if (seg.on_chip) {
+      std::cout << fmt::format("  program {}  all layers on chip: {}, {} of {}; {}\n", step.segment,
+                               plural(seg.program.code.size(), "instruction"),
+                               plural((seg.units + seg.chunk_units - 1) / seg.chunk_units, "chunk"),
+                               plural(seg.chunk_units, "sample"), seg.summary);
+      continue;
+    }
     const bool im2col = net.layers[seg.layers.front()].kind == LayerKind::Conv2d;
     std::cout << fmt::format(
         "  program {}  {}: {}, input from the host{}, {} of {}\n", step.segment, names,

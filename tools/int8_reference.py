@@ -3,13 +3,16 @@
 docs/quantization.md), bit for bit what `tpu-sim net` must produce.
 
 Every layer is computed from its definition, not from the TPU lowering: a
-dense layer as (x - z_in) @ W + b in int64, a convolution as a sum over its
-kernel taps of shifted windows of the input padded with its zero point (no
-im2col, no bias folding), then the int32 wrap of the accumulators, the
-requantization q(a) and the activation tables of the ISA (docs/isa.md, taken
-from tools/make_program_data.py, the reference of the example programs), with
-the multiplier and shift derived from the scales as docs/quantization.md
-says. Max-pool and flatten act on the int8 values.
+dense layer as (x - z_in) @ W + b in int64, a convolution (depthwise too) as a
+sum over its kernel taps of shifted windows of the input padded with its zero
+point (no im2col, no bias folding), then the int32 wrap of the accumulators,
+the requantization q(a) and the activation tables of the ISA (docs/isa.md,
+taken from tools/make_program_data.py, the reference of the example
+programs), with the multiplier and shift derived from the scales as
+docs/quantization.md says. Max-pool and flatten act on the int8 values;
+average pooling requantizes the window sums of x - z_in; add requantizes a
+weighted sum of its two inputs. Layers may name their inputs (the graph
+form), so residual networks run too.
 
   int8_reference.py MODEL.json --input X.npy --out Y.npy [--labels L.npy]
 
@@ -22,6 +25,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -110,37 +114,176 @@ def dense(x, layer, base, zin, in_scale):
     return finish(acc, in_scale, layer)
 
 
+def window(xp, dy, dx, oh, ow, sh, sw):
+    """The (padded) input pixels that kernel or pool tap (dy, dx) meets, for every output pixel."""
+    return xp[:, dy:dy + (oh - 1) * sh + 1:sh, dx:dx + (ow - 1) * sw + 1:sw, :]
+
+
+def output_size(h, w, kh, kw, sh, sw, pads, layer):
+    pt, pb, pl, pr = pads
+    oh, ow = (h + pt + pb - kh) // sh + 1, (w + pl + pr - kw) // sw + 1
+    if oh < 1 or ow < 1:
+        raise ValueError(f"{layer.get('name', layer['type'])}: a {kh}x{kw} window does not fit "
+                         f"the {h}x{w} input padded by {list(pads)}")
+    return oh, ow
+
+
 def conv2d(x, layer, base, zin, in_scale):
-    w = load_npy(base, layer["weights"], np.int8, 4).astype(np.int64)  # KH, KW, Cin, Cout
-    kh, kw, cin, cout = w.shape
+    """A convolution; with groups = C a depthwise one (weights (KH, KW, 1, C): output
+    channel k sees input channel k only)."""
+    w = load_npy(base, layer["weights"], np.int8, 4).astype(np.int64)  # KH, KW, Cin (1 if depthwise), Cout
+    kh, kw, wcin, cout = w.shape
     b, h, wd, c = x.shape
-    assert c == cin
+    groups = layer.get("groups", 1)
+    depthwise = groups != 1
+    if depthwise and (groups != c or wcin != 1 or cout != c):
+        raise ValueError(f"{layer.get('name', 'conv2d')}: groups {groups} with weights {w.shape} "
+                         f"on {c} input channels (groups is 1 or the input channels)")
+    if not depthwise and wcin != c:
+        raise ValueError(f"{layer.get('name', 'conv2d')}: weights {w.shape} on {c} input channels")
     sh, sw = pair(layer.get("stride"), 1)
-    pt, pb, pl, pr = conv_padding(layer, h, wd, kh, kw, sh, sw)
+    pads = conv_padding(layer, h, wd, kh, kw, sh, sw)
+    pt, pb, pl, pr = pads
+    oh, ow = output_size(h, wd, kh, kw, sh, sw, pads, layer)
     xp = np.pad(x.astype(np.int64) - zin, ((0, 0), (pt, pb), (pl, pr), (0, 0)))  # zero = the zero point
-    oh = (h + pt + pb - kh) // sh + 1
-    ow = (wd + pl + pr - kw) // sw + 1
     acc = np.zeros((b, oh, ow, cout), dtype=np.int64)
     for dy in range(kh):
         for dx in range(kw):
-            window = xp[:, dy:dy + (oh - 1) * sh + 1:sh, dx:dx + (ow - 1) * sw + 1:sw, :]
-            acc += np.einsum("bhwc,co->bhwo", window, w[dy, dx])
+            taps = window(xp, dy, dx, oh, ow, sh, sw)
+            if depthwise:
+                acc += taps * w[dy, dx, 0]
+            else:
+                acc += np.einsum("bhwc,co->bhwo", taps, w[dy, dx])
     if "bias" in layer:
         acc = acc + load_npy(base, layer["bias"], np.int32, 1).astype(np.int64)
     return finish(acc, in_scale, layer)
 
 
-def maxpool2d(x, layer):
+def pool_geometry(layer, h, w):
+    """(kh, kw, sh, sw, (top, bottom, left, right), oh, ow) of a pooling layer. The padding
+    is smaller than the window on every side, so every window holds a pixel of the map."""
     kh, kw = pair(layer["pool"])
     sh, sw = pair(layer.get("stride"), (kh, kw))
+    pads = conv_padding(layer, h, w, kh, kw, sh, sw)
+    pt, pb, pl, pr = pads
+    if max(pt, pb) >= kh or max(pl, pr) >= kw:
+        raise ValueError(f"{layer.get('name', layer['type'])}: padding {list(pads)} must be smaller "
+                         f"than the {kh}x{kw} window on every side")
+    return (kh, kw, sh, sw, pads, *output_size(h, w, kh, kw, sh, sw, pads, layer))
+
+
+BELOW_INT8 = -129
+
+
+def maxpool2d(x, layer):
+    """The maximum over each window's pixels inside the map: a padded position never wins."""
     b, h, w, c = x.shape
-    oh, ow = (h - kh) // sh + 1, (w - kw) // sw + 1
-    y = None
+    kh, kw, sh, sw, (pt, pb, pl, pr), oh, ow = pool_geometry(layer, h, w)
+    xp = np.pad(x.astype(np.int16), ((0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=BELOW_INT8)
+    y = np.full((b, oh, ow, c), BELOW_INT8, dtype=np.int16)
     for dy in range(kh):
         for dx in range(kw):
-            window = x[:, dy:dy + (oh - 1) * sh + 1:sh, dx:dx + (ow - 1) * sw + 1:sw, :]
-            y = window.copy() if y is None else np.maximum(y, window)
-    return y
+            y = np.maximum(y, window(xp, dy, dx, oh, ow, sh, sw))
+    assert np.all(y > BELOW_INT8)  # pool_geometry: no window lies wholly in the padding
+    return y.astype(np.int8)
+
+
+def average(sums, count, in_scale, zin, layer):
+    """q(sum of x - z_in over `count` positions) with M / 2^S = s_in / (count * s_out), Z = z_out."""
+    out = layer.get("output", {"scale": in_scale, "zero_point": zin})
+    m, s = requant_params(in_scale / (count * out["scale"]))
+    return isa.requantize(sums, m, s, out["zero_point"]).astype(np.int8)
+
+
+def avgpool2d(x, layer, zin, in_scale):
+    """Average pooling, padded positions counted with x = z_in (PyTorch's count_include_pad)."""
+    b, h, w, c = x.shape
+    kh, kw, sh, sw, (pt, pb, pl, pr), oh, ow = pool_geometry(layer, h, w)
+    xp = np.pad(x.astype(np.int64) - zin, ((0, 0), (pt, pb), (pl, pr), (0, 0)))  # zero = the zero point
+    sums = np.zeros((b, oh, ow, c), dtype=np.int64)
+    for dy in range(kh):
+        for dx in range(kw):
+            sums += window(xp, dy, dx, oh, ow, sh, sw)
+    return average(sums, kh * kw, in_scale, zin, layer)
+
+
+def global_avgpool2d(x, layer, zin, in_scale):
+    """The average over the whole map: output (B, 1, 1, C)."""
+    b, h, w, c = x.shape
+    sums = (x.astype(np.int64) - zin).sum(axis=(1, 2), keepdims=True)
+    return average(sums, h * w, in_scale, zin, layer)
+
+
+def add_weights(scale_a, scale_b):
+    """(c_a, c_b, accumulator scale) of an add: the input of the larger scale s_hi (a when
+    the scales are equal) weighs 127, the other round(127 * s_lo / s_hi) (halves up, in
+    double in that order) clamped to 1..127; the weighted sum is then at scale s_hi / 127."""
+    hi, lo = max(scale_a, scale_b), min(scale_a, scale_b)
+    d = min(max(math.floor(127.0 * lo / hi + 0.5), 1), 127)
+    ca, cb = (127, d) if scale_a >= scale_b else (d, 127)
+    return ca, cb, hi / 127.0
+
+
+def add(a, b, layer):
+    """f(q(c_a * (a - z_a) + c_b * (b - z_b))), f none or ReLU, with (c_a, c_b) from
+    add_weights and M / 2^S = (s_hi / 127) / s_out, Z = z_out."""
+    if a.values.shape != b.values.shape:
+        raise ValueError(f"{layer.get('name', 'add')}: inputs of shapes {a.values.shape[1:]} "
+                         f"and {b.values.shape[1:]}")
+    ca, cb, acc_scale = add_weights(a.scale, b.scale)
+    acc = ca * (a.values.astype(np.int64) - a.zero_point) + cb * (b.values.astype(np.int64) - b.zero_point)
+    out = layer["output"]
+    m, s = requant_params(acc_scale / out["scale"])
+    act = layer.get("activation", "none")
+    if act not in ("none", "relu"):
+        raise ValueError(f"{layer.get('name', 'add')}: activation {act!r} (none or relu)")
+    return isa.activate(acc, ACT_FLAG[act], m, s, out["zero_point"])
+
+
+class Tensor(NamedTuple):
+    """A layer's output (or the network input): its values, int8 (or the int32
+    accumulators of an int32 output), and the scale and zero point of their real values."""
+    values: np.ndarray
+    scale: float
+    zero_point: int
+    is_int32: bool = False
+
+
+def weighted(y, layer, x):
+    """The output tensor of a dense or conv2d layer on input tensor x."""
+    if layer.get("output") == "int32":
+        return Tensor(y, x.scale * layer["weight_scale"], 0, True)
+    if layer.get("activation", "none") in ("sigmoid", "tanh"):
+        return Tensor(y, SIGMOID_TANH_OUTPUT_SCALE, 0)
+    return Tensor(y, layer["output"]["scale"], layer["output"]["zero_point"])
+
+
+def pooled(y, layer, x):
+    """The output tensor of an average pooling: the layer's output, else the input's."""
+    out = layer.get("output", {"scale": x.scale, "zero_point": x.zero_point})
+    return Tensor(y, out["scale"], out["zero_point"])
+
+
+def apply(layer, inputs, base):
+    """One layer on its input tensors."""
+    t = layer["type"]
+    x = inputs[0]
+    if t == "dense":
+        return weighted(dense(x.values, layer, base, x.zero_point, x.scale), layer, x)
+    if t == "conv2d":
+        return weighted(conv2d(x.values, layer, base, x.zero_point, x.scale), layer, x)
+    if t == "maxpool2d":
+        return x._replace(values=maxpool2d(x.values, layer))
+    if t == "avgpool2d":
+        return pooled(avgpool2d(x.values, layer, x.zero_point, x.scale), layer, x)
+    if t == "global_avgpool2d":
+        return pooled(global_avgpool2d(x.values, layer, x.zero_point, x.scale), layer, x)
+    if t == "flatten":
+        return x._replace(values=x.values.reshape(x.values.shape[0], -1))
+    if t == "add":
+        out = layer["output"]
+        return Tensor(add(x, inputs[1], layer), out["scale"], out["zero_point"])
+    raise ValueError(f"unknown layer type {t}")
 
 
 def quantize_input(x, scale, zero_point):
@@ -150,7 +293,10 @@ def quantize_input(x, scale, zero_point):
 
 
 def run(model_path, x):
-    """The network's output for input batch x (int8, or float to quantize)."""
+    """The network's output for input batch x (int8, or float to quantize).
+
+    A layer reads the tensors its `inputs` name (earlier layers' names or "input"),
+    by default the previous layer's output; the network's output is the last layer's."""
     model_path = Path(model_path)
     model = json.loads(model_path.read_text())
     assert model["format"] == "tpu-sim-net" and model["version"] == 1
@@ -159,26 +305,37 @@ def run(model_path, x):
     if x.dtype != np.int8:
         x = quantize_input(x, scale, zin)
     assert x.shape[1:] == tuple(model["input"]["shape"]), x.shape
-    y = x
-    for layer in model["layers"]:
+    tensors = {"input": Tensor(x, scale, zin)}
+    last = "input"
+    unread = set()  # layers whose output no later layer has read yet
+    layers = model["layers"]
+    for i, layer in enumerate(layers):
         t = layer["type"]
-        if t == "dense":
-            y = dense(y, layer, base, zin, scale)
-        elif t == "conv2d":
-            y = conv2d(y, layer, base, zin, scale)
-        elif t == "maxpool2d":
-            y = maxpool2d(y, layer)
-        elif t == "flatten":
-            y = y.reshape(y.shape[0], -1)
-        else:
-            raise ValueError(f"unknown layer type {t}")
-        if t in ("dense", "conv2d"):
-            if layer.get("output") == "int32":
-                scale, zin = scale * layer["weight_scale"], 0
-            elif layer.get("activation", "none") in ("sigmoid", "tanh"):
-                scale, zin = SIGMOID_TANH_OUTPUT_SCALE, 0
-            else:
-                scale, zin = layer["output"]["scale"], layer["output"]["zero_point"]
+        where = f"layer {i} ({layer.get('name', t)})"
+        sources = layer.get("inputs", [last])
+        arity = 2 if t == "add" else 1
+        if len(sources) != arity:
+            takes = "2 inputs" if arity == 2 else "1 input"
+            raise ValueError(f"{where}: {t} takes {takes}, not {len(sources)}")
+        for name in sources:
+            if name not in tensors:
+                raise ValueError(f"{where}: input {name!r} is neither \"input\" nor an earlier layer")
+            if tensors[name].is_int32:
+                raise ValueError(f"{where}: no layer can follow an int32 output")
+        if layer.get("output") == "int32" and i != len(layers) - 1:
+            raise ValueError(f"{where}: only the last layer can have int32 output")
+        key = layer.get("name", ("unnamed", i))  # an unnamed layer is read by the next one only
+        if key in tensors:
+            raise ValueError(f"{where}: the name {key!r} is taken")
+        tensors[key] = apply(layer, [tensors[name] for name in sources], base)
+        unread.difference_update(sources)
+        unread.add(key)
+        last = key
+    unread.discard(last)
+    if unread:
+        raise ValueError(f"the output of {sorted(map(str, unread))} is never read "
+                         "(only the last layer's output leaves the network)")
+    y = tensors[last].values
     return y.astype(np.int32) if y.dtype == np.int32 else y.astype(np.int8)
 
 

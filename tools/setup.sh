@@ -22,7 +22,7 @@ packages=(
   libsystemc-dev libeigen3-dev
   verilator yosys gtkwave
   clang libclang-rt-14-dev
-  python3 python3-numpy python3-sklearn
+  python3 python3-numpy python3-sklearn python3-pytest python3-torch
 )
 
 install_packages() {

@@ -47,6 +47,9 @@ Tensor conv2d(const Layer& l, const TensorInfo& in, const TensorInfo& out, const
   const std::size_t h = in.shape[0], w = in.shape[1], cin = in.shape[2];
   const std::size_t oh = out.shape[0], ow = out.shape[1], cout = out.shape[2];
   const std::size_t kh = l.weight_shape[0], kw = l.weight_shape[1], batch = x.batch();
+  // Depthwise (groups = C): output channel co reads input channel co only,
+  // with weights KH x KW x 1 x C.
+  const bool depthwise = l.groups != 1;
   Tensor y;
   y.shape = {batch, oh, ow, cout};
   y.int32 = l.int32_output;
@@ -64,9 +67,15 @@ Tensor conv2d(const Layer& l, const TensorInfo& in, const TensorInfo& out, const
               const long long xx = static_cast<long long>(j * l.stride_w + dx) - l.pad_left;
               if (yy < 0 || xx < 0 || yy >= static_cast<long long>(h) || xx >= static_cast<long long>(w))
                 continue;
+              const std::size_t pixel =
+                  (s * h + static_cast<std::size_t>(yy)) * w + static_cast<std::size_t>(xx);
+              if (depthwise) {
+                const std::int64_t v = x.data[pixel * cin + co];
+                acc += (v - in.quant.zero_point) * l.weights[(dy * kw + dx) * cout + co];
+                continue;
+              }
               for (std::size_t ci = 0; ci < cin; ++ci) {
-                const std::int64_t v =
-                    x.data[((s * h + static_cast<std::size_t>(yy)) * w + static_cast<std::size_t>(xx)) * cin + ci];
+                const std::int64_t v = x.data[pixel * cin + ci];
                 acc += (v - in.quant.zero_point) * l.weights[((dy * kw + dx) * cin + ci) * cout + co];
               }
             }
@@ -75,9 +84,41 @@ Tensor conv2d(const Layer& l, const TensorInfo& in, const TensorInfo& out, const
   return y;
 }
 
-Tensor maxpool(const Layer& l, const TensorInfo& in, const TensorInfo& out, const Tensor& x) {
+// The input positions of pooling window (i, j) inside the h x w map, in
+// row-major order: a window of `l` (kernel, stride, padding), or with `global`
+// the whole map.
+template <typename F>
+void for_window(const Layer& l, bool global, std::size_t h, std::size_t w, std::size_t i,
+                std::size_t j, F&& f) {
+  const std::size_t kh = global ? h : l.kernel_h, kw = global ? w : l.kernel_w;
+  for (std::size_t dy = 0; dy < kh; ++dy)
+    for (std::size_t dx = 0; dx < kw; ++dx) {
+      const long long yy =
+          global ? static_cast<long long>(dy) : static_cast<long long>(i * l.stride_h + dy) - l.pad_top;
+      const long long xx =
+          global ? static_cast<long long>(dx) : static_cast<long long>(j * l.stride_w + dx) - l.pad_left;
+      if (yy < 0 || xx < 0 || yy >= static_cast<long long>(h) || xx >= static_cast<long long>(w))
+        continue;  // padding
+      f(static_cast<std::size_t>(yy), static_cast<std::size_t>(xx));
+    }
+}
+
+// Max pooling: the largest value over the window's positions inside the map
+// (padded positions never win); the input zero point if there are none.
+// Average pooling: q of the exact sum of (x - z_in) over the positions inside
+// the map (padded positions add 0 but count in K = kh * kw, count_include_pad),
+// with m = s_in / (K * s_out); a global one has one window, the whole map.
+Tensor pool(const Layer& l, const TensorInfo& in, const TensorInfo& out, const Tensor& x) {
   const std::size_t h = in.shape[0], w = in.shape[1], c = in.shape[2];
   const std::size_t oh = out.shape[0], ow = out.shape[1], batch = x.batch();
+  const bool global = l.kind == LayerKind::GlobalAvgPool2d;
+  const bool average = l.kind != LayerKind::MaxPool2d;
+  model::Requant q{};
+  if (average) {
+    const std::uint64_t window = global ? std::uint64_t{h} * w : std::uint64_t{l.kernel_h} * l.kernel_w;
+    q = reference_requant(in.quant.scale / (static_cast<double>(window) * out.quant.scale),
+                          out.quant.zero_point);
+  }
   Tensor y;
   y.shape = {batch, oh, ow, c};
   y.data.resize(batch * oh * ow * c);
@@ -86,13 +127,43 @@ Tensor maxpool(const Layer& l, const TensorInfo& in, const TensorInfo& out, cons
       for (std::size_t j = 0; j < ow; ++j)
         for (std::size_t ch = 0; ch < c; ++ch) {
           std::int32_t m = -129;
-          for (std::size_t dy = 0; dy < l.kernel_h; ++dy)
-            for (std::size_t dx = 0; dx < l.kernel_w; ++dx) {
-              const std::size_t yy = i * l.stride_h + dy, xx = j * l.stride_w + dx;
-              if (yy < h && xx < w) m = std::max(m, x.data[((s * h + yy) * w + xx) * c + ch]);
-            }
-          y.data[((s * oh + i) * ow + j) * c + ch] = m;
+          std::int64_t sum = 0;
+          for_window(l, global, h, w, i, j, [&](std::size_t yy, std::size_t xx) {
+            const std::int32_t v = x.data[((s * h + yy) * w + xx) * c + ch];
+            m = std::max(m, v);
+            sum += std::int64_t{v} - in.quant.zero_point;
+          });
+          std::int32_t v = 0;
+          if (average)
+            v = reference_requantize(wrap32(sum), q);
+          else
+            v = m == -129 ? in.quant.zero_point : m;
+          y.data[((s * oh + i) * ow + j) * c + ch] = v;
         }
+  return y;
+}
+
+// Add: the input of the larger scale s_hi weighs d_hi = 127, the other
+// d_lo = round(127 * s_lo / s_hi) (halves up) clamped to 1..127 (both 127 for
+// equal scales); the weighted sum of (x - z) is at scale s_hi / 127 and is
+// requantized with m = (s_hi / 127) / s_o, then relu or none.
+Tensor add(const Layer& l, const TensorInfo& ia, const TensorInfo& ib, const TensorInfo& out,
+           const Tensor& a, const Tensor& b) {
+  const double sa = ia.quant.scale, sb = ib.quant.scale;
+  const double s_hi = std::max(sa, sb), s_lo = std::min(sa, sb);
+  const double d_lo_real = std::floor(127.0 * s_lo / s_hi + 0.5);
+  const std::int64_t d_lo = static_cast<std::int64_t>(std::min(127.0, std::max(1.0, d_lo_real)));
+  const std::int64_t da = sa >= sb ? 127 : d_lo;
+  const std::int64_t db = sa >= sb ? d_lo : 127;
+  const model::Requant q = reference_requant((s_hi / 127.0) / out.quant.scale, out.quant.zero_point);
+  Tensor y;
+  y.shape = a.shape;
+  y.data.resize(a.data.size());
+  for (std::size_t e = 0; e < a.data.size(); ++e) {
+    const std::int64_t acc = da * (std::int64_t{a.data[e]} - ia.quant.zero_point) +
+                             db * (std::int64_t{b.data[e]} - ib.quant.zero_point);
+    y.data[e] = reference_activate(reference_requantize(wrap32(acc), q), l.act, q.zero_point);
+  }
   return y;
 }
 
@@ -126,24 +197,31 @@ model::Requant reference_requant(double real, std::int32_t zero_point) {
 std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x) {
   const std::vector<TensorInfo> infos = infer_network(net);
   std::vector<Tensor> outs;
-  outs.reserve(net.layers.size());  // `cur` points into it
-  const Tensor* cur = &x;
+  outs.reserve(net.layers.size());
+  // Tensor id t: 0 is the network input, i + 1 layer i's output.
+  const auto tensor = [&](std::size_t t) -> const Tensor& { return t == 0 ? x : outs[t - 1]; };
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     const Layer& l = net.layers[i];
-    const TensorInfo& in = infos[i];
+    const std::vector<std::size_t> ids = layer_inputs(net, i);
+    const Tensor& cur = tensor(ids[0]);
+    const TensorInfo& in = infos[ids[0]];
     const TensorInfo& out = infos[i + 1];
     switch (l.kind) {
-      case LayerKind::Dense: outs.push_back(dense(l, in, *cur)); break;
-      case LayerKind::Conv2d: outs.push_back(conv2d(l, in, out, *cur)); break;
-      case LayerKind::MaxPool2d: outs.push_back(maxpool(l, in, out, *cur)); break;
+      case LayerKind::Dense: outs.push_back(dense(l, in, cur)); break;
+      case LayerKind::Conv2d: outs.push_back(conv2d(l, in, out, cur)); break;
+      case LayerKind::MaxPool2d:
+      case LayerKind::AvgPool2d:
+      case LayerKind::GlobalAvgPool2d: outs.push_back(pool(l, in, out, cur)); break;
       case LayerKind::Flatten: {
-        Tensor y = *cur;
-        y.shape = {cur->batch(), out.shape[0]};
+        Tensor y = cur;
+        y.shape = {cur.batch(), out.shape[0]};
         outs.push_back(std::move(y));
         break;
       }
+      case LayerKind::Add:
+        outs.push_back(add(l, in, infos[ids[1]], out, cur, tensor(ids[1])));
+        break;
     }
-    cur = &outs.back();
   }
   return outs;
 }

@@ -4,7 +4,11 @@
 // checks), the input zero point subtracted from every input (not folded into
 // the bias), the bias added in int64, the requantization multiplier and shift
 // found by a search rather than frexp, and the requantization and activation
-// of compiler/reference.h.
+// of compiler/reference.h. Depthwise conv2d, pooling with padding (max:
+// padded positions never win; average: count_include_pad), global average
+// pooling and add follow the integer semantics of docs/quantization.md
+// directly (the add's input weights computed here from their formula), and
+// the network is read as a graph: each layer reads its inputs by tensor id.
 #pragma once
 
 #include <vector>
@@ -17,7 +21,8 @@ namespace tpu::compiler {
 // requant_from_multiplier: the shift S for which 2^30 <= real * 2^S < 2^31.
 model::Requant reference_requant(double real, std::int32_t zero_point);
 
-// The output of every layer: outputs[i] is layer i's output for input x.
+// The output of every layer: outputs[i] is layer i's output for input x
+// (tensor id i + 1; each layer reads its inputs by tensor id, 0 being x).
 std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x);
 
 // The network's output.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <set>
 
 #include "common/file_io.h"
@@ -137,6 +138,46 @@ void parse_gemm_layer(const Reader& r, const json& j, const std::string& where, 
   }
 }
 
+// Padding of a conv2d or pooling layer: "valid", "same", an integer,
+// [ph, pw] or [top, bottom, left, right]. "same" is resolved once the input
+// size is known (all four set to ~0u until then).
+void parse_padding(const Reader& r, const json& p, const std::string& where, Layer& l) {
+  if (p.is_string()) {
+    const std::string mode = p.get<std::string>();
+    if (mode == "same") {
+      // As TensorFlow: output = ceil(input / stride), the extra row or column
+      // of padding at the bottom or right.
+      l.pad_top = l.pad_bottom = l.pad_left = l.pad_right = ~0u;
+    } else if (mode != "valid") {
+      r.fail(where, fmt::format("unknown padding '{}' (valid, same, or [top, bottom, left, right])", mode));
+    }
+  } else if (p.is_array() && p.size() == 4) {
+    const auto v = r.ints(p, where, "padding", 4, 0, 1 << 16);
+    l.pad_top = v[0];
+    l.pad_bottom = v[1];
+    l.pad_left = v[2];
+    l.pad_right = v[3];
+  } else {
+    const auto v = r.ints(p, where, "padding", 2, 0, 1 << 16);
+    l.pad_top = l.pad_bottom = v[0];
+    l.pad_left = l.pad_right = v[1];
+  }
+}
+
+void parse_window(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  const auto k = r.ints(r.need(j, "pool", where), where, "pool", 2, 1, 1 << 16);
+  l.kernel_h = k[0];
+  l.kernel_w = k[1];
+  l.stride_h = k[0];
+  l.stride_w = k[1];
+  if (j.contains("stride")) {
+    const auto st = r.ints(j.at("stride"), where, "stride", 2, 1, 1 << 16);
+    l.stride_h = st[0];
+    l.stride_w = st[1];
+  }
+  if (j.contains("padding")) parse_padding(r, j.at("padding"), where, l);
+}
+
 }  // namespace
 
 Network load_network(const std::string& json_path) {
@@ -173,6 +214,7 @@ Network load_network(const std::string& json_path) {
 
   const json& layers = r.need(root, "layers", "");
   if (!layers.is_array()) r.fail("", "'layers' must be a list");
+  std::map<std::string, std::size_t> tensor_of{{"input", 0}};  // name -> tensor id
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const json& j = layers[i];
     std::string where = fmt::format("layer {}", i);
@@ -186,14 +228,16 @@ Network load_network(const std::string& json_path) {
     const json& type = r.need(j, "type", where);
     const std::string t = type.is_string() ? type.get<std::string>() : "";
     if (t == "dense") {
-      r.only_keys(j, where, {"type", "name", "weights", "bias", "weight_scale", "activation", "output"});
+      r.only_keys(j, where, {"type", "name", "inputs", "weights", "bias", "weight_scale", "activation", "output"});
       l.kind = LayerKind::Dense;
       parse_gemm_layer(r, j, where, l, 2);
     } else if (t == "conv2d") {
-      r.only_keys(j, where, {"type", "name", "weights", "bias", "weight_scale", "activation", "output",
-                             "stride", "padding"});
+      r.only_keys(j, where, {"type", "name", "inputs", "weights", "bias", "weight_scale", "activation", "output",
+                             "stride", "padding", "groups"});
       l.kind = LayerKind::Conv2d;
       parse_gemm_layer(r, j, where, l, 4);
+      if (j.contains("groups"))
+        l.groups = static_cast<unsigned>(r.integer(j.at("groups"), where, "groups", 1, 1 << 24));
       l.kernel_h = static_cast<unsigned>(l.weight_shape[0]);
       l.kernel_w = static_cast<unsigned>(l.weight_shape[1]);
       if (j.contains("stride")) {
@@ -201,58 +245,74 @@ Network load_network(const std::string& json_path) {
         l.stride_h = s[0];
         l.stride_w = s[1];
       }
-      if (j.contains("padding")) {
-        const json& p = j.at("padding");
-        if (p.is_string()) {
-          const std::string mode = p.get<std::string>();
-          if (mode == "same") {
-            // As TensorFlow: output = ceil(input / stride), the extra row or
-            // column of padding at the bottom or right. Needs the input size:
-            // resolved below once shapes are known.
-            l.pad_top = l.pad_bottom = l.pad_left = l.pad_right = ~0u;
-          } else if (mode != "valid") {
-            r.fail(where, fmt::format("unknown padding '{}' (valid, same, or [top, bottom, left, right])", mode));
-          }
-        } else if (p.is_array() && p.size() == 4) {
-          const auto v = r.ints(p, where, "padding", 4, 0, 1 << 16);
-          l.pad_top = v[0];
-          l.pad_bottom = v[1];
-          l.pad_left = v[2];
-          l.pad_right = v[3];
-        } else {
-          const auto v = r.ints(p, where, "padding", 2, 0, 1 << 16);
-          l.pad_top = l.pad_bottom = v[0];
-          l.pad_left = l.pad_right = v[1];
-        }
-      }
+      if (j.contains("padding")) parse_padding(r, j.at("padding"), where, l);
     } else if (t == "maxpool2d") {
-      r.only_keys(j, where, {"type", "name", "pool", "stride"});
+      r.only_keys(j, where, {"type", "name", "inputs", "pool", "stride", "padding"});
       l.kind = LayerKind::MaxPool2d;
-      const auto k = r.ints(r.need(j, "pool", where), where, "pool", 2, 1, 1 << 16);
-      l.kernel_h = k[0];
-      l.kernel_w = k[1];
-      l.stride_h = k[0];
-      l.stride_w = k[1];
-      if (j.contains("stride")) {
-        const auto s = r.ints(j.at("stride"), where, "stride", 2, 1, 1 << 16);
-        l.stride_h = s[0];
-        l.stride_w = s[1];
-      }
+      parse_window(r, j, where, l);
+    } else if (t == "avgpool2d" || t == "global_avgpool2d") {
+      const bool global = t == "global_avgpool2d";
+      if (global)
+        r.only_keys(j, where, {"type", "name", "inputs", "output"});
+      else
+        r.only_keys(j, where, {"type", "name", "inputs", "pool", "stride", "padding", "output"});
+      l.kind = global ? LayerKind::GlobalAvgPool2d : LayerKind::AvgPool2d;
+      if (!global) parse_window(r, j, where, l);
+      if (j.contains("output"))
+        l.output = r.quant(j.at("output"), where + ": output");
+      else
+        l.output_is_input = true;
+    } else if (t == "add") {
+      r.only_keys(j, where, {"type", "name", "inputs", "activation", "output"});
+      l.kind = LayerKind::Add;
+      l.act = j.contains("activation") ? parse_act(r, j.at("activation"), where) : model::ActFunction::None;
+      if (l.act != model::ActFunction::None && l.act != model::ActFunction::Relu)
+        r.fail(where, "an add takes activation none or relu");
+      l.output = r.quant(r.need(j, "output", where), where + ": output");
+      if (!j.contains("inputs")) r.fail(where, "an add needs 'inputs': the names of the two layers it adds");
     } else if (t == "flatten") {
-      r.only_keys(j, where, {"type", "name"});
+      r.only_keys(j, where, {"type", "name", "inputs"});
       l.kind = LayerKind::Flatten;
     } else {
-      r.fail(where, "'type' must be one of dense, conv2d, maxpool2d, flatten");
+      r.fail(where, "'type' must be one of dense, conv2d, maxpool2d, avgpool2d, global_avgpool2d, "
+                    "add, flatten");
+    }
+    if (j.contains("inputs")) {
+      const json& in = j.at("inputs");
+      if (!in.is_array() || in.empty())
+        r.fail(where, "'inputs' must be a list of layer names (or \"input\")");
+      for (const json& e : in) {
+        if (!e.is_string()) r.fail(where, "'inputs' must be a list of layer names (or \"input\")");
+        const std::string name = e.get<std::string>();
+        const auto it = tensor_of.find(name);
+        if (it == tensor_of.end())
+          r.fail(where, fmt::format("input '{}' is not \"input\" or the name of an earlier layer", name));
+        l.inputs.push_back(it->second);
+      }
+    }
+    if (!l.name.empty()) {
+      if (tensor_of.count(l.name)) r.fail(where, fmt::format("the name '{}' is taken", l.name));
+      tensor_of[l.name] = i + 1;
     }
     net.layers.push_back(std::move(l));
   }
 
-  // "same" padding needs each conv's input size: walk the shapes.
-  std::vector<std::size_t> shape_now = net.input_shape;
+  // "same" padding needs each layer's input size: walk the shapes.
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     Layer& l = net.layers[i];
-    if (l.kind == LayerKind::Conv2d && l.pad_top == ~0u) {
-      if (shape_now.size() != 3) r.fail(fmt::format("layer {}", i), "conv2d needs an HxWxC input");
+    Network prefix;
+    prefix.input_shape = net.input_shape;
+    prefix.input = net.input;
+    prefix.layers.assign(net.layers.begin(), net.layers.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    if (l.pad_top == ~0u) {
+      prefix.layers.pop_back();
+      std::vector<std::size_t> in_shape;
+      try {
+        in_shape = infer_network(prefix, false)[layer_inputs(net, i)[0]].shape;
+      } catch (const CompileError& e) {
+        throw FileError(fmt::format("{}: {}", json_path, e.what()));
+      }
+      if (in_shape.size() != 3) r.fail(fmt::format("layer {}", i), "'same' padding needs an HxWxC input");
       const auto same = [](std::size_t in, unsigned k, unsigned s, unsigned& a, unsigned& b) {
         const std::size_t out = (in + s - 1) / s;
         const std::size_t need = (out - 1) * s + k;
@@ -260,16 +320,13 @@ Network load_network(const std::string& json_path) {
         a = static_cast<unsigned>(total / 2);
         b = static_cast<unsigned>(total - total / 2);
       };
-      same(shape_now[0], l.kernel_h, l.stride_h, l.pad_top, l.pad_bottom);
-      same(shape_now[1], l.kernel_w, l.stride_w, l.pad_left, l.pad_right);
+      same(in_shape[0], l.kernel_h, l.stride_h, l.pad_top, l.pad_bottom);
+      same(in_shape[1], l.kernel_w, l.stride_w, l.pad_left, l.pad_right);
     }
-    // The output shape of this layer (checked fully by infer_network).
-    Network prefix;
-    prefix.input_shape = net.input_shape;
-    prefix.input = net.input;
-    prefix.layers.assign(net.layers.begin(), net.layers.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+  }
+  if (!net.layers.empty()) {
     try {
-      shape_now = infer_network(prefix).back().shape;
+      infer_network(net);
     } catch (const CompileError& e) {
       throw FileError(fmt::format("{}: {}", json_path, e.what()));
     }

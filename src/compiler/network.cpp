@@ -9,6 +9,7 @@
 
 #include "common/plural.h"
 #include "compiler/emitter.h"
+#include "compiler/network_util.h"
 #include "isa/instruction.h"
 #include "model/activation.h"
 
@@ -18,38 +19,10 @@ namespace {
 using isa::Instruction;
 using isa::Opcode;
 
-std::int32_t wrap32(std::int64_t v) {
-  return static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(v)));
-}
-
-std::string shape_text(const std::vector<std::size_t>& shape) {
-  std::string s;
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s.empty() ? "()" : s;
-}
-
-std::string layer_label(const Layer& layer, std::size_t index) {
-  return layer.name.empty() ? fmt::format("layer {} ({})", index, layer_kind_name(layer.kind))
-                            : fmt::format("layer '{}'", layer.name);
-}
-
-void check_quant(const QuantParams& q, const std::string& what) {
-  if (!(q.scale > 0.0) || !std::isfinite(q.scale))
-    throw CompileError(fmt::format("{}: scale {} is not positive and finite", what, q.scale));
-  if (q.zero_point < -128 || q.zero_point > 127)
-    throw CompileError(fmt::format("{}: zero point {} is outside -128..127", what, q.zero_point));
-}
-
 bool is_pointwise(const Layer& l) {
   return l.kind == LayerKind::Conv2d && l.kernel_h == 1 && l.kernel_w == 1 && l.stride_h == 1 &&
          l.stride_w == 1 && l.pad_top == 0 && l.pad_bottom == 0 && l.pad_left == 0 &&
          l.pad_right == 0;
-}
-
-// Conv2d output size along one axis.
-std::size_t conv_out(std::size_t in, unsigned k, unsigned stride, unsigned pad_a, unsigned pad_b) {
-  const std::size_t padded = in + pad_a + pad_b;
-  return padded < k ? 0 : (padded - k) / stride + 1;
 }
 
 const char* act_name(model::ActFunction f) {
@@ -538,133 +511,6 @@ void check_tensor(const Tensor& x, const TensorInfo& info, const std::string& wh
 
 }  // namespace
 
-const char* layer_kind_name(LayerKind kind) {
-  switch (kind) {
-    case LayerKind::Dense: return "dense";
-    case LayerKind::Conv2d: return "conv2d";
-    case LayerKind::MaxPool2d: return "maxpool2d";
-    case LayerKind::Flatten: return "flatten";
-  }
-  return "?";
-}
-
-std::vector<TensorInfo> infer_network(const Network& net) {
-  std::vector<TensorInfo> infos;
-  TensorInfo cur;
-  cur.shape = net.input_shape;
-  cur.quant = net.input;
-  if (cur.shape.empty() || cur.shape.size() > 3 || cur.shape.size() == 2)
-    throw CompileError(fmt::format("the input shape {} is neither {{features}} nor {{H, W, C}}",
-                                   shape_text(cur.shape)));
-  for (std::size_t d : cur.shape)
-    if (d == 0) throw CompileError("the input shape has a zero dimension");
-  check_quant(cur.quant, "the input");
-  infos.push_back(cur);
-  for (std::size_t i = 0; i < net.layers.size(); ++i) {
-    const Layer& l = net.layers[i];
-    const std::string what = layer_label(l, i);
-    if (cur.int32)
-      throw CompileError(fmt::format(
-          "{} follows an int32 output: only the last layer may have int32 output", what));
-    TensorInfo out;
-    switch (l.kind) {
-      case LayerKind::Dense:
-      case LayerKind::Conv2d: {
-        const bool dense = l.kind == LayerKind::Dense;
-        if (dense && cur.shape.size() != 1)
-          throw CompileError(fmt::format("{}: a dense layer needs a 1-D input (add a flatten), got {}",
-                                         what, shape_text(cur.shape)));
-        if (!dense && cur.shape.size() != 3)
-          throw CompileError(fmt::format("{}: a conv2d layer needs an HxWxC input, got {}", what,
-                                         shape_text(cur.shape)));
-        const std::size_t rank = dense ? 2 : 4;
-        if (l.weight_shape.size() != rank)
-          throw CompileError(fmt::format("{}: weights must be {} ({}), got shape {}", what,
-                                         dense ? "2-D" : "4-D", dense ? "K x Nout" : "KH x KW x Cin x Cout",
-                                         shape_text(l.weight_shape)));
-        std::size_t count = 1;
-        for (std::size_t d : l.weight_shape) {
-          if (d == 0) throw CompileError(fmt::format("{}: weights have a zero dimension", what));
-          count *= d;
-        }
-        if (l.weights.size() != count)
-          throw CompileError(fmt::format("{}: {} for shape {}", what, plural(l.weights.size(), "weight"),
-                                         shape_text(l.weight_shape)));
-        const std::size_t k_in = dense ? l.weight_shape[0] : l.weight_shape[2];
-        const std::size_t have = dense ? cur.shape[0] : cur.shape[2];
-        if (k_in != have)
-          throw CompileError(fmt::format("{}: weights of shape {} expect {}, the input has {}",
-                                         what, shape_text(l.weight_shape),
-                                         plural(k_in, dense ? "input feature" : "input channel"), have));
-        const std::size_t n_out = l.weight_shape.back();
-        if (!l.bias.empty() && l.bias.size() != n_out)
-          throw CompileError(fmt::format("{}: {} for {}", what, plural(l.bias.size(), "bias", "biases"),
-                                         plural(n_out, "output")));
-        if (!(l.weight_scale > 0.0) || !std::isfinite(l.weight_scale))
-          throw CompileError(fmt::format("{}: weight scale {} is not positive and finite", what,
-                                         l.weight_scale));
-        if (dense) {
-          out.shape = {n_out};
-        } else {
-          if (l.kernel_h != l.weight_shape[0] || l.kernel_w != l.weight_shape[1])
-            throw CompileError(fmt::format("{}: kernel {}x{} but weights of shape {}", what,
-                                           l.kernel_h, l.kernel_w, shape_text(l.weight_shape)));
-          if (l.stride_h == 0 || l.stride_w == 0)
-            throw CompileError(fmt::format("{}: stride must be at least 1", what));
-          const std::size_t oh = conv_out(cur.shape[0], l.kernel_h, l.stride_h, l.pad_top, l.pad_bottom);
-          const std::size_t ow = conv_out(cur.shape[1], l.kernel_w, l.stride_w, l.pad_left, l.pad_right);
-          if (oh == 0 || ow == 0)
-            throw CompileError(fmt::format("{}: a {}x{} kernel does not fit the padded {}x{} input",
-                                           what, l.kernel_h, l.kernel_w,
-                                           cur.shape[0] + l.pad_top + l.pad_bottom,
-                                           cur.shape[1] + l.pad_left + l.pad_right));
-          out.shape = {oh, ow, n_out};
-        }
-        if (l.int32_output) {
-          if (l.act != model::ActFunction::None)
-            throw CompileError(fmt::format("{}: an activation needs int8 output", what));
-          out.int32 = true;
-          out.quant = {cur.quant.scale * l.weight_scale, 0};
-        } else {
-          if (l.act == model::ActFunction::Sigmoid || l.act == model::ActFunction::Tanh) {
-            out.quant = {kSigmoidTanhOutputScale, 0};
-          } else {
-            check_quant(l.output, what + ": the output");
-            out.quant = l.output;
-          }
-          layer_requant(cur.quant.scale, l.weight_scale, l.output, l.act);  // throws if impossible
-        }
-        break;
-      }
-      case LayerKind::MaxPool2d: {
-        if (cur.shape.size() != 3)
-          throw CompileError(fmt::format("{}: max-pool needs an HxWxC input, got {}", what,
-                                         shape_text(cur.shape)));
-        if (l.kernel_h == 0 || l.kernel_w == 0 || l.stride_h == 0 || l.stride_w == 0)
-          throw CompileError(fmt::format("{}: pool size and stride must be at least 1", what));
-        const std::size_t oh = conv_out(cur.shape[0], l.kernel_h, l.stride_h, 0, 0);
-        const std::size_t ow = conv_out(cur.shape[1], l.kernel_w, l.stride_w, 0, 0);
-        if (oh == 0 || ow == 0)
-          throw CompileError(fmt::format("{}: a {}x{} window does not fit the {} input", what,
-                                         l.kernel_h, l.kernel_w, shape_text(cur.shape)));
-        out.shape = {oh, ow, cur.shape[2]};
-        out.quant = cur.quant;
-        break;
-      }
-      case LayerKind::Flatten: {
-        std::size_t count = 1;
-        for (std::size_t d : cur.shape) count *= d;
-        out.shape = {count};
-        out.quant = cur.quant;
-        break;
-      }
-    }
-    infos.push_back(out);
-    cur = out;
-  }
-  return infos;
-}
-
 Tensor host_maxpool(const Layer& pool, const Tensor& x) {
   const std::size_t h = x.shape[1], w = x.shape[2], c = x.shape[3];
   const std::size_t oh = conv_out(h, pool.kernel_h, pool.stride_h, 0, 0);
@@ -694,8 +540,20 @@ Tensor host_flatten(const Tensor& x) {
   return y;
 }
 
-NetworkPlan compile_network(const Network& net, std::uint64_t batch, const ArchConfig& cfg) {
+NetworkPlan compile_segments(const Network& net, std::uint64_t batch, const ArchConfig& cfg) {
   if (batch == 0) throw CompileError("the batch is empty");
+  if (!is_chain(net))
+    throw CompileError("a network with branches (layers naming their inputs) runs only on chip");
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const Layer& l = net.layers[i];
+    const bool padded_pool = l.kind == LayerKind::MaxPool2d &&
+                             (l.pad_top || l.pad_bottom || l.pad_left || l.pad_right);
+    if (l.kind == LayerKind::AvgPool2d || l.kind == LayerKind::GlobalAvgPool2d ||
+        l.kind == LayerKind::Add || is_depthwise(l) || padded_pool)
+      throw CompileError(fmt::format("{}: runs only on chip (the host-step compiler has no {})",
+                                     layer_label(l, i),
+                                     padded_pool ? "padded max-pool" : layer_kind_name(l.kind)));
+  }
   NetworkPlan plan;
   plan.net = net;
   plan.infos = infer_network(net);
@@ -795,14 +653,28 @@ NetworkPlan compile_network(const Network& net, std::uint64_t batch, const ArchC
         close();
         host_step(i);
         break;
+      case LayerKind::AvgPool2d:
+      case LayerKind::GlobalAvgPool2d:
+      case LayerKind::Add: throw CompileError("internal error: an on-chip layer in a host-step plan");
     }
   }
   close();
   return plan;
 }
 
+// compile_on_chip.cpp: the layouts of on-chip programs.
+std::vector<std::int8_t> on_chip_host_image(const NetworkPlan& plan, const SegmentPlan& seg,
+                                            const Tensor& input);
+Tensor on_chip_output(const NetworkPlan& plan, const SegmentPlan& seg, const std::int8_t* host);
+
 std::vector<std::int8_t> segment_host_image(const NetworkPlan& plan, const SegmentPlan& seg,
                                             const Tensor& input) {
+  if (seg.on_chip) {
+    check_tensor(input, plan.infos[0], "the network input");
+    if (input.batch() != plan.batch)
+      throw CompileError(fmt::format("the batch is {} but the plan is for {}", input.batch(), plan.batch));
+    return on_chip_host_image(plan, seg, input);
+  }
   const std::size_t first = seg.layers.front();
   const Layer& l = plan.net.layers[first];
   const TensorInfo& in = plan.infos[first];
@@ -864,6 +736,7 @@ std::vector<std::int8_t> segment_host_image(const NetworkPlan& plan, const Segme
 }
 
 Tensor segment_output(const NetworkPlan& plan, const SegmentPlan& seg, const std::int8_t* host) {
+  if (seg.on_chip) return on_chip_output(plan, seg, host);
   const std::uint64_t n = seg.array_n;
   Tensor y;
   y.shape = {plan.batch};

@@ -38,8 +38,9 @@
 
 namespace tpu::compiler {
 
-enum class LayerKind { Dense, Conv2d, MaxPool2d, Flatten };
-const char* layer_kind_name(LayerKind kind);  // "dense", "conv2d", "maxpool2d", "flatten"
+enum class LayerKind { Dense, Conv2d, MaxPool2d, Flatten, AvgPool2d, GlobalAvgPool2d, Add };
+// "dense", "conv2d", "maxpool2d", "flatten", "avgpool2d", "global_avgpool2d", "add"
+const char* layer_kind_name(LayerKind kind);
 
 struct Layer {
   LayerKind kind = LayerKind::Dense;
@@ -56,12 +57,22 @@ struct Layer {
   bool int32_output = false;
   QuantParams output;
   model::ActFunction act = model::ActFunction::None;
-  // Conv2d: kernel from weight_shape, stride and padding. MaxPool2d: window
-  // (kernel_h x kernel_w) and stride, no padding.
+  // Conv2d: kernel from weight_shape, stride and padding. MaxPool2d and
+  // AvgPool2d: window (kernel_h x kernel_w), stride and padding.
   unsigned kernel_h = 1, kernel_w = 1;
   unsigned stride_h = 1, stride_w = 1;
   unsigned pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  // Conv2d: 1, or the input channels (depthwise: weights KH x KW x 1 x C).
+  unsigned groups = 1;
+  // AvgPool2d, GlobalAvgPool2d: the output keeps the input's quantization
+  // (`output` is ignored). Add and the pools take no int32 output.
+  bool output_is_input = false;
+  // The tensors the layer reads, as tensor ids: 0 is the network input, i + 1
+  // the output of layer i (the indices of infer_network's result). Empty:
+  // the previous tensor (i for layer i). Add reads two, every other layer one.
+  std::vector<std::size_t> inputs;
 };
+
 
 struct Network {
   std::string name;
@@ -69,6 +80,11 @@ struct Network {
   QuantParams input;
   std::vector<Layer> layers;
 };
+
+// Tensor ids of layer i's inputs (Layer::inputs, or {i} when it is empty).
+std::vector<std::size_t> layer_inputs(const Network& net, std::size_t i);
+// True when every layer reads the previous tensor (the network is a chain).
+bool is_chain(const Network& net);
 
 // One sample's tensor between layers.
 struct TensorInfo {
@@ -79,7 +95,9 @@ struct TensorInfo {
 
 // infos[0] is the network input, infos[i + 1] the output of layer i. Checks
 // every layer (shapes, sizes, quantization parameters); throws CompileError.
-std::vector<TensorInfo> infer_network(const Network& net);
+// With `check_unread` false, a layer whose output no later layer reads is
+// allowed (a prefix of a network).
+std::vector<TensorInfo> infer_network(const Network& net, bool check_unread = true);
 
 // A batch of tensors, sample-major, C order: int8 values (or int32).
 struct Tensor {
@@ -88,6 +106,11 @@ struct Tensor {
   std::vector<std::int32_t> data;
   std::size_t batch() const { return shape.empty() ? 0 : shape[0]; }
 };
+
+// The requantization of an average pooling layer from input `in` to `out`:
+// real multiplier in.scale / (window * out.scale). Throws CompileError naming `what`.
+model::Requant avgpool_requant(const Layer& pool, const TensorInfo& in, const TensorInfo& out,
+                               const std::string& what);
 
 // Host-side operations.
 Tensor host_maxpool(const Layer& pool, const Tensor& x);
@@ -121,6 +144,21 @@ struct SegmentPlan {
   bool out_int32 = false;
   std::vector<std::size_t> out_shape;  // one sample
   std::uint64_t array_n = 0;
+
+  // An on-chip program (compile_on_chip) lays tensors out as planes: chunk
+  // by chunk (samples c*chunk_units ..), channel group g (N channels, one
+  // per lane) by sample n by pixel p, one row each: row (g*bc + n)*P + p of
+  // the chunk for a chunk of bc samples. The input is at host row 0 (chunk c
+  // at c * chunk_units * in_groups * in_pixels) or, with in_im2col, the im2col
+  // of layer `in_im2col_layer` (its K tiles as groups, its output pixels as
+  // pixels); the output at out_host_row (4 host rows per plane row for int32),
+  // its channels out_channels of the map it is a view of.
+  bool on_chip = false;
+  std::uint64_t in_groups = 0, in_pixels = 0;
+  bool in_im2col = false;
+  std::size_t in_im2col_layer = 0;
+  std::uint64_t out_groups = 0, out_pixels = 0, out_channels = 0;
+  std::string summary;  // what the compiler chose, for the plan printout
 };
 
 // What the network does, step by step: a host operation on layer `layer`, or
@@ -140,8 +178,24 @@ struct NetworkPlan {
   std::vector<std::optional<std::size_t>> layer_segment;  // per layer: its program, or host
 };
 
+// How compile_network maps a network:
+// - OnChip: one program for the whole network (compile_on_chip.cpp): every
+//   layer on the TPU, feature maps kept in the unified buffer, convolutions
+//   by MMC.C, pooling by POOL, adds through the array; the host only lays out
+//   the input (possibly as the first layer's im2col) and reads the output.
+// - Segments: the host-step compiler (a program per chain of layers that
+//   need no rearrangement, im2col, max-pool and flatten on the host between
+//   programs); for chains of dense, conv2d, unpadded max-pool and flatten.
+// - Auto: OnChip when the network fits (weights in weight memory, one
+//   sample's live maps in the unified buffer), else Segments.
+enum class CompileMode { Auto, OnChip, Segments };
+
 // Compiles `net` for a batch of `batch` samples. Throws CompileError.
-NetworkPlan compile_network(const Network& net, std::uint64_t batch, const ArchConfig& cfg);
+NetworkPlan compile_network(const Network& net, std::uint64_t batch, const ArchConfig& cfg,
+                            CompileMode mode = CompileMode::Auto);
+// The two mappings (compile_network's OnChip and Segments).
+NetworkPlan compile_on_chip(const Network& net, std::uint64_t batch, const ArchConfig& cfg);
+NetworkPlan compile_segments(const Network& net, std::uint64_t batch, const ArchConfig& cfg);
 
 // The host memory image of a segment for its input tensor (the output of the
 // layer before segment.layers[0], or the network input).

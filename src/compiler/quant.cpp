@@ -73,4 +73,20 @@ std::optional<std::vector<std::vector<std::int8_t>>> decompose_bias(
   return digits;
 }
 
+AddFactors add_factors(double scale_a, double scale_b) {
+  const double hi = std::max(scale_a, scale_b), lo = std::min(scale_a, scale_b);
+  const double d = std::floor(127.0 * lo / hi + 0.5);
+  const auto d_lo = static_cast<std::int32_t>(std::clamp(d, 1.0, 127.0));
+  AddFactors f;
+  f.a = scale_a >= scale_b ? 127 : d_lo;
+  f.b = scale_a >= scale_b ? d_lo : 127;
+  f.acc_scale = hi / 127.0;
+  return f;
+}
+
+model::Requant add_requant(const QuantParams& a, const QuantParams& b, const QuantParams& out) {
+  return requant_from_multiplier(add_factors(a.scale, b.scale).acc_scale / out.scale,
+                                 out.zero_point);
+}
+
 }  // namespace tpu::compiler

@@ -39,6 +39,17 @@ model::Requant requant_from_multiplier(double real, std::int32_t zero_point);
 model::Requant layer_requant(double input_scale, double weight_scale, const QuantParams& output,
                              model::ActFunction act);
 
+// The integer factors of a residual add (docs/quantization.md): the operand
+// of the larger scale s_hi gets 127, the other round(127 * s_lo / s_hi)
+// clamped to 1..127; the accumulators then hold the sum at scale s_hi / 127.
+struct AddFactors {
+  std::int32_t a = 127, b = 127;
+  double acc_scale = 1.0;
+};
+AddFactors add_factors(double scale_a, double scale_b);
+// The requantization of an add: real multiplier (s_hi / 127) / s_out.
+model::Requant add_requant(const QuantParams& a, const QuantParams& b, const QuantParams& out);
+
 // Decomposes int32 biases into int8 digits on constant input lanes: for each
 // column o, bias[o] = sum over lanes l of values[l] * digits[l][o] exactly,
 // with every digit in -127..127. Lanes are tried largest |value| first (each

@@ -264,7 +264,7 @@ model('k1', weights='w11.npy')
 model('bias1', weights='w42.npy', bias='bias1.npy')
 model('bias2', bias='bias2.npy')"
     expect_status 0 "$bin/tpu-sim" net "$tmp/tiny.json" --input "$tmp/x.npy" --array 4 --check \
-      --labels "$tmp/y1.npy" --emit-asm "$tmp/t.s"
+      --labels "$tmp/y1.npy" --emit-asm "$tmp/t.s" --host-steps
     for pattern in "^network tiny: 1 layer, batch 1, on a 4x4 array: 1 program$" \
                    "^  program 0  fc: [0-9]* instructions, input from the host, 1 chunk of 1 row$" \
                    "^check: 1 output element equals the int8 reference$"; do

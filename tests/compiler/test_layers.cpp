@@ -114,9 +114,11 @@ struct Outcome {
   compiler::NetworkRun run;
 };
 
-// Compiles, runs on the model, compares with the reference; returns the plan.
-Outcome check_network(const Network& net, const Tensor& x, const ArchConfig& cfg) {
-  Outcome o{compiler::compile_network(net, x.batch(), cfg), {}};
+// Compiles in `mode`, runs on the model, compares with the reference;
+// returns the plan.
+Outcome check_mode(const Network& net, const Tensor& x, const ArchConfig& cfg,
+                   compiler::CompileMode mode) {
+  Outcome o{compiler::compile_network(net, x.batch(), cfg, mode), {}};
   o.run = compiler::run_network(o.plan, x, cfg,
                                 [&](std::size_t, const compiler::SegmentPlan& seg,
                                     model::Memories& mem) {
@@ -142,6 +144,17 @@ Outcome check_network(const Network& net, const Tensor& x, const ArchConfig& cfg
   CHECK(layer_cycles == program_cycles);
   CHECK(o.run.logs.size() == o.plan.segments.size());
   return o;
+}
+
+// Both compilers against the reference: the whole network on chip (one
+// program) and with host steps (whose plan is returned, for the tests of
+// its segments).
+Outcome check_network(const Network& net, const Tensor& x, const ArchConfig& cfg) {
+  INFO("on chip");
+  const Outcome on_chip = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+  CHECK(on_chip.plan.segments.size() == 1);
+  INFO("with host steps");
+  return check_mode(net, x, cfg, compiler::CompileMode::Segments);
 }
 
 Network single(std::vector<std::size_t> input_shape, QuantParams in, Layer l) {
@@ -290,7 +303,7 @@ TEST_CASE("biases: padding lanes, constant tiles, very large biases", "[layers][
     Layer l = gemm_layer(LayerKind::Dense, {15, 9}, ActFunction::None, in, rng);
     l.int32_output = true;
     l.bias[0] = 2147483647;
-    CHECK_THROWS_WITH(compiler::compile_network(single({15}, in, l), 1, cfg),
+    CHECK_THROWS_WITH(compiler::compile_network(single({15}, in, l), 1, cfg, compiler::CompileMode::Segments),
                       Catch::Contains("bias is too large"));
   }
 }
@@ -453,10 +466,13 @@ TEST_CASE("chunks: a small unified buffer splits the rows", "[layers][chunks]") 
     CHECK(o.plan.segments[0].chunk_units < 13);
   }
   {
-    INFO("a conv in chunks of rows");
+    INFO("a conv in chunks of rows (host steps; on chip one sample's maps do not fit)");
     const QuantParams in{0.03, 0};
     Network net = single({9, 9, 3}, in, gemm_layer(LayerKind::Conv2d, {3, 3, 3, 5}, ActFunction::Relu, in, rng));
-    const auto o = check_network(net, random_input({2, 9, 9, 3}, rng), cfg);
+    const Tensor x = random_input({2, 9, 9, 3}, rng);
+    CHECK_THROWS_WITH(compiler::compile_network(net, 2, cfg, compiler::CompileMode::OnChip),
+                      Catch::Contains("does not fit on chip"));
+    const auto o = check_mode(net, x, cfg, compiler::CompileMode::Segments);
     CHECK(o.plan.segments[0].chunk_units < 2 * 49);
   }
 }
@@ -470,7 +486,7 @@ TEST_CASE("a chain that does not fit the unified buffer is split", "[layers][chu
   net.layers.push_back(flatten());
   net.layers.push_back(gemm_layer(LayerKind::Dense, {64, 6}, ActFunction::Relu, out_quant(net), rng));
   net.layers.push_back(gemm_layer(LayerKind::Dense, {6, 3}, ActFunction::None, out_quant(net), rng));
-  const auto o = check_network(net, random_input({3, 6, 6, 1}, rng), cfg);
+  const auto o = check_mode(net, random_input({3, 6, 6, 1}, rng), cfg, compiler::CompileMode::Segments);
   CHECK(o.plan.segments.size() == 2);
   CHECK_FALSE(o.plan.layer_segment[1]);  // the flatten moved to the host
   CHECK(o.plan.layer_segment[2] == o.plan.layer_segment[3]);
@@ -499,5 +515,8 @@ TEST_CASE("the compiler rejects malformed networks", "[layers]") {
   CHECK_THROWS_WITH(compiler::compile_network(net, 0, cfg), Catch::Contains("batch is empty"));
   ArchConfig tiny = cfg;
   tiny.acc_rows = 1;
-  CHECK_THROWS_WITH(compiler::compile_network(net, 1, tiny), Catch::Contains("does not fit"));
+  CHECK_THROWS_WITH(compiler::compile_network(net, 1, tiny, compiler::CompileMode::Segments),
+                    Catch::Contains("does not fit"));
+  tiny.ub_rows = 2;  // the input, output and constant plane need 4
+  CHECK_THROWS_WITH(compiler::compile_network(net, 1, tiny), Catch::Contains("does not fit on chip"));
 }

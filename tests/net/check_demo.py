@@ -51,6 +51,8 @@ def main(bin_dir, source_dir, name):
         for s in sources:
             if subprocess.run([str(bin_dir / "tpu-as"), str(s), "-o", str(tmp / "p.tpu")]).returncode:
                 problems.append(f"{s.name} does not assemble")
+    if programs != 1:
+        problems.append(f"{programs} programs: the whole network should run on chip as one")
     if y.dtype != expected.dtype or y.shape != expected.shape:
         problems.append(f"output is {y.dtype} {y.shape}, expected {expected.dtype} {expected.shape}")
     elif not np.array_equal(y, expected):

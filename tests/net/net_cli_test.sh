@@ -27,8 +27,25 @@ json.dump(m, open('$tmp/m/model.json', 'w'))"
 
 case "$case_name" in
   report)  # the per-layer report, statistics JSON, labels, --check, int8 and float input
+    # The whole network on chip: one program.
     expect_status 0 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$nets/digits_cnn/test_x.npy" \
-      --labels "$nets/digits_cnn/test_y.npy" --stats "$tmp/s.json" --out "$tmp/y.npy" --check
+      --labels "$nets/digits_cnn/test_y.npy" --stats "$tmp/s1.json" --out "$tmp/y1.npy" --check
+    for pattern in "^network digits_cnn: 6 layers, batch 360, on a 8x8 array: 1 program$" \
+                   "^  program 0  all layers on chip: .* the host lays out the im2col of layer 'conv1'" \
+                   "^pool1 *maxpool2d *360x4x4x8 *prog 0 " "^fc2 *dense *360x10 *prog 0 " \
+                   "^accuracy: 357/360 = " "^check: all 3600 output elements equal the int8 reference"; do
+      grep -q "$pattern" "$tmp/out" || { cat "$tmp/out"; fail "on chip: no line '$pattern'"; }
+    done
+    $py -c "
+import json
+s = json.load(open('$tmp/s1.json'))
+assert len(s['programs']) == 1 and all(l['program'] == 0 for l in s['layers'])
+assert sum(l['cycles'] for l in s['layers']) == s['total']['cycles']
+assert all(l['cycles'] >= l['mmc_rows'] and l['utilization'] <= 1.0 for l in s['layers'])"
+    # With host steps: two programs and a max-pool on the host.
+    expect_status 0 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$nets/digits_cnn/test_x.npy" \
+      --labels "$nets/digits_cnn/test_y.npy" --stats "$tmp/s.json" --out "$tmp/y.npy" --check --host-steps
+    cmp "$tmp/y.npy" "$tmp/y1.npy" || fail "on chip and with host steps differ"
     for pattern in "^network digits_cnn: 6 layers, batch 360, on a 8x8 array: 2 programs" \
                    "^  program 0  conv1: .* input from the host (im2col)" \
                    "^  host       pool1 (maxpool2d)" \
@@ -62,18 +79,22 @@ np.save('$tmp/xq.npy', r.quantize_input(np.load('$nets/digits_cnn/test_x.npy'), 
     [ -s "$tmp/mlp.s" ] || fail "no mlp.s"
     expect_status 0 "$bin/tpu-as" "$tmp/mlp.s" -o "$tmp/mlp.tpu"
     expect_status 0 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$nets/digits_cnn/test_x.npy" \
-      --emit-asm "$tmp/cnn.s"
+      --emit-asm "$tmp/one.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/one.s" -o "$tmp/one.tpu"
+    expect_status 0 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$nets/digits_cnn/test_x.npy" \
+      --emit-asm "$tmp/cnn.s" --host-steps
     [ ! -e "$tmp/cnn.s" ] || fail "cnn.s written for a two-program network"
     for k in 0 1; do expect_status 0 "$bin/tpu-as" "$tmp/cnn.$k.s" -o "$tmp/cnn.$k.tpu"; done
     # A small batch with waveforms (the detailed model): one VCD per program.
     $py -c "
 import numpy as np
 np.save('$tmp/x3.npy', np.load('$nets/digits_cnn/test_x.npy')[:3])"
-    expect_status 0 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$tmp/x3.npy" --vcd "$tmp/w.vcd" --check
+    expect_status 0 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$tmp/x3.npy" --vcd "$tmp/w.vcd" --check \
+      --host-steps
     [ -s "$tmp/w.0.vcd" ] && [ -s "$tmp/w.1.vcd" ] || fail "no w.0.vcd and w.1.vcd"
     expect_status 0 "$bin/tpu-sim" net "$nets/digits_mlp/model.json" --input "$nets/digits_mlp/test_x.npy" --trace
     grep -q "^== program 0 ==" "$tmp/out" || fail "no program heading"
-    grep -q "^pc    0  RHM" "$tmp/out" || fail "no trace lines"
+    grep -q "^pc  *[0-9]*  RHM" "$tmp/out" || fail "no trace lines"
     ;;
   engines)  # the network's programs on the RTL core agree with the SystemC model (--engine both)
     $py -c "
@@ -86,9 +107,19 @@ np.save('$tmp/x2.npy', np.load('$nets/digits_cnn/test_x.npy')[:2])"
     cmp "$tmp/y.npy" "$tmp/y16.npy" || fail "--engine rtl differs from the int8 reference"
     for preset in small4 small8; do  # small16's RTL is slow under the sanitizers
       expect_status 0 "$bin/tpu-sim" net "$nets/digits_cnn/model.json" --input "$tmp/x2.npy" --engine both \
-        --check --preset "$preset"
+        --check --preset "$preset" --host-steps
       [ "$(grep -c '^engines: the RTL and the SystemC model agree' "$tmp/out")" -eq 2 ] ||
         { cat "$tmp/out"; fail "$preset: the engines do not agree on both programs"; }
+      # Whole networks on chip: MMC.C, POOL, POOL.A, adds, depthwise, gathers.
+      for net in digits_cnn resnet_mini mobilenet_mini; do
+        $py -c "
+import numpy as np
+np.save('$tmp/n2.npy', np.load('$nets/$net/test_x.npy')[:2])"
+        expect_status 0 "$bin/tpu-sim" net "$nets/$net/model.json" --input "$tmp/n2.npy" --engine both \
+          --preset "$preset" --out "$tmp/n2_out.npy"
+        [ "$(grep -c '^engines: the RTL and the SystemC model agree' "$tmp/out")" -eq 1 ] ||
+          { cat "$tmp/out"; fail "$preset: the engines do not agree on $net"; }
+      done
     done
     ;;
   usage)  # usage errors exit 2
@@ -105,7 +136,7 @@ np.save('$tmp/x2.npy', np.load('$nets/digits_cnn/test_x.npy')[:2])"
     copy_mlp
     edit_model "m['layers'][0]['type'] = 'lstm'"
     expect_status 3 "$bin/tpu-sim" net "$tmp/m/model.json" --input "$nets/digits_mlp/test_x.npy"
-    expect_error "model.json: layer 0 ('fc1'): 'type' must be one of dense, conv2d, maxpool2d, flatten"
+    expect_error "model.json: layer 0 ('fc1'): 'type' must be one of dense, conv2d, maxpool2d, avgpool2d, global_avgpool2d, add, flatten"
     copy_mlp
     edit_model "m['layers'][1]['activaton'] = 'relu'"
     expect_status 3 "$bin/tpu-sim" net "$tmp/m/model.json" --input "$nets/digits_mlp/test_x.npy"

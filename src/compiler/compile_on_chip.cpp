@@ -1,0 +1,894 @@
+// The on-chip network compiler: a whole network as one program
+// (docs/quantization.md, "Whole networks on chip").
+//
+// Passes: placement (each tensor's layout in planes, flatten as a view, the
+// first layer's im2col when it saves array passes), allocation (unified
+// buffer rows by liveness, the chunk of samples that fits), lowering (each
+// layer to MMC/MMC.C passes, ACT, POOL and host transfers, onchip_ops.h) and
+// scheduling (onchip_schedule.cpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "common/plural.h"
+#include "compiler/network.h"
+#include "compiler/network_util.h"
+#include "compiler/onchip_ops.h"
+
+namespace tpu::compiler {
+namespace {
+
+using isa::Opcode;
+using onchip::Op;
+
+// Rows an ACT or a host transfer covers at least (whole samples), so that a
+// small map does not become thousands of instructions.
+constexpr std::uint64_t kPieceRows = 512;
+
+std::uint64_t samples_per_piece(std::uint64_t pixels) {
+  return std::max<std::uint64_t>(1, kPieceRows / std::max<std::uint64_t>(1, pixels));
+}
+
+// A tensor's layout: `groups` planes of N channels, `pixels` rows per sample
+// and plane (1 for 1-D tensors); a flatten's output is a view of its input.
+struct Place {
+  std::uint64_t groups = 1, pixels = 1, channels = 0, h = 1, w = 1;
+  std::optional<std::size_t> view_of;
+  bool in_ub = true;
+  int first = 0, last = 0;  // live from the step that writes it to the last that reads it
+  std::uint64_t ub = 0, ub_alt = 0;
+  std::uint64_t rows(std::uint64_t samples) const { return groups * pixels * samples; }
+};
+
+class OnChip {
+ public:
+  OnChip(const Network& net, std::uint64_t batch, const ArchConfig& cfg)
+      : net_(net), cfg_(cfg), n_(cfg.array_n), batch_(batch) {
+    infos_ = infer_network(net);
+    layers_ = static_cast<int>(net.layers.size());
+  }
+
+  NetworkPlan compile();
+
+ private:
+  // --- placement ---
+  void place();
+  std::size_t base_of(std::size_t t) const { return places_[t].view_of ? *places_[t].view_of : t; }
+  bool flattened_map(std::size_t t) const {
+    return places_[t].view_of && places_[places_[t].view_of.value()].pixels > 1;
+  }
+  // --- allocation ---
+  std::uint64_t job_rows_per_sample() const;
+  std::uint64_t const_rows(std::uint64_t b) const { return needs_const_ ? b * job_rows_per_sample() : 0; }
+  std::optional<std::uint64_t> allocate(std::uint64_t b, bool two_inputs, bool commit);
+  std::string fits(std::uint64_t b, bool two_inputs);
+  // --- lowering ---
+  void lower_chunk(std::uint64_t c, std::uint64_t bc);
+  void lower_input(std::uint64_t c, std::uint64_t bc, std::size_t layer);
+  void lower_conv(std::size_t i, std::uint64_t bc);
+  void lower_dense(std::size_t i, std::uint64_t bc);
+  void lower_add(std::size_t i, std::uint64_t bc);
+  void lower_pool(std::size_t i, std::uint64_t bc);
+  void lower_const();
+  std::uint64_t tile(std::vector<std::int8_t> t);
+  std::vector<std::uint64_t> bias_tiles(const std::vector<std::int64_t>& bias, std::uint64_t go);
+  void bias_passes(const std::vector<std::uint64_t>& tiles, std::uint64_t acc, std::uint64_t samples,
+                   std::uint64_t pixels, std::size_t layer);
+  std::uint64_t plane(std::size_t t, std::uint64_t g, std::uint64_t n, std::uint64_t bc) const {
+    const Place& p = places_[base_of(t)];
+    const std::uint64_t base = t == 0 || base_of(t) == 0 ? (slot_ ? p.ub_alt : p.ub) : p.ub;
+    return base + (g * bc + n) * p.pixels;
+  }
+  std::uint64_t next_acc(std::uint64_t rows) {
+    const std::uint64_t r = acc_two_ && acc_toggle_ ? acc_half_ : 0;
+    acc_toggle_ = !acc_toggle_;
+    if (r + rows > cfg_.acc_rows) throw CompileError("internal error: accumulator region overflow");
+    return r;
+  }
+  // ACTs (and the output's WHMs) of samples [n0, n1] of output group g whose
+  // accumulators start at acc (sample-major, `pixels` rows each).
+  void activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uint64_t n1,
+                std::uint64_t acc, std::uint64_t bc);
+  void write_out(std::uint64_t g, std::uint64_t n0, std::uint64_t n1, std::uint64_t bc,
+                 std::optional<std::size_t> after, std::optional<std::uint64_t> acc);
+  model::Requant gemm_requant(std::size_t i) const {
+    const Layer& l = net_.layers[i];
+    return layer_requant(infos_[layer_inputs(net_, i)[0]].quant.scale, l.weight_scale, l.output, l.act);
+  }
+  void push(Op op) { ops_.push_back(std::move(op)); }
+
+  const Network& net_;
+  const ArchConfig& cfg_;
+  const std::uint64_t n_;
+  const std::uint64_t batch_;
+  int layers_ = 0;
+  std::vector<TensorInfo> infos_;
+  std::vector<Place> places_;
+  std::vector<std::vector<std::size_t>> readers_;  // per base tensor: the layers that read it
+  std::optional<std::size_t> im2col_;               // the layer whose im2col the host lays out
+  bool needs_const_ = false;
+  std::uint64_t const_ub_ = 0, const_rows_ = 0;
+  std::uint64_t chunk_ = 0, chunks_ = 0, ub_used_ = 0;
+  bool two_inputs_ = false, acc_two_ = false, acc_toggle_ = false, slot_ = false;
+  std::uint64_t acc_half_ = 0;
+  std::uint64_t out_host_ = 0, chunk_host_in_ = 0, chunk_host_out_ = 0, chunk_c_ = 0;
+  std::vector<Op> ops_;
+  std::vector<std::int8_t> weights_;
+  std::map<std::string, std::uint64_t> tiles_;
+  std::size_t output_tensor_ = 0;
+};
+
+// Conv2d or dense weights as a K x Nout matrix row, for the tiles.
+std::int8_t w_at(const Layer& l, std::uint64_t k, std::uint64_t o) {
+  return l.weights[k * l.weight_shape.back() + o];
+}
+
+void OnChip::place() {
+  const std::size_t tensors = net_.layers.size() + 1;
+  places_.assign(tensors, Place{});
+  readers_.assign(tensors, {});
+  for (std::size_t t = 0; t < tensors; ++t) {
+    Place& p = places_[t];
+    const TensorInfo& info = infos_[t];
+    if (t > 0 && net_.layers[t - 1].kind == LayerKind::Flatten) {
+      const std::size_t base = base_of(layer_inputs(net_, t - 1)[0]);
+      p = places_[base];
+      p.view_of = base;
+      continue;
+    }
+    if (info.shape.size() == 3) {
+      p.h = info.shape[0];
+      p.w = info.shape[1];
+      p.channels = info.shape[2];
+    } else {
+      p.channels = info.shape[0];
+    }
+    p.pixels = p.h * p.w;
+    p.groups = ceil_div(p.channels, n_);
+    p.in_ub = !info.int32;
+    p.first = static_cast<int>(t) - 1;
+    p.last = p.first;
+  }
+  output_tensor_ = base_of(tensors - 1);
+  for (std::size_t i = 0; i < net_.layers.size(); ++i) {
+    if (net_.layers[i].kind == LayerKind::Flatten) continue;
+    for (std::size_t t : layer_inputs(net_, i)) {
+      const std::size_t b = base_of(t);
+      readers_[b].push_back(i);
+      places_[b].last = std::max(places_[b].last, static_cast<int>(i));
+    }
+  }
+  places_[output_tensor_].last = layers_;
+
+  // The host lays out the im2col of a convolution that reads the network
+  // input (and is its only reader) when that takes fewer array passes than
+  // convolving on chip: a layer with few input channels, where most lanes of
+  // an on-chip pass would be empty.
+  if (readers_[0].size() == 1) {
+    const std::size_t i = readers_[0][0];
+    const Layer& l = net_.layers[i];
+    if (l.kind == LayerKind::Conv2d && l.groups == 1 && infos_[0].shape.size() == 3) {
+      const std::uint64_t taps = std::uint64_t{l.kernel_h} * l.kernel_w;
+      const std::uint64_t cin = infos_[0].shape[2];
+      if (ceil_div(taps * cin, n_) < taps * ceil_div(cin, n_)) {
+        im2col_ = i;
+        Place& p = places_[0];
+        const TensorInfo& out = infos_[i + 1];
+        p.groups = ceil_div(taps * cin, n_);
+        p.h = out.shape[0];
+        p.w = out.shape[1];
+        p.pixels = p.h * p.w;
+        p.channels = taps * cin;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < net_.layers.size(); ++i) {
+    const Layer& l = net_.layers[i];
+    const std::string what = layer_label(l, i);
+    for (std::size_t t : layer_inputs(net_, i))
+      if (flattened_map(t) && l.kind != LayerKind::Dense && l.kind != LayerKind::Flatten)
+        throw CompileError(fmt::format("{}: on chip, a flattened map can only feed dense layers", what));
+    const bool has_bias = l.kind == LayerKind::Add ||
+                          ((l.kind == LayerKind::Conv2d || l.kind == LayerKind::Dense) &&
+                           (!l.bias.empty() || infos_[layer_inputs(net_, i)[0]].quant.zero_point != 0));
+    needs_const_ = needs_const_ || has_bias;
+  }
+}
+
+// Accumulator (and constant) rows per sample of the largest job: a conv's or
+// an add's output pixels, 1 for a dense layer.
+std::uint64_t OnChip::job_rows_per_sample() const {
+  std::uint64_t r = 1;
+  for (std::size_t i = 0; i < net_.layers.size(); ++i) {
+    const LayerKind k = net_.layers[i].kind;
+    if (k == LayerKind::Conv2d || k == LayerKind::Add)
+      r = std::max<std::uint64_t>(r, places_[i + 1].pixels);
+  }
+  return r;
+}
+
+// First-fit allocation of the unified buffer by live ranges; the peak row
+// count, or nullopt when it exceeds the unified buffer.
+std::optional<std::uint64_t> OnChip::allocate(std::uint64_t b, bool two_inputs, bool commit) {
+  struct Item {
+    std::uint64_t rows;
+    int first, last;
+    std::uint64_t* where;
+    std::uint64_t at = 0;
+  };
+  std::vector<Item> items;
+  std::uint64_t dummy_alt = 0, dummy_const = 0;
+  for (std::size_t t = 0; t < places_.size(); ++t) {
+    Place& p = places_[t];
+    if (p.view_of || !p.in_ub) continue;
+    int first = p.first, last = p.last;
+    if (t == 0 && two_inputs) last = layers_;
+    items.push_back({p.rows(b), first, last, &p.ub});
+    if (t == 0 && two_inputs) items.push_back({p.rows(b), -1, layers_, commit ? &p.ub_alt : &dummy_alt});
+  }
+  if (needs_const_) items.push_back({const_rows(b), -1, layers_, commit ? &const_ub_ : &dummy_const});
+  std::vector<std::size_t> order(items.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    if (items[x].first != items[y].first) return items[x].first < items[y].first;
+    return items[x].rows > items[y].rows;
+  });
+  std::vector<std::size_t> placed;
+  std::uint64_t peak = 0;
+  for (std::size_t k : order) {
+    Item& it = items[k];
+    std::uint64_t at = 0;
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (std::size_t q : placed) {
+        const Item& o = items[q];
+        const bool live = !(o.last < it.first || it.last < o.first);
+        if (live && at < o.at + o.rows && o.at < at + it.rows) {
+          at = o.at + o.rows;
+          moved = true;
+        }
+      }
+    }
+    it.at = at;
+    placed.push_back(k);
+    peak = std::max(peak, at + it.rows);
+  }
+  if (peak > cfg_.ub_rows) return std::nullopt;
+  if (commit) {
+    std::vector<std::uint64_t> saved;
+    for (Item& it : items) *it.where = it.at;
+  }
+  return peak;
+}
+
+// Empty when a chunk of b samples fits, else why not.
+std::string OnChip::fits(std::uint64_t b, bool two_inputs) {
+  const std::uint64_t acc = b * job_rows_per_sample();
+  if (acc > cfg_.acc_rows)
+    return fmt::format("{} need {} (the largest layer's output for {})", plural(acc, "accumulator row"),
+                       cfg_.acc_rows, plural(b, "sample"));
+  if (!allocate(b, two_inputs, false))
+    return fmt::format("the live feature maps of {} need more than the {} unified buffer rows",
+                       plural(b, "sample"), cfg_.ub_rows);
+  const std::uint64_t field = (1u << 24) - 1;
+  if (const_rows(b) > field || places_[0].rows(b) > field) return "a transfer exceeds the rows field";
+  for (std::size_t i = 0; i < net_.layers.size(); ++i) {
+    const Layer& l = net_.layers[i];
+    const Place& in = places_[base_of(layer_inputs(net_, i)[0])];
+    if (l.kind == LayerKind::GlobalAvgPool2d && in.h * b > 65535)
+      return fmt::format("{}: a global pool of {} samples of {} rows exceeds in_h", layer_label(l, i),
+                         b, in.h);
+    if (l.kind == LayerKind::Dense && flattened_map(layer_inputs(net_, i)[0]) && b > 65535)
+      return "a flattened map's gather exceeds in_h";
+  }
+  return "";
+}
+
+std::uint64_t OnChip::tile(std::vector<std::int8_t> t) {
+  std::string key(t.begin(), t.end());
+  const auto it = tiles_.find(key);
+  if (it != tiles_.end()) return it->second;
+  const std::uint64_t index = weights_.size() / (n_ * n_);
+  weights_.insert(weights_.end(), t.begin(), t.end());
+  tiles_.emplace(std::move(key), index);
+  return index;
+}
+
+// The tiles of the passes over the constant plane (lanes 1, 127, ..., 127)
+// that put bias[go*N + j] into accumulator column j: each pass carries up to
+// 127 + 127*127*(N-1) per column, as one digit on the lane of 1 and the rest
+// spread over the lanes of 127.
+std::vector<std::uint64_t> OnChip::bias_tiles(const std::vector<std::int64_t>& bias, std::uint64_t go) {
+  const std::int64_t n = static_cast<std::int64_t>(n_);
+  const std::int64_t cap = 127 + 127 * 127 * (n - 1);
+  std::vector<std::int64_t> left(n_, 0);
+  for (std::uint64_t j = 0; j < n_ && go * n_ + j < bias.size(); ++j) left[j] = bias[go * n_ + j];
+  std::vector<std::uint64_t> out;
+  while (std::any_of(left.begin(), left.end(), [](std::int64_t v) { return v != 0; })) {
+    std::vector<std::int8_t> t(n_ * n_, 0);
+    for (std::uint64_t j = 0; j < n_; ++j) {
+      const std::int64_t take = std::clamp(left[j], -cap, cap);
+      left[j] -= take;
+      // q on the lanes of 127, r (|r| <= 127 since |take| <= cap) on the lane of 1.
+      std::int64_t q = std::clamp<std::int64_t>(take / 127, -127 * (n - 1), 127 * (n - 1));
+      const std::int64_t r = take - q * 127;
+      t[j] = static_cast<std::int8_t>(r);
+      for (std::uint64_t k = 1; k < n_ && q != 0; ++k) {
+        const std::int64_t d = std::clamp<std::int64_t>(q, -127, 127);
+        t[k * n_ + j] = static_cast<std::int8_t>(d);
+        q -= d;
+      }
+    }
+    out.push_back(tile(std::move(t)));
+  }
+  return out;
+}
+
+// The bias passes of one output group over `samples` samples of `pixels`
+// accumulator rows each from `acc`: sample by sample (in pieces of at least
+// kPieceRows rows), so that the first pass of a layer waits only for the
+// previous layer's activation of the first samples, not of all of them.
+void OnChip::bias_passes(const std::vector<std::uint64_t>& tiles, std::uint64_t acc,
+                         std::uint64_t samples, std::uint64_t pixels, std::size_t layer) {
+  const std::uint64_t per = samples_per_piece(pixels);
+  for (std::size_t k = 0; k < tiles.size(); ++k)
+    for (std::uint64_t n0 = 0; n0 < samples; n0 += per) {
+      const std::uint64_t rows = (std::min(samples, n0 + per) - n0) * pixels;
+      Op op;
+      op.opcode = Opcode::MMC;
+      op.flags = (n0 == 0 ? isa::kFlagMmcSwitch : 0) | (k == 0 ? isa::kFlagMmcOverwrite : 0);
+      op.a = static_cast<std::int64_t>(const_ub_);
+      op.b = static_cast<std::int64_t>(acc + n0 * pixels);
+      op.c = static_cast<std::int64_t>(rows);
+      op.tile = tiles[k];
+      op.layer = layer;
+      push(op);
+    }
+}
+
+// The constant plane: an MMC.C whose rows are all padding (pad 1) puts
+// (1, 127, ..., 127) into every accumulator row, and an ACT at multiplier 1
+// writes it to the unified buffer.
+void OnChip::lower_const() {
+  std::vector<std::int8_t> t(n_ * n_, 0);
+  t[0] = 1;
+  for (std::uint64_t j = 1; j < n_; ++j) t[j] = 127;
+  Op mmc;
+  mmc.opcode = Opcode::MMC;
+  mmc.flags = isa::kFlagMmcSwitch | isa::kFlagMmcOverwrite | isa::kFlagMmcConvolve;
+  mmc.a = static_cast<std::int64_t>(const_ub_);
+  mmc.b = 0;
+  mmc.c = static_cast<std::int64_t>(const_rows_);
+  isa::ConvGeometry g;
+  g.in_h = g.in_w = g.out_w = 1;
+  g.pad = 1;
+  g.origin_y = 1;  // below the one-pixel map: every row is padding
+  mmc.geometry = g;
+  mmc.tile = tile(std::move(t));
+  std::size_t first_user = 0;
+  while (first_user + 1 < net_.layers.size() && net_.layers[first_user].kind != LayerKind::Conv2d &&
+         net_.layers[first_user].kind != LayerKind::Dense && net_.layers[first_user].kind != LayerKind::Add)
+    ++first_user;
+  mmc.layer = first_user;
+  push(mmc);
+  Op act;
+  act.opcode = Opcode::ACT;
+  act.a = 0;
+  act.b = static_cast<std::int64_t>(const_ub_);
+  act.c = static_cast<std::int64_t>(const_rows_);
+  act.requant = model::Requant{1 << 30, 30, 0};
+  act.layer = first_user;
+  push(act);
+}
+
+// The host transfers of chunk c's input, plane by plane in pieces of samples.
+void OnChip::lower_input(std::uint64_t c, std::uint64_t bc, std::size_t layer) {
+  const Place& p = places_[0];
+  const std::uint64_t host0 = c * chunk_ * p.groups * p.pixels;
+  const std::uint64_t per = samples_per_piece(p.pixels);
+  for (std::uint64_t g = 0; g < p.groups; ++g)
+    for (std::uint64_t n0 = 0; n0 < bc; n0 += per) {
+      const std::uint64_t n1 = std::min(bc, n0 + per) - 1;
+      Op op;
+      op.opcode = Opcode::RHM;
+      op.a = static_cast<std::int64_t>(host0 + (g * bc + n0) * p.pixels);
+      op.b = static_cast<std::int64_t>(plane(0, g, n0, bc));
+      op.c = static_cast<std::int64_t>((n1 - n0 + 1) * p.pixels);
+      op.layer = layer;
+      push(op);
+    }
+}
+
+void OnChip::write_out(std::uint64_t g, std::uint64_t n0, std::uint64_t n1, std::uint64_t bc,
+                       std::optional<std::size_t> after, std::optional<std::uint64_t> acc) {
+  const Place& p = places_[output_tensor_];
+  const std::uint64_t per_row = acc ? isa::kHostRowsPerAccRow : 1;
+  Op op;
+  op.opcode = Opcode::WHM;
+  op.flags = acc ? isa::kFlagWhmAcc : 0;
+  op.a = static_cast<std::int64_t>(acc ? *acc : plane(output_tensor_, g, n0, bc));
+  op.b = static_cast<std::int64_t>(out_host_ + chunk_c_ * chunk_ * p.groups * p.pixels * per_row +
+                                   (g * bc + n0) * p.pixels * per_row);
+  op.c = static_cast<std::int64_t>((n1 - n0 + 1) * p.pixels);
+  op.after = after;
+  op.layer = net_.layers.size() - 1;
+  push(op);
+}
+
+void OnChip::activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uint64_t n1,
+                      std::uint64_t acc, std::uint64_t bc) {
+  const Layer& l = net_.layers[i];
+  const std::uint64_t pixels = places_[i + 1].pixels;
+  const bool out = base_of(net_.layers.size()) == i + 1;
+  if (l.int32_output) {
+    write_out(g, n0, n1, bc, std::nullopt, acc + n0 * pixels);
+    return;
+  }
+  Op op;
+  op.opcode = Opcode::ACT;
+  op.flags = act_flags(l.act);
+  op.a = static_cast<std::int64_t>(acc + n0 * pixels);
+  op.b = static_cast<std::int64_t>(plane(i + 1, g, n0, bc));
+  op.c = static_cast<std::int64_t>((n1 - n0 + 1) * pixels);
+  op.requant = l.kind == LayerKind::Add
+                   ? add_requant(infos_[layer_inputs(net_, i)[0]].quant, infos_[layer_inputs(net_, i)[1]].quant, l.output)
+                   : gemm_requant(i);
+  op.layer = i;
+  push(op);
+  if (out) write_out(g, n0, n1, bc, ops_.size() - 1, std::nullopt);
+}
+
+void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
+  const Layer& l = net_.layers[i];
+  const std::size_t x = layer_inputs(net_, i)[0];
+  const TensorInfo& in = infos_[x];
+  const Place& xp = places_[base_of(x)];
+  const Place& yp = places_[i + 1];
+  const bool depthwise = is_depthwise(l);
+  const bool host_im2col = im2col_ && *im2col_ == i;
+  const bool pointwise = !depthwise && l.kernel_h == 1 && l.kernel_w == 1 && l.stride_h == 1 &&
+                         l.stride_w == 1 && !l.pad_top && !l.pad_bottom && !l.pad_left && !l.pad_right;
+  const std::uint64_t cin = in.shape[2], cout = l.weight_shape[3];
+  const std::uint64_t taps = std::uint64_t{l.kernel_h} * l.kernel_w;
+  const std::int32_t zin = in.quant.zero_point;
+  // Folded bias: b - z_in * (the sum of the weights feeding each output).
+  std::vector<std::int64_t> bias(cout, 0);
+  for (std::uint64_t o = 0; o < cout; ++o) {
+    std::int64_t sum = 0;
+    const std::uint64_t k_rows = l.weights.size() / cout;
+    for (std::uint64_t k = 0; k < k_rows; ++k) sum += w_at(l, k, o);
+    bias[o] = wrap32((l.bias.empty() ? 0 : l.bias[o]) - std::int64_t{zin} * sum);
+  }
+  const std::uint64_t op_pixels = yp.pixels;
+  const std::uint64_t per = samples_per_piece(op_pixels);
+  for (std::uint64_t go = 0; go < yp.groups; ++go) {
+    const std::uint64_t acc = next_acc(bc * op_pixels);
+    const std::vector<std::uint64_t> btiles = bias_tiles(bias, go);
+    bias_passes(btiles, acc, bc, op_pixels, i);
+    bool first = btiles.empty();
+    const auto mmc = [&](std::uint64_t t, bool sw, std::int64_t ub, std::uint64_t acc_row,
+                         std::uint64_t rows, std::optional<isa::ConvGeometry> geo) {
+      Op op;
+      op.opcode = Opcode::MMC;
+      op.flags = (sw ? isa::kFlagMmcSwitch : 0) | (first ? isa::kFlagMmcOverwrite : 0) |
+                 (geo ? isa::kFlagMmcConvolve : 0);
+      op.a = ub;
+      op.b = static_cast<std::int64_t>(acc_row);
+      op.c = static_cast<std::int64_t>(rows);
+      op.geometry = geo;
+      op.tile = t;
+      op.layer = i;
+      push(op);
+    };
+    if (host_im2col || pointwise) {
+      // K tiles of consecutive rows: every sample at once.
+      const std::uint64_t kt = xp.groups;
+      for (std::uint64_t gi = 0; gi < kt; ++gi) {
+        std::vector<std::int8_t> t(n_ * n_, 0);
+        for (std::uint64_t k = 0; k < n_ && gi * n_ + k < xp.channels; ++k)
+          for (std::uint64_t j = 0; j < n_ && go * n_ + j < cout; ++j)
+            t[k * n_ + j] = w_at(l, gi * n_ + k, go * n_ + j);
+        mmc(tile(std::move(t)), true, static_cast<std::int64_t>(plane(x, gi, 0, bc)), acc,
+            bc * op_pixels, std::nullopt);
+        first = false;
+      }
+      for (std::uint64_t n0 = 0; n0 < bc; n0 += per)
+        activate(i, go, n0, std::min(bc, n0 + per) - 1, acc, bc);
+      continue;
+    }
+    // One pass per kernel offset and input group, sample by sample.
+    const std::uint64_t gin = depthwise ? 1 : xp.groups;
+    for (std::uint64_t tap = 0; tap < taps; ++tap) {
+      const std::uint64_t dy = tap / l.kernel_w, dx = tap % l.kernel_w;
+      for (std::uint64_t gj = 0; gj < gin; ++gj) {
+        const std::uint64_t gi = depthwise ? go : gj;
+        std::vector<std::int8_t> t(n_ * n_, 0);
+        for (std::uint64_t k = 0; k < n_ && gi * n_ + k < cin; ++k) {
+          if (depthwise) {
+            t[k * n_ + k] = l.weights[tap * cout + gi * n_ + k];
+          } else {
+            for (std::uint64_t j = 0; j < n_ && go * n_ + j < cout; ++j)
+              t[k * n_ + j] = w_at(l, tap * cin + gi * n_ + k, go * n_ + j);
+          }
+        }
+        const std::uint64_t ti = tile(std::move(t));
+        isa::ConvGeometry g;
+        g.in_h = static_cast<std::uint32_t>(xp.h);
+        g.in_w = static_cast<std::uint32_t>(xp.w);
+        g.out_w = static_cast<std::uint32_t>(yp.w);
+        g.stride_y = l.stride_h;
+        g.stride_x = l.stride_w;
+        g.pad = static_cast<std::int8_t>(zin);
+        g.origin_y = static_cast<std::int32_t>(dy) - static_cast<std::int32_t>(l.pad_top);
+        g.origin_x = static_cast<std::int32_t>(dx) - static_cast<std::int32_t>(l.pad_left);
+        const bool last_round = tap + 1 == taps && gj + 1 == gin;
+        std::uint64_t n0 = 0;
+        for (std::uint64_t n = 0; n < bc; ++n) {
+          mmc(ti, n == 0, static_cast<std::int64_t>(plane(x, gi, n, bc)), acc + n * op_pixels,
+              op_pixels, g);
+          if (last_round && (n + 1 - n0 == per || n + 1 == bc)) {
+            activate(i, go, n0, n, acc, bc);
+            n0 = n + 1;
+          }
+        }
+        first = false;
+      }
+    }
+  }
+}
+
+void OnChip::lower_dense(std::size_t i, std::uint64_t bc) {
+  const Layer& l = net_.layers[i];
+  const std::size_t x = layer_inputs(net_, i)[0];
+  const Place& xp = places_[base_of(x)];
+  const Place& yp = places_[i + 1];
+  const std::uint64_t k_in = l.weight_shape[0], nout = l.weight_shape[1];
+  const std::int32_t zin = infos_[x].quant.zero_point;
+  std::vector<std::int64_t> bias(nout, 0);
+  for (std::uint64_t o = 0; o < nout; ++o) {
+    std::int64_t sum = 0;
+    for (std::uint64_t k = 0; k < k_in; ++k) sum += w_at(l, k, o);
+    bias[o] = wrap32((l.bias.empty() ? 0 : l.bias[o]) - std::int64_t{zin} * sum);
+  }
+  const bool gather = flattened_map(x);
+  const std::uint64_t per = samples_per_piece(1);
+  for (std::uint64_t go = 0; go < yp.groups; ++go) {
+    const std::uint64_t acc = next_acc(bc);
+    const std::vector<std::uint64_t> btiles = bias_tiles(bias, go);
+    bias_passes(btiles, acc, bc, 1, i);
+    bool first = btiles.empty();
+    // K tiles: (pixel, input group) of a flattened map, or input groups.
+    for (std::uint64_t p = 0; p < xp.pixels; ++p)
+      for (std::uint64_t gi = 0; gi < xp.groups; ++gi) {
+        std::vector<std::int8_t> t(n_ * n_, 0);
+        for (std::uint64_t k = 0; k < n_ && gi * n_ + k < xp.channels; ++k)
+          for (std::uint64_t j = 0; j < n_ && go * n_ + j < nout; ++j)
+            t[k * n_ + j] = w_at(l, p * xp.channels + gi * n_ + k, go * n_ + j);
+        Op op;
+        op.opcode = Opcode::MMC;
+        op.flags = isa::kFlagMmcSwitch | (first ? isa::kFlagMmcOverwrite : 0);
+        op.b = static_cast<std::int64_t>(acc);
+        op.c = static_cast<std::int64_t>(bc);
+        op.tile = tile(std::move(t));
+        op.layer = i;
+        if (gather) {
+          // Pixel p of every sample: the samples' planes as the rows of a map.
+          isa::ConvGeometry g;
+          g.in_h = static_cast<std::uint32_t>(bc);
+          g.in_w = static_cast<std::uint32_t>(xp.pixels);
+          g.out_w = 1;
+          g.origin_x = static_cast<std::int32_t>(p);
+          op.flags |= isa::kFlagMmcConvolve;
+          op.geometry = g;
+        }
+        op.a = static_cast<std::int64_t>(plane(x, gi, 0, bc));
+        push(op);
+        first = false;
+      }
+    for (std::uint64_t n0 = 0; n0 < bc; n0 += per) activate(i, go, n0, std::min(bc, n0 + per) - 1, acc, bc);
+  }
+}
+
+void OnChip::lower_add(std::size_t i, std::uint64_t bc) {
+  const auto ids = layer_inputs(net_, i);
+  const QuantParams qa = infos_[ids[0]].quant, qb = infos_[ids[1]].quant;
+  const AddFactors f = add_factors(qa.scale, qb.scale);
+  const Place& yp = places_[i + 1];
+  const std::int64_t folded = wrap32(-(std::int64_t{f.a} * qa.zero_point + std::int64_t{f.b} * qb.zero_point));
+  std::vector<std::int64_t> bias(yp.channels, folded);
+  const std::uint64_t rows = bc * yp.pixels;
+  const std::uint64_t per = samples_per_piece(yp.pixels);
+  for (std::uint64_t g = 0; g < yp.groups; ++g) {
+    const std::uint64_t acc = next_acc(rows);
+    const std::vector<std::uint64_t> btiles = bias_tiles(bias, g);
+    bias_passes(btiles, acc, bc, yp.pixels, i);
+    bool first = btiles.empty();
+    for (int side = 0; side < 2; ++side) {
+      std::vector<std::int8_t> t(n_ * n_, 0);
+      for (std::uint64_t k = 0; k < n_ && g * n_ + k < yp.channels; ++k)
+        t[k * n_ + k] = static_cast<std::int8_t>(side == 0 ? f.a : f.b);
+      Op op;
+      op.opcode = Opcode::MMC;
+      op.flags = isa::kFlagMmcSwitch | (first ? isa::kFlagMmcOverwrite : 0);
+      op.a = static_cast<std::int64_t>(plane(ids[side], g, 0, bc));
+      op.b = static_cast<std::int64_t>(acc);
+      op.c = static_cast<std::int64_t>(rows);
+      op.tile = tile(std::move(t));
+      op.layer = i;
+      push(op);
+      first = false;
+    }
+    for (std::uint64_t n0 = 0; n0 < bc; n0 += per) activate(i, g, n0, std::min(bc, n0 + per) - 1, acc, bc);
+  }
+}
+
+void OnChip::lower_pool(std::size_t i, std::uint64_t bc) {
+  const Layer& l = net_.layers[i];
+  const std::size_t x = layer_inputs(net_, i)[0];
+  const TensorInfo& in = infos_[x];
+  const Place& xp = places_[base_of(x)];
+  const Place& yp = places_[i + 1];
+  const bool global = l.kind == LayerKind::GlobalAvgPool2d;
+  const bool average = l.kind != LayerKind::MaxPool2d;
+  const bool out = base_of(net_.layers.size()) == i + 1;
+  isa::ConvGeometry g;
+  g.pad = static_cast<std::int8_t>(in.quant.zero_point);
+  if (global) {
+    // Every sample's map is one window of a map of bc*H rows.
+    g.in_h = static_cast<std::uint32_t>(bc * xp.h);
+    g.in_w = static_cast<std::uint32_t>(xp.w);
+    g.out_w = 1;
+    g.stride_y = static_cast<std::uint32_t>(xp.h);
+    g.win_h = static_cast<std::uint32_t>(xp.h);
+    g.win_w = static_cast<std::uint32_t>(xp.w);
+  } else {
+    g.in_h = static_cast<std::uint32_t>(xp.h);
+    g.in_w = static_cast<std::uint32_t>(xp.w);
+    g.out_w = static_cast<std::uint32_t>(yp.w);
+    g.stride_y = l.stride_h;
+    g.stride_x = l.stride_w;
+    g.origin_y = -static_cast<std::int32_t>(l.pad_top);
+    g.origin_x = -static_cast<std::int32_t>(l.pad_left);
+    g.win_h = l.kernel_h;
+    g.win_w = l.kernel_w;
+  }
+  std::optional<model::Requant> q;
+  if (average) q = avgpool_requant(l, in, infos_[i + 1], layer_label(l, i));
+  const std::uint64_t per = samples_per_piece(yp.pixels);
+  for (std::uint64_t gr = 0; gr < yp.groups; ++gr) {
+    const std::uint64_t samples = global ? bc : 1;
+    for (std::uint64_t n = 0; n < bc; n += samples) {
+      Op op;
+      op.opcode = Opcode::POOL;
+      op.flags = average ? isa::kFlagPoolAverage : 0;
+      op.a = static_cast<std::int64_t>(plane(x, gr, n, bc));
+      op.b = static_cast<std::int64_t>(plane(i + 1, gr, n, bc));
+      op.c = static_cast<std::int64_t>(samples * yp.pixels);
+      op.geometry = g;
+      op.requant = q;
+      op.layer = i;
+      push(op);
+      if (out && (global || (n + 1) % per == 0 || n + 1 == bc)) {
+        const std::uint64_t n0 = global ? 0 : n + 1 - ((n % per) + 1);
+        write_out(gr, n0, global ? bc - 1 : n, bc, ops_.size() - 1, std::nullopt);
+      }
+    }
+  }
+}
+
+void OnChip::lower_chunk(std::uint64_t c, std::uint64_t bc) {
+  chunk_c_ = c;
+  slot_ = two_inputs_ && (c % 2 == 1);
+  if (c == 0 || !two_inputs_) lower_input(c, bc, readers_[0].empty() ? 0 : readers_[0][0]);
+  for (std::size_t i = 0; i < net_.layers.size(); ++i) {
+    switch (net_.layers[i].kind) {
+      case LayerKind::Conv2d: lower_conv(i, bc); break;
+      case LayerKind::Dense: lower_dense(i, bc); break;
+      case LayerKind::Add: lower_add(i, bc); break;
+      case LayerKind::MaxPool2d:
+      case LayerKind::AvgPool2d:
+      case LayerKind::GlobalAvgPool2d: lower_pool(i, bc); break;
+      case LayerKind::Flatten: break;
+    }
+    // The next chunk's input goes to the other slot once the first layer
+    // has been given its passes.
+    if (two_inputs_ && c + 1 < chunks_ && !readers_[0].empty() && i == readers_[0][0]) {
+      const std::uint64_t next = std::min(chunk_, batch_ - (c + 1) * chunk_);
+      const bool cur = slot_;
+      slot_ = !cur;
+      lower_input(c + 1, next, i);
+      slot_ = cur;
+    }
+  }
+}
+
+NetworkPlan OnChip::compile() {
+  if (batch_ == 0) throw CompileError("the batch is empty");
+  place();
+  // The largest chunk that fits, two input slots when there is more than one chunk.
+  std::uint64_t best = 0;
+  bool two = false;
+  std::string why = fits(batch_, false);
+  if (why.empty()) {
+    best = batch_;
+  } else {
+    for (bool dbl : {true, false}) {
+      std::uint64_t lo = 1, hi = batch_ - 1;
+      if (!fits(1, dbl).empty()) continue;
+      while (lo < hi) {
+        const std::uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (fits(mid, dbl).empty()) lo = mid; else hi = mid - 1;
+      }
+      best = lo;
+      two = dbl;
+      break;
+    }
+    if (best == 0) throw CompileError(fmt::format("the network does not fit on chip: {}", fits(1, false)));
+  }
+  chunks_ = ceil_div(batch_, best);
+  chunk_ = ceil_div(batch_, chunks_);
+  two_inputs_ = two && chunks_ > 1;
+  ub_used_ = *allocate(chunk_, two_inputs_, true);
+  const_rows_ = const_rows(chunk_);
+  const std::uint64_t acc_max = chunk_ * job_rows_per_sample();
+  acc_two_ = 2 * acc_max <= cfg_.acc_rows;
+  acc_half_ = acc_max;
+
+  const Place& in = places_[0];
+  const Place& outp = places_[output_tensor_];
+  const bool out32 = infos_.back().int32;
+  out_host_ = chunks_ * chunk_ * in.groups * in.pixels;
+  const std::uint64_t host_rows =
+      out_host_ + chunks_ * chunk_ * outp.groups * outp.pixels * (out32 ? isa::kHostRowsPerAccRow : 1);
+  if (host_rows > cfg_.host_rows)
+    throw CompileError(fmt::format("the input and output of {} need {} of host memory, there are {}",
+                                   plural(batch_, "sample"), plural(host_rows, "row"), cfg_.host_rows));
+
+  if (needs_const_) lower_const();
+  for (std::uint64_t c = 0; c < chunks_; ++c) lower_chunk(c, std::min(chunk_, batch_ - c * chunk_));
+  const std::uint64_t tiles = weights_.size() / (n_ * n_);
+  if (tiles > cfg_.weight_tiles)
+    throw CompileError(fmt::format("the network's weights need {}, weight memory has {}",
+                                   plural(tiles, "tile"), cfg_.weight_tiles));
+
+  NetworkPlan plan;
+  plan.net = net_;
+  plan.infos = infos_;
+  plan.batch = batch_;
+  plan.layer_segment.assign(net_.layers.size(), std::size_t{0});
+  plan.steps.push_back({false, 0, 0});
+  SegmentPlan seg;
+  for (std::size_t i = 0; i < net_.layers.size(); ++i) seg.layers.push_back(i);
+  Emitter e;
+  e.comment(fmt::format("{}: the whole network on chip, {} of {} per chunk", net_.name.empty() ? "network" : net_.name,
+                        plural(chunks_, "chunk"), plural(chunk_, "sample")));
+  onchip::schedule(ops_, cfg_, e);
+  seg.program.code = std::move(e.code());
+  seg.assembly = std::move(e.text());
+  seg.instruction_layer = std::move(e.layers());
+  seg.weights = std::move(weights_);
+  seg.weight_tiles_used = tiles;
+  seg.host_rows_used = host_rows;
+  seg.unit_is_sample = true;
+  seg.units = batch_;
+  seg.chunk_units = chunk_;
+  seg.on_chip = true;
+  seg.in_groups = in.groups;
+  seg.in_pixels = in.pixels;
+  seg.in_im2col = im2col_.has_value();
+  seg.in_im2col_layer = im2col_.value_or(0);
+  seg.out_host_row = out_host_;
+  seg.out_groups = outp.groups;
+  seg.out_pixels = outp.pixels;
+  seg.out_channels = outp.channels;
+  seg.out_int32 = out32;
+  seg.out_shape = infos_.back().shape;
+  seg.array_n = n_;
+  seg.summary = fmt::format("unified buffer {} of {} rows by liveness, {}, {}", ub_used_, cfg_.ub_rows,
+                            plural(tiles, "weight tile"),
+                            needs_const_ ? fmt::format("a constant plane of {}", plural(const_rows_, "row"))
+                                         : std::string("no constant plane"));
+  if (im2col_)
+    seg.summary += fmt::format("; the host lays out the im2col of {} ({} instead of {} on chip)",
+                               layer_label(net_.layers[*im2col_], *im2col_), plural(in.groups, "K tile"),
+                               plural(std::uint64_t{net_.layers[*im2col_].kernel_h} * net_.layers[*im2col_].kernel_w *
+                                          ceil_div(infos_[0].shape[2], n_), "pass"));
+  plan.segments.push_back(std::move(seg));
+  return plan;
+}
+
+}  // namespace
+
+NetworkPlan compile_on_chip(const Network& net, std::uint64_t batch, const ArchConfig& cfg) {
+  return OnChip(net, batch, cfg).compile();
+}
+
+NetworkPlan compile_network(const Network& net, std::uint64_t batch, const ArchConfig& cfg,
+                            CompileMode mode) {
+  if (mode == CompileMode::OnChip) return compile_on_chip(net, batch, cfg);
+  if (mode == CompileMode::Segments) return compile_segments(net, batch, cfg);
+  try {
+    return compile_on_chip(net, batch, cfg);
+  } catch (const CompileError& on_chip) {
+    infer_network(net);  // a malformed network is reported as such
+    try {
+      return compile_segments(net, batch, cfg);
+    } catch (const CompileError& segments) {
+      throw CompileError(fmt::format("{} (and with host steps: {})", on_chip.what(), segments.what()));
+    }
+  }
+}
+
+// The host image of an on-chip program: its input planes chunk by chunk.
+std::vector<std::int8_t> on_chip_host_image(const NetworkPlan& plan, const SegmentPlan& seg,
+                                            const Tensor& input) {
+  const std::uint64_t n = seg.array_n;
+  std::vector<std::int8_t> host(seg.host_rows_used * n, 0);
+  const TensorInfo& info = plan.infos[0];
+  const bool map = info.shape.size() == 3;
+  const std::uint64_t h = map ? info.shape[0] : 1, w = map ? info.shape[1] : 1;
+  const std::uint64_t c = map ? info.shape[2] : info.shape[0];
+  const std::int32_t zin = info.quant.zero_point;
+  const Layer* conv = seg.in_im2col ? &plan.net.layers[seg.in_im2col_layer] : nullptr;
+  const std::uint64_t ow = conv ? plan.infos[seg.in_im2col_layer + 1].shape[1] : w;
+  const auto value = [&](std::uint64_t s, std::uint64_t p, std::uint64_t f) -> std::int8_t {
+    if (!conv) return static_cast<std::int8_t>(input.data[(s * h * w + p) * c + f]);
+    const std::uint64_t ci = f % c, tap = f / c;
+    const std::int64_t y = static_cast<std::int64_t>((p / ow) * conv->stride_h + tap / conv->kernel_w) - conv->pad_top;
+    const std::int64_t x = static_cast<std::int64_t>((p % ow) * conv->stride_w + tap % conv->kernel_w) - conv->pad_left;
+    if (y < 0 || x < 0 || y >= static_cast<std::int64_t>(h) || x >= static_cast<std::int64_t>(w))
+      return static_cast<std::int8_t>(zin);
+    return static_cast<std::int8_t>(input.data[((s * h + static_cast<std::uint64_t>(y)) * w + static_cast<std::uint64_t>(x)) * c + ci]);
+  };
+  const std::uint64_t lanes = conv ? std::uint64_t{conv->kernel_h} * conv->kernel_w * c : c;
+  const std::uint64_t b = seg.chunk_units;
+  for (std::uint64_t ch = 0; ch * b < seg.units; ++ch) {
+    const std::uint64_t bc = std::min(b, seg.units - ch * b);
+    const std::uint64_t base = ch * b * seg.in_groups * seg.in_pixels;
+    for (std::uint64_t g = 0; g < seg.in_groups; ++g)
+      for (std::uint64_t s = 0; s < bc; ++s)
+        for (std::uint64_t p = 0; p < seg.in_pixels; ++p) {
+          std::int8_t* row = &host[(base + (g * bc + s) * seg.in_pixels + p) * n];
+          for (std::uint64_t j = 0; j < n && g * n + j < lanes; ++j) row[j] = value(ch * b + s, p, g * n + j);
+        }
+  }
+  return host;
+}
+
+Tensor on_chip_output(const NetworkPlan& plan, const SegmentPlan& seg, const std::int8_t* host) {
+  const std::uint64_t n = seg.array_n;
+  Tensor y;
+  y.shape = {plan.batch};
+  y.shape.insert(y.shape.end(), seg.out_shape.begin(), seg.out_shape.end());
+  y.int32 = seg.out_int32;
+  const std::uint64_t P = seg.out_pixels, C = seg.out_channels;
+  y.data.resize(plan.batch * P * C);
+  const std::uint64_t per = seg.out_int32 ? isa::kHostRowsPerAccRow : 1;
+  const std::uint64_t b = seg.chunk_units;
+  for (std::uint64_t ch = 0; ch * b < seg.units; ++ch) {
+    const std::uint64_t bc = std::min(b, seg.units - ch * b);
+    const std::uint64_t base = seg.out_host_row + ch * b * seg.out_groups * P * per;
+    for (std::uint64_t s = 0; s < bc; ++s)
+      for (std::uint64_t p = 0; p < P; ++p)
+        for (std::uint64_t o = 0; o < C; ++o) {
+          const std::uint64_t g = o / n, j = o % n;
+          const std::int8_t* r = host + (base + ((g * bc + s) * P + p) * per) * n;
+          std::int32_t v;
+          if (!seg.out_int32) {
+            v = r[j];
+          } else {
+            std::uint32_t u = 0;
+            for (unsigned byte = 0; byte < 4; ++byte)
+              u |= std::uint32_t{static_cast<std::uint8_t>(r[4 * j + byte])} << (8 * byte);
+            v = static_cast<std::int32_t>(u);
+          }
+          y.data[((ch * b + s) * P + p) * C + o] = v;
+        }
+  }
+  return y;
+}
+
+}  // namespace tpu::compiler

@@ -1,0 +1,241 @@
+// The network as a graph of layers: which tensors each layer reads, and the
+// shape and quantization of every tensor (infer_network), with every check of
+// a layer's definition against its inputs.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "common/plural.h"
+#include "compiler/network.h"
+#include "compiler/network_util.h"
+
+namespace tpu::compiler {
+namespace {
+
+void check_quant(const QuantParams& q, const std::string& what) {
+  if (!(q.scale > 0.0) || !std::isfinite(q.scale))
+    throw CompileError(fmt::format("{}: scale {} is not positive and finite", what, q.scale));
+  if (q.zero_point < -128 || q.zero_point > 127)
+    throw CompileError(fmt::format("{}: zero point {} is outside -128..127", what, q.zero_point));
+}
+
+void need_map(const TensorInfo& in, const std::string& what, const char* kind) {
+  if (in.shape.size() != 3)
+    throw CompileError(fmt::format("{}: {} needs an HxWxC input, got {}", what, kind,
+                                   shape_text(in.shape)));
+}
+
+TensorInfo infer_gemm(const Layer& l, const TensorInfo& cur, const std::string& what) {
+  TensorInfo out;
+  const bool dense = l.kind == LayerKind::Dense;
+  if (dense && cur.shape.size() != 1)
+    throw CompileError(fmt::format("{}: a dense layer needs a 1-D input (add a flatten), got {}",
+                                   what, shape_text(cur.shape)));
+  if (!dense) need_map(cur, what, "a conv2d layer");
+  const std::size_t rank = dense ? 2 : 4;
+  if (l.weight_shape.size() != rank)
+    throw CompileError(fmt::format("{}: weights must be {} ({}), got shape {}", what,
+                                   dense ? "2-D" : "4-D", dense ? "K x Nout" : "KH x KW x Cin x Cout",
+                                   shape_text(l.weight_shape)));
+  for (std::size_t d : l.weight_shape)
+    if (d == 0) throw CompileError(fmt::format("{}: weights have a zero dimension", what));
+  if (l.weights.size() != element_count(l.weight_shape))
+    throw CompileError(fmt::format("{}: {} for shape {}", what, plural(l.weights.size(), "weight"),
+                                   shape_text(l.weight_shape)));
+  const std::size_t have = dense ? cur.shape[0] : cur.shape[2];
+  if (!dense && l.groups != 1) {
+    if (l.groups != have)
+      throw CompileError(fmt::format(
+          "{}: groups = {} but the input has {}: only 1 or the input channels (depthwise)", what,
+          l.groups, plural(have, "channel")));
+    if (l.weight_shape[2] != 1 || l.weight_shape[3] != have)
+      throw CompileError(fmt::format(
+          "{}: a depthwise convolution of {} needs weights KH x KW x 1 x {}, got {}", what,
+          plural(have, "channel"), have, shape_text(l.weight_shape)));
+  } else {
+    const std::size_t k_in = dense ? l.weight_shape[0] : l.weight_shape[2];
+    if (k_in != have)
+      throw CompileError(fmt::format("{}: weights of shape {} expect {}, the input has {}", what,
+                                     shape_text(l.weight_shape),
+                                     plural(k_in, dense ? "input feature" : "input channel"), have));
+  }
+  const std::size_t n_out = l.weight_shape.back();
+  if (!l.bias.empty() && l.bias.size() != n_out)
+    throw CompileError(fmt::format("{}: {} for {}", what, plural(l.bias.size(), "bias", "biases"),
+                                   plural(n_out, "output")));
+  if (!(l.weight_scale > 0.0) || !std::isfinite(l.weight_scale))
+    throw CompileError(fmt::format("{}: weight scale {} is not positive and finite", what,
+                                   l.weight_scale));
+  if (dense) {
+    out.shape = {n_out};
+  } else {
+    if (l.kernel_h != l.weight_shape[0] || l.kernel_w != l.weight_shape[1])
+      throw CompileError(fmt::format("{}: kernel {}x{} but weights of shape {}", what, l.kernel_h,
+                                     l.kernel_w, shape_text(l.weight_shape)));
+    if (l.stride_h == 0 || l.stride_w == 0)
+      throw CompileError(fmt::format("{}: stride must be at least 1", what));
+    const std::size_t oh = conv_out(cur.shape[0], l.kernel_h, l.stride_h, l.pad_top, l.pad_bottom);
+    const std::size_t ow = conv_out(cur.shape[1], l.kernel_w, l.stride_w, l.pad_left, l.pad_right);
+    if (oh == 0 || ow == 0)
+      throw CompileError(fmt::format("{}: a {}x{} kernel does not fit the padded {}x{} input", what,
+                                     l.kernel_h, l.kernel_w, cur.shape[0] + l.pad_top + l.pad_bottom,
+                                     cur.shape[1] + l.pad_left + l.pad_right));
+    out.shape = {oh, ow, n_out};
+  }
+  if (l.int32_output) {
+    if (l.act != model::ActFunction::None)
+      throw CompileError(fmt::format("{}: an activation needs int8 output", what));
+    out.int32 = true;
+    out.quant = {cur.quant.scale * l.weight_scale, 0};
+  } else {
+    if (l.act == model::ActFunction::Sigmoid || l.act == model::ActFunction::Tanh) {
+      out.quant = {kSigmoidTanhOutputScale, 0};
+    } else {
+      check_quant(l.output, what + ": the output");
+      out.quant = l.output;
+    }
+    layer_requant(cur.quant.scale, l.weight_scale, l.output, l.act);  // throws if impossible
+  }
+  return out;
+}
+
+TensorInfo infer_pool(const Layer& l, const TensorInfo& cur, const std::string& what) {
+  need_map(cur, what, l.kind == LayerKind::MaxPool2d ? "max-pool" : "average pooling");
+  TensorInfo out;
+  if (l.kind == LayerKind::GlobalAvgPool2d) {
+    out.shape = {1, 1, cur.shape[2]};
+  } else {
+    if (l.kernel_h == 0 || l.kernel_w == 0 || l.stride_h == 0 || l.stride_w == 0)
+      throw CompileError(fmt::format("{}: pool size and stride must be at least 1", what));
+    if (l.pad_top >= l.kernel_h || l.pad_bottom >= l.kernel_h || l.pad_left >= l.kernel_w ||
+        l.pad_right >= l.kernel_w)
+      throw CompileError(fmt::format(
+          "{}: padding ({}, {}, {}, {}) must be smaller than the {}x{} window on every side", what,
+          l.pad_top, l.pad_bottom, l.pad_left, l.pad_right, l.kernel_h, l.kernel_w));
+    const std::size_t oh = conv_out(cur.shape[0], l.kernel_h, l.stride_h, l.pad_top, l.pad_bottom);
+    const std::size_t ow = conv_out(cur.shape[1], l.kernel_w, l.stride_w, l.pad_left, l.pad_right);
+    if (oh == 0 || ow == 0)
+      throw CompileError(fmt::format("{}: a {}x{} window does not fit the {} input", what,
+                                     l.kernel_h, l.kernel_w, shape_text(cur.shape)));
+    out.shape = {oh, ow, cur.shape[2]};
+  }
+  out.quant = cur.quant;
+  if (l.kind != LayerKind::MaxPool2d && !l.output_is_input) {
+    check_quant(l.output, what + ": the output");
+    out.quant = l.output;
+  }
+  if (l.kind != LayerKind::MaxPool2d) avgpool_requant(l, cur, out, what);  // throws if impossible
+  return out;
+}
+
+}  // namespace
+
+const char* layer_kind_name(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::Dense: return "dense";
+    case LayerKind::Conv2d: return "conv2d";
+    case LayerKind::MaxPool2d: return "maxpool2d";
+    case LayerKind::Flatten: return "flatten";
+    case LayerKind::AvgPool2d: return "avgpool2d";
+    case LayerKind::GlobalAvgPool2d: return "global_avgpool2d";
+    case LayerKind::Add: return "add";
+  }
+  return "?";
+}
+
+std::vector<std::size_t> layer_inputs(const Network& net, std::size_t i) {
+  const Layer& l = net.layers.at(i);
+  if (l.inputs.empty()) return {i};
+  return l.inputs;
+}
+
+bool is_chain(const Network& net) {
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const auto in = layer_inputs(net, i);
+    if (in.size() != 1 || in[0] != i) return false;
+  }
+  return true;
+}
+
+model::Requant avgpool_requant(const Layer& l, const TensorInfo& in, const TensorInfo& out,
+                               const std::string& what) {
+  const std::uint64_t window = l.kind == LayerKind::GlobalAvgPool2d
+                                   ? std::uint64_t{in.shape[0]} * in.shape[1]
+                                   : std::uint64_t{l.kernel_h} * l.kernel_w;
+  try {
+    return requant_from_multiplier(in.quant.scale / (static_cast<double>(window) * out.quant.scale),
+                                   out.quant.zero_point);
+  } catch (const CompileError& e) {
+    throw CompileError(fmt::format("{}: {}", what, e.what()));
+  }
+}
+
+std::vector<TensorInfo> infer_network(const Network& net, bool check_unread) {
+  std::vector<TensorInfo> infos;
+  TensorInfo first;
+  first.shape = net.input_shape;
+  first.quant = net.input;
+  if (first.shape.empty() || first.shape.size() > 3 || first.shape.size() == 2)
+    throw CompileError(fmt::format("the input shape {} is neither {{features}} nor {{H, W, C}}",
+                                   shape_text(first.shape)));
+  for (std::size_t d : first.shape)
+    if (d == 0) throw CompileError("the input shape has a zero dimension");
+  check_quant(first.quant, "the input");
+  infos.push_back(first);
+  std::vector<bool> used(net.layers.size() + 1, false);
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    const Layer& l = net.layers[i];
+    const std::string what = layer_label(l, i);
+    const std::vector<std::size_t> ids = layer_inputs(net, i);
+    const std::size_t want = l.kind == LayerKind::Add ? 2 : 1;
+    if (ids.size() != want)
+      throw CompileError(fmt::format("{}: {} reads {}, not {}", what, layer_kind_name(l.kind),
+                                     plural(want, "input"), ids.size()));
+    for (std::size_t id : ids) {
+      if (id > i)
+        throw CompileError(fmt::format(
+            "{}: reads tensor {}, which is not the network input or an earlier layer's output",
+            what, id));
+      if (infos[id].int32)
+        throw CompileError(fmt::format(
+            "{} reads an int32 output: only the last layer may have int32 output", what));
+      used[id] = true;
+    }
+    const TensorInfo& cur = infos[ids[0]];
+    TensorInfo out;
+    switch (l.kind) {
+      case LayerKind::Dense:
+      case LayerKind::Conv2d: out = infer_gemm(l, cur, what); break;
+      case LayerKind::MaxPool2d:
+      case LayerKind::AvgPool2d:
+      case LayerKind::GlobalAvgPool2d: out = infer_pool(l, cur, what); break;
+      case LayerKind::Flatten:
+        out.shape = {element_count(cur.shape)};
+        out.quant = cur.quant;
+        break;
+      case LayerKind::Add: {
+        const TensorInfo& other = infos[ids[1]];
+        if (cur.shape != other.shape)
+          throw CompileError(fmt::format("{}: adds tensors of shapes {} and {}", what,
+                                         shape_text(cur.shape), shape_text(other.shape)));
+        if (l.act != model::ActFunction::None && l.act != model::ActFunction::Relu)
+          throw CompileError(fmt::format("{}: an add takes activation none or relu", what));
+        if (l.int32_output) throw CompileError(fmt::format("{}: an add has int8 output", what));
+        check_quant(l.output, what + ": the output");
+        out.shape = cur.shape;
+        out.quant = l.output;
+        add_requant(cur.quant, other.quant, l.output);  // throws if impossible
+        break;
+      }
+    }
+    infos.push_back(out);
+  }
+  for (std::size_t id = 1; check_unread && id < net.layers.size(); ++id)
+    if (!used[id])
+      throw CompileError(fmt::format(
+          "{}: its output is never read (only the last layer's output leaves the network)",
+          layer_label(net.layers[id - 1], id - 1)));
+  return infos;
+}
+
+}  // namespace tpu::compiler

@@ -1,0 +1,212 @@
+// Scheduling of an on-chip program (onchip_ops.h).
+//
+// The controller issues in order and stalls on the first instruction that
+// cannot go, so an ACT placed right after the MMC that produces its rows
+// would hold every later instruction for 2N cycles while the array idles, and
+// back-to-back host transfers would hold them for a whole transfer each. The
+// scheduler therefore keeps the array's MMCs in program order and defers the
+// rest: ACT and POOL (the activation unit) and RHM/WHM (the host DMA) wait in
+// two queues until the array has been given enough rows to cover their wait
+// (2N + 1 rows after an ACT's producer; a host transfer's duration after the
+// previous one), measured on a clock of MMC rows emitted. An op is emitted
+// early whenever a later op conflicts with it (shares UB, ACC or host rows,
+// one of them writing), so the program order always respects the data flow;
+// the hardware interlocks keep the timing exact.
+#include <algorithm>
+#include <deque>
+#include <map>
+
+#include "compiler/onchip_ops.h"
+
+namespace tpu::compiler::onchip {
+namespace {
+
+using isa::Opcode;
+
+isa::Instruction to_instruction(const Op& op) {
+  isa::Instruction in;
+  in.opcode = op.opcode;
+  in.flags = op.flags;
+  in.operands[0] = op.a;
+  in.operands[1] = op.b;
+  in.operands[2] = op.c;
+  return in;
+}
+
+bool overlaps(const isa::Access& x, const isa::Access& y) {
+  return x.space == y.space && (x.is_write || y.is_write) && x.base < y.base + y.count &&
+         y.base < x.base + x.count;
+}
+
+class Scheduler {
+ public:
+  Scheduler(const std::vector<Op>& ops, const ArchConfig& cfg, Emitter& e)
+      : ops_(ops), cfg_(cfg), e_(e), emitted_at_(ops.size(), 0), done_(ops.size(), false) {
+    std::vector<std::uint64_t> order;
+    for (const Op& op : ops)
+      if (op.opcode == Opcode::MMC && (op.flags & isa::kFlagMmcSwitch)) order.push_back(op.tile);
+    prefetch_.emplace(e, std::move(order), cfg.fifo_depth);
+    for (const Op& op : ops) access_.push_back(isa::accesses(to_instruction(op), op.geometry.value_or(isa::ConvGeometry{})));
+  }
+
+  void run() {
+    for (std::size_t i = 0; i < ops_.size(); ++i) {
+      const Op& op = ops_[i];
+      switch (op.opcode) {
+        case Opcode::MMC:
+          flush_conflicts(i);
+          emit(i);
+          drain_ready();
+          break;
+        case Opcode::ACT:
+        case Opcode::POOL: act_q_.push_back(i); ready_at_[i] = clock_ + (op.opcode == Opcode::ACT ? 2 * cfg_.array_n + 1 : 0); break;
+        default: host_q_.push_back(i); break;
+      }
+    }
+    while (!act_q_.empty() || !host_q_.empty()) {
+      if (host_q_.empty() || (!act_q_.empty() && act_q_.front() < host_q_.front()))
+        emit_front(act_q_);
+      else
+        emit_front(host_q_);
+    }
+    e_.set_layer(ops_.empty() ? 0 : ops_.back().layer);
+    e_.emit(Opcode::HLT, 0);
+  }
+
+ private:
+  bool conflict(std::size_t x, std::size_t y) const {
+    for (const isa::Access& a : access_[x])
+      for (const isa::Access& b : access_[y])
+        if (overlaps(a, b)) return true;
+    return false;
+  }
+
+  // Emits every pending op before `i` that conflicts with it (and the ops
+  // queued ahead of those).
+  void flush_conflicts(std::size_t i) {
+    for (std::deque<std::size_t>* q : {&act_q_, &host_q_}) {
+      std::optional<std::size_t> last;
+      for (std::size_t k = 0; k < q->size(); ++k)
+        if ((*q)[k] < i && conflict((*q)[k], i)) last = k;
+      if (!last) continue;
+      const std::size_t through = (*q)[*last];
+      while (!q->empty() && q->front() <= through) emit_front(*q);
+    }
+  }
+
+  void emit_front(std::deque<std::size_t>& q) {
+    const std::size_t i = q.front();
+    q.pop_front();
+    flush_conflicts(i);
+    const Op& op = ops_[i];
+    if (op.after && !done_[*op.after]) {
+      // Its ACT is still queued: it goes first.
+      while (!act_q_.empty() && act_q_.front() <= *op.after) emit_front(act_q_);
+    }
+    emit(i);
+  }
+
+  bool ready(std::size_t i) const {
+    const Op& op = ops_[i];
+    if (op.opcode == Opcode::ACT || op.opcode == Opcode::POOL) return clock_ >= ready_at_.at(i);
+    if (clock_ < host_free_) return false;
+    if (op.after) {
+      if (!done_[*op.after]) return false;
+      const Op& act = ops_[*op.after];
+      const std::uint64_t rows = static_cast<std::uint64_t>(act.c);
+      const std::uint64_t busy = act.opcode == Opcode::POOL ? rows * act.geometry->window() + 1
+                                                            : rows + cfg_.act_latency;
+      return clock_ >= emitted_at_[*op.after] + busy + 1;
+    }
+    return true;
+  }
+
+  void drain_ready() {
+    for (bool progress = true; progress;) {
+      progress = false;
+      if (!act_q_.empty() && ready(act_q_.front())) {
+        emit_front(act_q_);
+        progress = true;
+      }
+      if (!host_q_.empty() && ready(host_q_.front())) {
+        emit_front(host_q_);
+        progress = true;
+      }
+    }
+  }
+
+  void set_geometry(const isa::ConvGeometry& g, bool window) {
+    if (!geo_ || geo_->in_h != g.in_h || geo_->in_w != g.in_w || geo_->out_w != g.out_w)
+      e_.emit(Opcode::CMAP, 0, g.in_h, g.in_w, g.out_w);
+    if (!geo_ || geo_->stride_y != g.stride_y || geo_->stride_x != g.stride_x || geo_->pad != g.pad)
+      e_.emit(Opcode::CSTR, 0, g.stride_y, g.stride_x, g.pad);
+    if (!geo_ || geo_->origin_y != g.origin_y || geo_->origin_x != g.origin_x)
+      e_.emit(Opcode::CTAP, 0, g.origin_y, g.origin_x);
+    isa::ConvGeometry next = g;
+    if (window) {
+      if (!win_ || win_->first != g.win_h || win_->second != g.win_w) {
+        e_.emit(Opcode::CWIN, 0, g.win_h, g.win_w);
+        win_ = std::make_pair(g.win_h, g.win_w);
+      }
+    }
+    geo_ = next;
+  }
+
+  void set_requant(const model::Requant& q) {
+    if (q_ && q_->multiplier == q.multiplier && q_->shift == q.shift && q_->zero_point == q.zero_point)
+      return;
+    e_.emit(Opcode::SETQ, 0, q.multiplier, q.shift, q.zero_point);
+    q_ = q;
+  }
+
+  void emit(std::size_t i) {
+    const Op& op = ops_[i];
+    e_.set_layer(op.layer);
+    switch (op.opcode) {
+      case Opcode::MMC:
+        if (op.flags & isa::kFlagMmcSwitch) prefetch_->before_use(switches_++);
+        if (op.flags & isa::kFlagMmcConvolve) set_geometry(*op.geometry, false);
+        break;
+      case Opcode::POOL:
+        set_geometry(*op.geometry, true);
+        if (op.flags & isa::kFlagPoolAverage) set_requant(*op.requant);
+        break;
+      case Opcode::ACT: set_requant(*op.requant); break;
+      case Opcode::RHM:
+      case Opcode::WHM: {
+        const std::uint64_t bytes = static_cast<std::uint64_t>(op.c) * cfg_.array_n *
+                                    ((op.flags & isa::kFlagWhmAcc) ? 4 : 1);
+        host_free_ = std::max(host_free_, clock_) + cfg_.host_latency +
+                     ceil_div(bytes, cfg_.host_bytes_per_cycle);
+        break;
+      }
+      default: break;
+    }
+    e_.emit(op.opcode, op.flags, op.a, op.b, op.c);
+    done_[i] = true;
+    emitted_at_[i] = clock_;
+    if (op.opcode == Opcode::MMC) clock_ += static_cast<std::uint64_t>(op.c);
+  }
+
+  const std::vector<Op>& ops_;
+  const ArchConfig& cfg_;
+  Emitter& e_;
+  std::optional<WeightPrefetcher> prefetch_;
+  std::vector<std::vector<isa::Access>> access_;
+  std::vector<std::uint64_t> emitted_at_;
+  std::vector<bool> done_;
+  std::map<std::size_t, std::uint64_t> ready_at_;
+  std::deque<std::size_t> act_q_, host_q_;
+  std::uint64_t clock_ = 0, host_free_ = 0, switches_ = 0;
+  std::optional<isa::ConvGeometry> geo_;
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> win_;
+  std::optional<model::Requant> q_;
+};
+
+}  // namespace
+
+void schedule(const std::vector<Op>& ops, const ArchConfig& cfg, Emitter& e) {
+  Scheduler(ops, cfg, e).run();
+}
+
+}  // namespace tpu::compiler::onchip
