@@ -795,7 +795,7 @@ NetworkPlan OnChip::compile() {
     seg.summary += fmt::format("; the host lays out the im2col of {} ({} instead of {} on chip)",
                                layer_label(net_.layers[*im2col_], *im2col_), plural(in.groups, "K tile"),
                                plural(std::uint64_t{net_.layers[*im2col_].kernel_h} * net_.layers[*im2col_].kernel_w *
-                                          ceil_div(infos_[0].shape[2], n_), "pass"));
+                                          ceil_div(infos_[0].shape[2], n_), "pass", "passes"));
   plan.segments.push_back(std::move(seg));
   return plan;
 }

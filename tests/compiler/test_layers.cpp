@@ -520,3 +520,101 @@ TEST_CASE("the compiler rejects malformed networks", "[layers]") {
   tiny.ub_rows = 2;  // the input, output and constant plane need 4
   CHECK_THROWS_WITH(compiler::compile_network(net, 1, tiny), Catch::Contains("does not fit on chip"));
 }
+
+// --- CNN layers on chip (depthwise, padded pools, average pools, adds) ---
+
+namespace {
+
+Layer with_padding(Layer l, unsigned t, unsigned b, unsigned le, unsigned r) {
+  l.pad_top = t;
+  l.pad_bottom = b;
+  l.pad_left = le;
+  l.pad_right = r;
+  return l;
+}
+
+Layer depthwise(unsigned k, std::size_t c, unsigned stride, const QuantParams& in, std::mt19937& rng) {
+  Layer l = gemm_layer(LayerKind::Conv2d, {k, k, 1, c}, ActFunction::Relu, in, rng, -128);
+  l.groups = static_cast<unsigned>(c);
+  l.stride_h = l.stride_w = stride;
+  l.name = "dw";
+  return l;
+}
+
+Layer avgpool(unsigned kh, unsigned kw, unsigned sh, unsigned sw, std::optional<QuantParams> out) {
+  Layer l = maxpool(kh, kw, sh, sw);
+  l.kind = LayerKind::AvgPool2d;
+  l.name = "avg";
+  if (out) l.output = *out; else l.output_is_input = true;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("CNN layers on chip: depthwise, padded and average pools, adds", "[layers][cnn]") {
+  std::mt19937 rng(21);
+  for (unsigned n : {4u, 8u}) {
+    const ArchConfig cfg = config_for(n);
+    INFO("N = " << n);
+    for (std::size_t c : {3u, 8u, 11u}) {  // channels below, at and above N (several groups)
+      INFO(c << " channels");
+      const QuantParams in{0.04, -20};
+      for (unsigned k : {1u, 3u})
+        for (unsigned stride : {1u, 2u}) {
+          INFO("depthwise " << k << "x" << k << " stride " << stride);
+          Network net = single({7, 6, c}, in, with_padding(depthwise(k, c, stride, in, rng), k / 2, k / 2, k / 2, k - 1 - k / 2 + (stride > 1)));
+          check_mode(net, random_input({3, 7, 6, c}, rng), cfg, compiler::CompileMode::OnChip);
+        }
+      for (unsigned pool : {2u, 3u}) {
+        INFO("pools " << pool);
+        Network net = single({7, 5, c}, in, with_padding(maxpool(pool, pool, 2, 1), pool - 1, 0, 1, pool - 1));
+        net.layers.push_back(with_padding(avgpool(pool, 2, 1, 2, QuantParams{0.03, 5}), 1, pool - 1, 0, 1));
+        net.layers.push_back(avgpool(3, 3, 3, 3, std::nullopt));
+        check_mode(net, random_input({4, 7, 5, c}, rng), cfg, compiler::CompileMode::OnChip);
+      }
+      {
+        INFO("global average pool, flatten, dense");
+        Network net = single({5, 6, c}, in, avgpool(1, 1, 1, 1, std::nullopt));
+        net.layers[0].kind = LayerKind::GlobalAvgPool2d;
+        net.layers[0].output = {0.01, 3};
+        net.layers[0].output_is_input = false;
+        net.layers.push_back(flatten());
+        net.layers.push_back(gemm_layer(LayerKind::Dense, {c, 5}, ActFunction::None, out_quant(net), rng));
+        check_mode(net, random_input({5, 5, 6, c}, rng), cfg, compiler::CompileMode::OnChip);
+      }
+      for (double ratio : {1.0, 0.37, 3.1, 0.001}) {
+        INFO("residual add, scale ratio " << ratio);
+        // x -> conv a ; x -> conv b (its scale times ratio) ; add(a, b) relu
+        Network net = single({6, 6, c}, in, with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, c, c}, ActFunction::None, in, rng, 9), 1, 1, 1, 1));
+        Layer b = gemm_layer(LayerKind::Conv2d, {1, 1, c, c}, ActFunction::Relu, in, rng, -128);
+        b.output.scale *= ratio;
+        b.inputs = {0};
+        b.name = "b";
+        net.layers.push_back(b);
+        Layer add;
+        add.kind = LayerKind::Add;
+        add.name = "add";
+        add.inputs = {1, 2};
+        add.act = ActFunction::Relu;
+        add.output = {net.layers[0].output.scale * 1.5, -100};
+        net.layers.push_back(add);
+        check_mode(net, random_input({3, 6, 6, c}, rng), cfg, compiler::CompileMode::OnChip);
+      }
+    }
+  }
+  {
+    INFO("a residual network in several chunks (a small unified buffer)");
+    ArchConfig cfg = config_for(4);
+    cfg.ub_rows = 700;
+    const QuantParams in{0.04, -20};
+    Network net = single({6, 6, 5}, in, with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 5, 6}, ActFunction::Relu, in, rng, -128), 1, 1, 1, 1));
+    net.layers.push_back(with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 6, 6}, ActFunction::None, out_quant(net), rng, 4), 1, 1, 1, 1));
+    Layer add;
+    add.kind = LayerKind::Add;
+    add.inputs = {1, 2};
+    add.output = {0.05, 0};
+    net.layers.push_back(add);
+    const auto o = check_mode(net, random_input({9, 6, 6, 5}, rng), cfg, compiler::CompileMode::OnChip);
+    CHECK(o.plan.segments[0].chunk_units < 9);
+  }
+}
