@@ -114,7 +114,7 @@ class OnChip {
   std::uint64_t chunk_ = 0, chunks_ = 0, ub_used_ = 0;
   bool two_inputs_ = false, acc_two_ = false, acc_toggle_ = false, slot_ = false;
   std::uint64_t acc_half_ = 0;
-  std::uint64_t out_host_ = 0, chunk_host_in_ = 0, chunk_host_out_ = 0, chunk_c_ = 0;
+  std::uint64_t out_host_ = 0, chunk_c_ = 0;
   std::vector<Op> ops_;
   std::vector<std::int8_t> weights_;
   std::map<std::string, std::uint64_t> tiles_;
