@@ -1,26 +1,19 @@
-// Quantized networks on the TPU: layers (dense, conv2d, max-pool, flatten),
+// Quantized networks on the TPU: layers (dense, conv2d, pools, add, flatten),
 // the network compiler that maps them onto programs, and the runner that
 // executes those programs with the host-side steps between them.
 //
-// Mapping (docs/quantization.md, "How layers map to the TPU"):
-// - dense and conv2d are GEMMs on the array: a dense layer's rows are samples,
-//   a conv2d layer's rows are output pixels of its im2col matrix (laid out by
-//   the host), K is the input features (kh, kw, cin) and the columns are the
-//   output channels. The bias, with the input zero point folded in, enters the
-//   accumulators through constant input lanes whose weight rows hold its
-//   int8 digits (quant.h, decompose_bias).
-// - A program (a "segment") runs a chain of such layers: its first layer's
-//   input comes from host memory, every later layer reads the previous layer's
-//   output where the activation unit wrote it in the unified buffer, and only
-//   the last layer's output is written back to the host. A layer chains when
-//   its input needs no rearrangement: a dense layer after a dense layer, a
-//   dense layer after conv2d + flatten (the conv's rows are ordered pixel-major
-//   so that flattening is a re-reading of unified buffer rows), and a 1x1,
-//   stride-1, unpadded conv2d after a conv2d. Everything else (im2col of a
-//   conv's output, max-pool, flatten of data on the host) ends the segment;
-//   the host does it and the next segment starts from host memory.
-// - Rows are processed in chunks that fit the unified buffer and accumulators;
-//   a chain that does not fit at all is split into more segments.
+// Two mappings (docs/quantization.md, "How layers map to the TPU"):
+// - On chip (compile_on_chip.cpp): the whole network as one program. Tensors
+//   live in the unified buffer as planes (channel group, sample, pixel; one
+//   row each), allocated by liveness; convolutions read their input maps with
+//   MMC.C (depthwise with diagonal tiles), pools run in the activation unit
+//   (POOL), adds go through the array with diagonal tiles, biases and input
+//   zero points enter through a constant plane generated on chip.
+// - With host steps (segment_compiler.cpp): dense and conv2d are GEMMs on
+//   the array (a conv's rows are output pixels of its im2col, laid out by the
+//   host); a program runs a chain of layers whose input needs no
+//   rearrangement, and the host does im2col, max-pool and flatten between
+//   programs. Biases enter through constant input lanes (quant.h).
 #pragma once
 
 #include <cstdint>

@@ -44,4 +44,16 @@ inline std::size_t element_count(const std::vector<std::size_t>& shape) {
 // A conv2d with groups = input channels.
 inline bool is_depthwise(const Layer& l) { return l.kind == LayerKind::Conv2d && l.groups > 1; }
 
+// Throws CompileError unless x is a batch of int8 samples of info's shape.
+void check_tensor(const Tensor& x, const TensorInfo& info, const std::string& what);
+
+// The host memory layouts of the two compilers' programs (compile_on_chip.cpp,
+// segment_compiler.cpp); segment_host_image and segment_output dispatch.
+std::vector<std::int8_t> on_chip_host_image(const NetworkPlan& plan, const SegmentPlan& seg,
+                                            const Tensor& input);
+Tensor on_chip_output(const NetworkPlan& plan, const SegmentPlan& seg, const std::int8_t* host);
+std::vector<std::int8_t> segments_host_image(const NetworkPlan& plan, const SegmentPlan& seg,
+                                             const Tensor& input);
+Tensor segments_output(const NetworkPlan& plan, const SegmentPlan& seg, const std::int8_t* host);
+
 }  // namespace tpu::compiler
