@@ -88,6 +88,12 @@ nlohmann::json stats_json(const ArchConfig& cfg, const model::RunLog& log) {
   j["array_active_cycles"] = s.array_active_cycles;
   const double peak = static_cast<double>(s.cycles) * static_cast<double>(cfg.array_n * cfg.array_n);
   j["utilization"] = peak > 0 ? static_cast<double>(s.macs) / peak : 0.0;
+  // At the configured clock: 2 operations per MAC of the array's work (the
+  // MACs above, padding lanes and columns included).
+  const double seconds = static_cast<double>(s.cycles) / (static_cast<double>(cfg.clock_mhz) * 1e6);
+  j["clock_mhz"] = cfg.clock_mhz;
+  j["seconds"] = seconds;
+  j["tops"] = seconds > 0 ? 2.0 * static_cast<double>(s.macs) / seconds / 1e12 : 0.0;
   for (unsigned c = 0; c < model::kNumStallCauses; ++c)
     j["stall_cycles"][model::stall_cause_name(static_cast<model::StallCause>(c))] = s.stall_cycles[c];
   for (const auto& [name, u] : s.units) {
@@ -117,6 +123,8 @@ void print_summary(const ArchConfig& cfg, const model::RunLog& log) {
   std::cout << fmt::format("utilization   {:.2f}% of {}x{} MACs per cycle\n",
                            100.0 * j["utilization"].get<double>(), cfg.array_n, cfg.array_n);
   std::cout << fmt::format("array active  {}\n", plural(log.stats.array_active_cycles, "cycle"));
+  std::cout << fmt::format("time          {:.6g} s at {} MHz, {:.4g} TOPS (2 ops per MAC)\n",
+                           j["seconds"].get<double>(), cfg.clock_mhz, j["tops"].get<double>());
   std::cout << "unit busy cycles:\n";
   for (const auto& [name, u] : log.stats.units)
     std::cout << fmt::format("  {:<16} {:>10}  ({})\n", name, u.busy_cycles,

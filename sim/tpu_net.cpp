@@ -244,6 +244,11 @@ int Net::run() {
       "total: {} cycles, {} MACs, utilization {:.2f}% of {}x{} MACs per cycle ({:.2f}% useful)\n",
       total_cycles, total_macs, 100.0 * util(total_macs, total_cycles), cfg.array_n, cfg.array_n,
       100.0 * util(useful, total_cycles));
+  // At the configured clock, 2 operations per useful MAC (the layers' own).
+  const double seconds = static_cast<double>(total_cycles) / (static_cast<double>(cfg.clock_mhz) * 1e6);
+  const double useful_tops = seconds > 0 ? 2.0 * static_cast<double>(useful) / seconds / 1e12 : 0.0;
+  std::cout << fmt::format("time: {:.6g} s at {} MHz, {:.4g} TOPS of useful work (2 ops per useful MAC)\n",
+                           seconds, cfg.clock_mhz, useful_tops);
 
   const compiler::Tensor& y = result.output;
   if (!args_.out.empty()) {
@@ -262,7 +267,10 @@ int Net::run() {
   stats["total"] = {{"cycles", total_cycles},
                     {"macs", total_macs},
                     {"useful_macs", useful},
-                    {"utilization", util(total_macs, total_cycles)}};
+                    {"utilization", util(total_macs, total_cycles)},
+                    {"clock_mhz", cfg.clock_mhz},
+                    {"seconds", seconds},
+                    {"useful_tops", useful_tops}};
   if (!labels.empty()) {
     if (y.shape.size() != 2)
       throw FileError(fmt::format("{}: labels need a 2-D output (batch x classes), the output is {}",

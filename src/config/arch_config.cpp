@@ -23,7 +23,7 @@ struct Preset {
 };
 
 ArchConfig small_preset(std::string_view name, std::uint64_t n) {
-  return {std::string(name), n, 1u << 20, 1u << 16, 1u << 14, 4096, 4, 4, 4, 4, 16, 2};
+  return {std::string(name), n, 1u << 20, 1u << 16, 1u << 14, 4096, 4, 4, 4, 4, 16, 2, 700};
 }
 
 // TPUv1 (Jouppi et al., ISCA 2017): 256x256 array, 24 MiB unified buffer
@@ -31,10 +31,11 @@ ArchConfig small_preset(std::string_view name, std::uint64_t n) {
 // Host and weight memory here are address spaces sized for the workloads
 // tpu-sim runs, not the board's 8 GiB DDR3. Host DMA: PCIe Gen3 x16, about
 // 14 GB/s at 700 MHz = 20 B/cycle; weight DMA: 30 GB/s DDR3 = 44 B/cycle.
+// The clock is the paper's 700 MHz.
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> kPresets = {
       {"tpuv1", "TPUv1: N=256, 24 MiB UB, 4096 ACC rows",
-       {"tpuv1", 256, 1u << 18, 1024, 96u * 1024, 4096, 4, 100, 20, 100, 44, 2}},
+       {"tpuv1", 256, 1u << 18, 1024, 96u * 1024, 4096, 4, 100, 20, 100, 44, 2, 700}},
       {"small4", "N=4 array for tests", small_preset("small4", 4)},
       {"small8", "N=8 array for tests", small_preset("small8", 8)},
       {"small16", "N=16 array for tests", small_preset("small16", 16)},
@@ -86,6 +87,8 @@ const std::vector<ArchParam>& arch_params() {
        &ArchConfig::weight_bytes_per_cycle, 1, 1u << 20},
       {"act_latency", "activation unit pipeline depth in cycles", &ArchConfig::act_latency, 1,
        64},
+      {"clock_mhz", "clock frequency in MHz: seconds and TOPS in the statistics, no effect on cycles",
+       &ArchConfig::clock_mhz, 1, 100000},
   };
   return kParams;
 }

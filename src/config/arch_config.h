@@ -35,6 +35,9 @@ struct ArchConfig {
   std::uint64_t weight_latency = 0;        // cycles before a weight DMA moves its first byte
   std::uint64_t weight_bytes_per_cycle = 0;
   std::uint64_t act_latency = 0;           // activation unit pipeline depth
+  // Clock frequency: converts cycles to seconds and MACs to TOPS in the
+  // statistics; no effect on any cycle count (the RTL ignores it).
+  std::uint64_t clock_mhz = 700;
 
   // Size of a memory in its own units (rows or tiles).
   std::uint64_t size_of(isa::Space space) const;

@@ -297,6 +297,20 @@ model('bias2', bias='bias2.npy')"
       --weights "$data/weights.npy" --out "$tmp/rtl.npy" --stats "$tmp/rtl.json" --engine rtl
     cmp "$tmp/sc.npy" "$tmp/rtl.npy" || fail "--engine rtl output differs"
     cmp "$tmp/sc.json" "$tmp/rtl.json" || fail "--engine rtl stats differ"
+    # The clock converts cycles to seconds and MACs to TOPS and changes no
+    # cycle (the RTL build of small8 serves any clock).
+    echo '{"clock_mhz": 350}' >"$tmp/clk.json"
+    expect_status 0 "$bin/tpu-sim" run "$tmp/m.tpu" --hostmem "$data/host.npy" \
+      --weights "$data/weights.npy" --stats "$tmp/clk.json.out" --config "$tmp/clk.json" --engine rtl
+    /usr/bin/python3 -c "
+import json
+a, b = json.load(open('$tmp/sc.json')), json.load(open('$tmp/clk.json.out'))
+assert a['clock_mhz'] == 700 and b['clock_mhz'] == 350, (a['clock_mhz'], b['clock_mhz'])
+assert a['cycles'] == b['cycles'] and a['macs'] == b['macs']
+for s, mhz in ((a, 700), (b, 350)):
+    assert abs(s['seconds'] - s['cycles'] / (mhz * 1e6)) <= 1e-12 * s['seconds'], s
+    assert abs(s['tops'] - 2 * s['macs'] / s['seconds'] / 1e12) <= 1e-9 * s['tops'], s
+" || fail "seconds and TOPS do not follow the clock"
     expect_status 0 "$bin/tpu-sim" run "$tmp/m.tpu" --hostmem "$data/host.npy" \
       --weights "$data/weights.npy" --engine both
     grep -q "the RTL and the SystemC model agree" "$tmp/out" || fail "--engine both message"
