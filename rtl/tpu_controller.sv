@@ -81,6 +81,12 @@ module tpu_controller
   logic [15:0]       conv_window_q;    // win_h * win_w (ConvGeometry::window)
   logic [CycleW-1:0] unit_free_at_q [5];  // by unit id
   logic [31:0]       rw_issued_q, switches_q;
+  // The weight memory channel's last tile: an RW's tile arrives at
+  // max(start + Lw, rw_last_q + 1) + T - 1 (model::rw_completion).
+  logic [CycleW-1:0] rw_last_q, rw_done;
+  assign rw_done = ((cycle_i + CycleW'(1) + CycleW'(WeightLatency) > rw_last_q + CycleW'(1))
+                        ? cycle_i + CycleW'(1) + CycleW'(WeightLatency)
+                        : rw_last_q + CycleW'(1)) + CycleW'(WeightTileCycles) - CycleW'(1);
   logic              halted_q, fault_q;
   logic [FaultCodeW-1:0] fault_code_q;
   logic [CycleW-1:0] fault_cycle_q;
@@ -136,7 +142,7 @@ module tpu_controller
       OpRw: begin
         unit = UnitWeightDma;
         acc0 = {1'b1, SpaceWeight, 34'(op0), 34'd1, 1'b0};
-        duration = CycleW'(WeightDmaCycles);
+        duration = rw_done - cycle_i;
         is_rw = 1'b1;
       end
       OpMmc: begin
@@ -166,7 +172,9 @@ module tpu_controller
     endcase
     // A POOL's occupancy is its duration: the unit's next instruction follows
     // its completion.
-    occupancy = (opcode == OpMmc || opcode == OpAct) ? CycleW'(op2) : duration;
+    // The weight memory takes a request every cycle (the FIFO's room limits how
+    // many are outstanding).
+    occupancy = (opcode == OpMmc || opcode == OpAct) ? CycleW'(op2) : is_rw ? CycleW'(1) : duration;
   end
 
   // Yosys reads struct members only of module-level scalars: functions take
@@ -315,6 +323,7 @@ module tpu_controller
       conv_window_q <= 16'd1;
       for (int u = 0; u < 5; u++) unit_free_at_q[u] <= '0;
       rw_issued_q <= '0;
+      rw_last_q <= '0;
       switches_q <= '0;
       halted_q <= 1'b0;
       fault_q <= 1'b0;
@@ -376,7 +385,10 @@ module tpu_controller
             sb_q[free_slot] <= {1'b1, unit, acc0, acc1, cycle_i + duration};
             unit_free_at_q[32'(unit)] <= cycle_i + occupancy;
           end
-          if (is_rw) rw_issued_q <= rw_issued_q + 1;
+          if (is_rw) begin
+            rw_issued_q <= rw_issued_q + 1;
+            rw_last_q <= rw_done;
+          end
           if (is_switch) switches_q <= switches_q + 1;
         end
       end

@@ -196,8 +196,10 @@ std::string config_package(const tpu::ArchConfig& cfg) {
   tpu::isa::Instruction rw;
   rw.opcode = tpu::isa::Opcode::RW;
   s += "\n  // Derived by the model's closed forms (src/model/timing.h).\n";
-  s += fmt::format("  localparam int unsigned WeightDmaCycles = {};  // cycles of one RW\n",
+  s += fmt::format("  localparam int unsigned WeightDmaCycles = {};  // cycles of one RW on an idle channel\n",
                    tpu::model::duration(cfg, rw));
+  s += fmt::format("  localparam int unsigned WeightTileCycles = {};  // cycles the weight channel streams a tile\n",
+                   tpu::model::weight_tile_cycles(cfg));
   s += "\nendpackage\n";
   return s;
 }

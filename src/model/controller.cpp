@@ -141,8 +141,12 @@ void Controller::issue(const isa::Instruction& in, Cycle now) {
   cmd.requant = requant_;
   cmd.conv = geometry_;
   port_for(spec.unit)->write(cmd);
-  scoreboard_.push_back(
-      {spec.unit, isa::accesses(in, geometry_), now + duration(cfg_, in, geometry_)});
+  Cycle completion = now + duration(cfg_, in, geometry_);
+  if (in.opcode == isa::Opcode::RW) {
+    completion = rw_completion(cfg_, now + 1, last_rw_completion_);
+    last_rw_completion_ = completion;
+  }
+  scoreboard_.push_back({spec.unit, isa::accesses(in, geometry_), completion});
   unit_free_at_[static_cast<unsigned>(spec.unit)] = now + occupancy(cfg_, in, geometry_);
   if (in.opcode == isa::Opcode::RW) ++rw_issued_;
   if (in.opcode == isa::Opcode::MMC && in.has(isa::kFlagMmcSwitch)) ++switches_issued_;

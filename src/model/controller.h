@@ -68,6 +68,7 @@ SC_MODULE(Controller) {
   std::vector<InFlight> scoreboard_;
   std::array<Cycle, 5> unit_free_at_{};  // by isa::Unit: first cycle it accepts again
   std::uint32_t rw_issued_ = 0;
+  Cycle last_rw_completion_ = 0;  // the weight memory channel's last tile (0: none)
   std::uint32_t switches_issued_ = 0;
   bool stopped_ = false;
   // The last cycle ticked and, if it stalled, the cause: a cycle the fast

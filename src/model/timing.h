@@ -3,6 +3,7 @@
 // data cycle by cycle and check that they finish exactly then.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -24,6 +25,20 @@ inline std::uint64_t host_row_bytes(const ArchConfig& c, const isa::Instruction&
   return acc ? isa::kHostRowsPerAccRow * c.array_n : c.array_n;
 }
 
+// Cycles the weight memory channel streams one N x N tile: ceil(N*N / Bw).
+inline std::uint64_t weight_tile_cycles(const ArchConfig& c) {
+  return ceil_div(c.array_n * c.array_n, c.weight_bytes_per_cycle);
+}
+
+// The completion cycle of an RW that starts at `start` when the previous RW
+// completed at `previous` (0: none). The weight memory is a pipelined channel:
+// a request's latency overlaps the transfers ahead of it, and the channel
+// streams one tile at a time, so the tile arrives at
+// max(start + Lw, previous + 1) + T - 1 (docs/microarchitecture.md).
+inline std::uint64_t rw_completion(const ArchConfig& c, std::uint64_t start, std::uint64_t previous) {
+  return std::max(start + c.weight_latency, previous + 1) + weight_tile_cycles(c) - 1;
+}
+
 // Cycles from start to completion, inclusive (completion = start + duration - 1).
 // A POOL's depends on the window of the registers at its issue (`geometry`).
 inline std::uint64_t duration(const ArchConfig& c, const isa::Instruction& in,
@@ -33,8 +48,8 @@ inline std::uint64_t duration(const ArchConfig& c, const isa::Instruction& in,
     case isa::Opcode::RHM:
     case isa::Opcode::WHM:
       return c.host_latency + ceil_div(rows * host_row_bytes(c, in), c.host_bytes_per_cycle);
-    case isa::Opcode::RW:
-      return c.weight_latency + ceil_div(c.array_n * c.array_n, c.weight_bytes_per_cycle);
+    case isa::Opcode::RW:  // on an idle channel (rw_completion)
+      return c.weight_latency + weight_tile_cycles(c);
     case isa::Opcode::MMC: return rows + 2 * c.array_n;
     case isa::Opcode::ACT: return rows + c.act_latency;
     // One window position read per cycle; each output pixel written the
@@ -54,6 +69,9 @@ inline std::uint64_t occupancy(const ArchConfig& c, const isa::Instruction& in,
   switch (in.opcode) {
     case isa::Opcode::MMC:
     case isa::Opcode::ACT: return static_cast<std::uint64_t>(in.operands[2]);
+    // The weight memory takes a request every cycle (the FIFO's room limits
+    // how many are outstanding).
+    case isa::Opcode::RW: return 1;
     default: return duration(c, in, geometry);
   }
 }

@@ -14,21 +14,23 @@ WeightDma::WeightDma(sc_module_name name, const ArchConfig& cfg, RunLog& log)
 void WeightDma::tick() {
   const Cycle now = current_cycle();
   // Cycles the fast path's clock skipped within a transfer were busy.
-  if (job_ && now > last_tick_ + 1) stats_.busy_cycles += now - last_tick_ - 1;
+  if (!jobs_.empty() && now > last_tick_ + 1) stats_.busy_cycles += now - last_tick_ - 1;
   last_tick_ = now;
   if (cmd.read().valid) {
-    job_.emplace(cmd.read(), now + duration(cfg_, cmd.read().instr) - 1);
+    last_completion_ = rw_completion(cfg_, now, last_completion_);
+    jobs_.emplace_back(cmd.read(), last_completion_);
     ++stats_.instructions;
   }
-  busy.write(job_.has_value());
+  busy.write(!jobs_.empty());
   TilePush push;
-  if (job_) {
+  if (!jobs_.empty()) {
     ++stats_.busy_cycles;
-    if (now == job_->second) {
+    const auto& [job, completion] = jobs_.front();
+    if (now == completion) {
       push.valid = true;
-      push.tile = static_cast<std::uint32_t>(job_->first.instr.operands[0]);
-      log_.complete(job_->first.seq, now);
-      job_.reset();
+      push.tile = static_cast<std::uint32_t>(job.instr.operands[0]);
+      log_.complete(job.seq, now);
+      jobs_.pop_front();
     }
   }
   tile_push.write(push);

@@ -1,11 +1,14 @@
-// weight_dma: executes RW. A tile of N x N bytes takes weight_latency +
-// ceil(N*N / weight_bytes_per_cycle) cycles; in its completion cycle it is
-// pushed towards the weight FIFO (docs/microarchitecture.md, "Weight DMA").
+// weight_dma: executes RW over the weight memory, a pipelined channel: a
+// request's latency (weight_latency) overlaps the transfers ahead of it and
+// the channel streams one N x N tile in T = ceil(N*N / weight_bytes_per_cycle)
+// cycles, so a tile arrives at max(start + Lw, previous arrival + 1) + T - 1.
+// In that cycle it is pushed towards the weight FIFO
+// (docs/microarchitecture.md, "Weight DMA").
 #pragma once
 
 #include <systemc.h>
 
-#include <optional>
+#include <deque>
 
 #include "config/arch_config.h"
 #include "model/run_log.h"
@@ -27,7 +30,7 @@ SC_MODULE(WeightDma) {
   // the cycle after a push (the array takes the tile then, and the push is
   // withdrawn).
   Cycle next_activity(Cycle now) const {
-    return pushed_ ? now + 1 : job_ ? job_->second : kNever;
+    return pushed_ ? now + 1 : jobs_.empty() ? kNever : jobs_.front().second;
   }
 
  private:
@@ -36,7 +39,8 @@ SC_MODULE(WeightDma) {
   const ArchConfig& cfg_;
   RunLog& log_;
   UnitStats& stats_;
-  std::optional<std::pair<UnitCommand, Cycle>> job_;  // command, completion cycle
+  std::deque<std::pair<UnitCommand, Cycle>> jobs_;  // outstanding: command, completion cycle
+  Cycle last_completion_ = 0;
   bool pushed_ = false;
   Cycle last_tick_ = 0;
 };

@@ -96,7 +96,12 @@ Cycle host_duration(const ArchConfig& c, Cycle rows, Cycle bytes_per_row) {
   return c.host_latency + ceil_div(rows * bytes_per_row, c.host_bytes_per_cycle);
 }
 
-// One weight tile: D_w = Lw + ceil(N*N/Bw).
+// Cycles the weight channel streams one tile: T = ceil(N*N/Bw).
+Cycle weight_tile_cycles(const ArchConfig& c) {
+  return ceil_div(c.array_n * c.array_n, c.weight_bytes_per_cycle);
+}
+
+// One weight tile on an idle channel: D_w = Lw + T.
 Cycle weight_duration(const ArchConfig& c) {
   return c.weight_latency + ceil_div(c.array_n * c.array_n, c.weight_bytes_per_cycle);
 }
@@ -151,11 +156,6 @@ Op whm_acc(const ArchConfig& cfg, Cycle acc, Cycle host, Cycle rows) {
 }
 
 // RW t: d = c + D_w.
-Op rw(const ArchConfig& cfg, Cycle tile) {
-  const Cycle dw = weight_duration(cfg);
-  return {line("RW", {tile}), [dw](Cycle c) { return c + dw; }, [dw](Cycle c) { return c + dw; }};
-}
-
 // MMC of B rows with its weights ready: d = c + B + 2N; next MMC at c + B.
 Op mmc(const ArchConfig& cfg, Cycle ub, Cycle acc, Cycle rows, const std::string& flags = "") {
   const Cycle n = cfg.array_n;
@@ -756,10 +756,15 @@ TEST_CASE("A busy unit takes its next instruction at d (DMAs) or c + B (array, a
       }
     }
     {
-      INFO("RW then RW (FIFO depth >= 2)");
+      INFO("RW then RW (FIFO depth >= 2): the channel takes the second request at once and");
+      INFO("streams its tile right after the first (docs: back-to-back RWs, d = c_0 + Lw + k*T)");
       REQUIRE(cfg.fifo_depth >= 2);
-      model::Memories mem(cfg);
-      check_same_unit_pair(cfg, rw(cfg, 0), rw(cfg, 1), mem);
+      const Cycle t = weight_tile_cycles(cfg);
+      const RunLog log = run(cfg, "RW 0\nRW 1\nHLT\n");
+      check_unit(log, 0, 0, cfg.weight_latency + t);
+      check_unit(log, 1, 1, cfg.weight_latency + 2 * t);
+      check_halt(log, 2, cfg.weight_latency + 2 * t + 1);
+      check_stalls(log, {{StallCause::Drain, cfg.weight_latency + 2 * t - 1}});
     }
   });
 }
@@ -768,11 +773,13 @@ TEST_CASE("A busy unit takes its next instruction at d (DMAs) or c + B (array, a
 // Weight FIFO
 // ============================================================================
 
-TEST_CASE("FIFO full: an RW waits while tiles in the FIFO plus an RW in flight equal F",
+TEST_CASE("FIFO full: an RW waits while tiles in the FIFO plus the RWs in flight equal F",
           "[timing]") {
   for_each_config([](ArchConfig cfg) {
     const Cycle n = cfg.array_n;
     const Cycle dw = weight_duration(cfg);
+    const Cycle t = weight_tile_cycles(cfg);
+    const Cycle lw = cfg.weight_latency;
 
     {
       INFO("F = 1: RW 0; RW 1 - the second issues once the loader has popped tile 0");
@@ -780,54 +787,53 @@ TEST_CASE("FIFO full: an RW waits while tiles in the FIFO plus an RW in flight e
       const std::string src = "RW 0\nRW 1\nHLT\n";
       INFO(src);
       const RunLog log = run(cfg, src);
-      // Cycles 1 .. D_w - 1: unit busy. At the start of D_w: no tile in the
-      // FIFO but RW 0 in flight (1 = F); at the start of D_w + 1: tile 0 in
-      // the FIFO (1 = F), popped by the loader in that cycle (shadow free).
-      // RW 1 issues at D_w + 2.
+      // Cycles 1 .. D_w: RW 0 in flight (1 = F); at the start of D_w + 1
+      // tile 0 is in the FIFO (1 = F) and the loader pops it in that cycle
+      // (shadow free), which the controller sees from D_w + 2. The channel is
+      // idle again by then: RW 1 completes D_w after its issue.
       const Cycle c1 = dw + 2;
       check_unit(log, 0, 0, dw);
       check_unit(log, 1, c1, c1 + dw);
       check_halt(log, 2, c1 + dw + 1);
-      check_stalls(
-          log,
-          {{StallCause::UnitBusy, dw - 1}, {StallCause::FifoFull, 2}, {StallCause::Drain, dw}});
+      check_stalls(log, {{StallCause::FifoFull, dw + 1}, {StallCause::Drain, dw}});
     }
-
-    // The closed forms below use D_w >= 2 (a popped tile has left the FIFO
-    // before the next RW completes).
-    if (dw < 2) return;
 
     for (Cycle f : {2, 3, 5}) {
       CAPTURE(f);
       cfg.fifo_depth = f;
+      if (dw + 2 <= f) continue;  // the closed forms below: RW F waits for the first pop
       {
-        INFO("F + 1 RWs on an idle machine: tile 0 goes to the shadow, no FIFO stall");
+        INFO("F + 1 RWs on an idle machine: F back to back, the last once tile 0 left for the shadow");
         std::string src;
         for (Cycle k = 0; k <= f; ++k) src += line("RW", {k});
         src += "HLT\n";
         INFO(src);
         const RunLog log = run(cfg, src);
-        // RW k issues at k*D_w: then RW k-1 is in flight and tiles 1..k-2 are
-        // in the FIFO (tile 0 left it for the shadow at D_w + 1), in all
-        // max(1, k - 1) < F.
-        for (Cycle k = 0; k <= f; ++k) check_unit(log, k, k * dw, (k + 1) * dw);
-        check_halt(log, f + 1, (f + 1) * dw + 1);
-        check_stalls(log, {{StallCause::UnitBusy, f * (dw - 1)}, {StallCause::Drain, dw}});
+        // RW k < F issues at k (k RWs in flight, k < F) and, back to back on
+        // the channel, completes at Lw + (k+1)*T. RW F needs tile 0 popped:
+        // it issues at D_w + 2 (as with F = 1).
+        for (Cycle k = 0; k < f; ++k) check_unit(log, k, k, lw + (k + 1) * t);
+        const Cycle c_f = dw + 2;
+        const Cycle d_f = std::max(c_f + 1 + lw, lw + f * t + 1) + t - 1;
+        check_unit(log, f, c_f, d_f);
+        check_halt(log, f + 1, d_f + 1);
+        check_stalls(log, {{StallCause::FifoFull, c_f - f}, {StallCause::Drain, d_f - c_f}});
       }
       {
         INFO("F tiles queued behind a loaded shadow: the next RW waits for the loader");
         // RW 0; MMC.S 0, 0, BA; RW 1 .. RW F+1; MMC.S BA, 0, BB; RW F+2; HLT
         //
         // MMC.S A issues when tile 0 is loaded, c_A = D_w + 1 + N, and frees
-        // the reset set at c_A + 1. RW 1 issues at c_A + 1; its tile goes
-        // straight into the shadow. RW k (2 <= k <= F+1) issues at
-        // c_A + 1 + (k-1)*D_w (RW k-1 in flight plus tiles 2..k-2 queued:
-        // max(1, k - 2) < F). MMC.S B issues when the array has read MMC.S A's rows,
-        // c_B = c_A + BA (BA is long enough for all RWs to complete and tile 1
-        // to load), and frees tile 0's set at max(c_B + 1, u + N + 1) with
-        // u = c_A + BA = c_B. Tiles 2..F+1 fill the FIFO, so RW F+2 waits
-        // from c_B + 1 until the loader pops tile 2 at c_B + N + 1, and
-        // issues at c_B + N + 2.
+        // the reset set at c_A + 1. RW 1 .. RW F issue back to back from
+        // c_A + 1 (with tile 0 popped, k - 1 < F) and stream from there:
+        // RW k completes at c_A + 1 + Lw + k*T. RW F+1 waits for tile 1's pop
+        // (tile 1 arrives at c_A + 1 + D_w, goes straight into the free
+        // shadow, and the controller sees the pop a cycle later): it issues
+        // at c_A + D_w + 3. MMC.S B issues when the array has read MMC.S A's
+        // rows, c_B = c_A + BA (BA is long enough for everything before it),
+        // and frees tile 0's set at max(c_B + 1, u + N + 1) with u = c_B.
+        // Tiles 2..F+1 fill the FIFO, so RW F+2 waits from c_B + 1 until the
+        // loader pops tile 2 at c_B + N + 1, and issues at c_B + N + 2.
         const Cycle ba = (f + 1) * dw + n + 3;
         const Cycle bb = 3;
         std::string src = "RW 0\n" + line("MMC.S", {0, 0, ba});
@@ -839,24 +845,23 @@ TEST_CASE("FIFO full: an RW waits while tiles in the FIFO plus an RW in flight e
         const Cycle c_a = dw + 1 + n;
         check_unit(log, 0, 0, dw);
         check_unit(log, 1, c_a, c_a + ba + 2 * n);
-        std::vector<Cycle> c_rw(f + 2);
-        for (Cycle k = 1; k <= f + 1; ++k) {
-          c_rw[k] = c_a + 1 + (k - 1) * dw;
-          check_unit(log, 1 + k, c_rw[k], c_rw[k] + dw);
-        }
+        for (Cycle k = 1; k <= f; ++k) check_unit(log, 1 + k, c_a + k, c_a + 1 + lw + k * t);
+        const Cycle c_last = c_a + dw + 3;
+        const Cycle d_last = std::max(c_last + 1 + lw, c_a + 1 + lw + f * t + 1) + t - 1;
+        check_unit(log, 2 + f, c_last, d_last);
         const Cycle c_b = c_a + ba;
-        REQUIRE(c_b >= c_a + 2 + dw + n);      // tile 1 loaded
-        REQUIRE(c_b + 1 >= c_rw[f + 1] + dw);  // weight DMA free for RW F+2
+        REQUIRE(c_b > d_last);                    // every RW before MMC.S B has completed
+        REQUIRE(c_b >= c_a + 2 + dw + n);         // tile 1 loaded
         const Cycle d_b = c_b + bb + 2 * n;
         check_unit(log, f + 3, c_b, d_b);
         const Cycle c_r = c_b + n + 2;
-        const Cycle d_r = c_r + dw;
+        const Cycle d_r = c_r + dw;  // the channel is idle by then
         check_unit(log, f + 4, c_r, d_r);
         const Cycle c_hlt = std::max(d_b, d_r) + 1;
         check_halt(log, f + 5, c_hlt);
         check_stalls(log, {{StallCause::WeightsNotReady, dw + n},
-                           {StallCause::UnitBusy, f * (dw - 1) + (c_b - c_rw[f + 1] - 1)},
-                           {StallCause::FifoFull, n + 1},
+                           {StallCause::UnitBusy, c_b - c_last - 1},
+                           {StallCause::FifoFull, (c_last - (c_a + f + 1)) + (n + 1)},
                            {StallCause::Drain, c_hlt - c_r - 1}});
       }
     }
@@ -910,12 +915,15 @@ TEST_CASE("Deadlock: an MMC.S waiting for weights that nothing will bring faults
         INFO(src);
         RunLog log;
         const model::Fault f = run_to_fault(cfg, src, log);
+        // RW 1 issues at 1 and streams right after tile 0: it arrives at
+        // D_w + T and is in the FIFO at D_w + T + 1.
+        const Cycle t = weight_tile_cycles(cfg);
         const Cycle c0 = dw + 1 + n;
-        const Cycle l1 = std::max(c0 + 1, 2 * dw + 1);  // tile 1 in the FIFO at 2*D_w + 1
+        const Cycle l1 = std::max(c0 + 1, dw + t + 1);
         const Cycle c1 = std::max(c0 + b, l1 + n);
         REQUIRE(log.retired.size() >= 4);
         check_unit(log, 0, 0, dw);
-        check_unit(log, 1, dw, 2 * dw);
+        check_unit(log, 1, 1, dw + t);
         CHECK(log.retired[2].issue == c0);
         CHECK(log.retired[3].issue == c1);
         check_deadlock(f, log, 4, c1 + b);
@@ -931,24 +939,24 @@ TEST_CASE("Deadlock: an RW waiting for FIFO room behind a tile no switch will ta
     {
       INFO("F = 1: RW 0; RW 1; RW 2");
       // RW 1 issues at D_w + 2 (see the FIFO-full test) while tile 0 loads
-      // into the shadow. RW 2 waits for the weight DMA until RW 1's
-      // completion 2*D_w + 2, then for FIFO room (RW 1 in flight = F) with
-      // tile 0 in the shadow and no MMC.S to come.
+      // into the shadow. RW 2 waits for FIFO room from D_w + 3 (RW 1 in
+      // flight = F) with tile 0 in the shadow and no MMC.S to come: the
+      // deadlock shows in that first cycle.
       cfg.fifo_depth = 1;
       RunLog log;
       const model::Fault f = run_to_fault(cfg, "RW 0\nRW 1\nRW 2\nHLT\n", log);
       REQUIRE(log.retired.size() >= 2);
       check_unit(log, 0, 0, dw);
       CHECK(log.retired[1].issue == dw + 2);
-      check_deadlock(f, log, 2, 2 * dw + 2);
+      check_deadlock(f, log, 2, dw + 3);
     }
-    if (dw < 2) return;  // as in the FIFO-full test
     for (Cycle f_depth : {2, 3, 5}) {
       CAPTURE(f_depth);
+      if (dw + 2 <= f_depth) continue;  // as in the FIFO-full test
       cfg.fifo_depth = f_depth;
-      // RW 0 .. RW F+1: RW k issues at k*D_w for k <= F; RW F+1 waits for the
-      // weight DMA until (F+1)*D_w, when tiles 1..F-1 are queued and RW F is
-      // in flight (F), and tile 0 sits in the shadow.
+      // RW 0 .. RW F+1: RW k < F issues at k, RW F at D_w + 2 (after tile 0's
+      // pop); RW F+1 then finds tiles 1..F-1 queued or in flight with RW F
+      // (F) and tile 0 in the shadow: the deadlock shows at D_w + 3.
       std::string src;
       for (Cycle k = 0; k <= f_depth + 1; ++k) src += line("RW", {k});
       src += "HLT\n";
@@ -956,15 +964,12 @@ TEST_CASE("Deadlock: an RW waiting for FIFO room behind a tile no switch will ta
       RunLog log;
       const model::Fault f = run_to_fault(cfg, src, log);
       REQUIRE(log.retired.size() >= f_depth + 1);
-      for (Cycle k = 0; k <= f_depth; ++k) CHECK(log.retired[k].issue == k * dw);
-      check_deadlock(f, log, static_cast<std::uint32_t>(f_depth + 1), (f_depth + 1) * dw);
+      for (Cycle k = 0; k < f_depth; ++k) CHECK(log.retired[k].issue == k);
+      CHECK(log.retired[f_depth].issue == dw + 2);
+      check_deadlock(f, log, static_cast<std::uint32_t>(f_depth + 1), dw + 3);
     }
   });
 }
-
-// ============================================================================
-// Back-to-back MMC.S with prefetched weights
-// ============================================================================
 
 TEST_CASE("Back-to-back MMC.S chains follow the document's recurrence", "[timing]") {
   for_each_config([](ArchConfig cfg) {
@@ -990,10 +995,12 @@ TEST_CASE("Back-to-back MMC.S chains follow the document's recurrence", "[timing
       for (Cycle i = 0; i < t; ++i) ref_mmc(expect, mem, i, i * b, 0, b, false, n);
       const RunLog log = run(cfg, src, mem);
 
-      // RW k at k*D_w (F = T + 1 never fills); SYNC at T*D_w + 1; every tile
-      // is in the FIFO by then. Tile 0 is loaded at the start of D_w + 1 + N.
-      for (Cycle k = 0; k < t; ++k) check_unit(log, k, k * dw, (k + 1) * dw);
-      const Cycle c_sync = t * dw + 1;
+      // RW k at k (F = T + 1 never fills), streaming back to back: tile k
+      // arrives at Lw + (k+1)*T_w. SYNC at Lw + T*T_w + 1; every tile is in the
+      // FIFO by then. Tile 0 is loaded at the start of D_w + 1 + N.
+      const Cycle tw = weight_tile_cycles(cfg);
+      for (Cycle k = 0; k < t; ++k) check_unit(log, k, k, cfg.weight_latency + (k + 1) * tw);
+      const Cycle c_sync = cfg.weight_latency + t * tw + 1;
       check_controller(log, t, c_sync);
       std::vector<Cycle> c(t);
       c[0] = std::max(c_sync + 1, dw + 1 + n);
@@ -1009,8 +1016,8 @@ TEST_CASE("Back-to-back MMC.S chains follow the document's recurrence", "[timing
 
       Cycle wnr = c[0] - c_sync - 1;
       for (Cycle i = 1; i < t; ++i) wnr += c[i] - c[i - 1] - b;
-      check_stalls(log, {{StallCause::UnitBusy, (t - 1) * (dw - 1) + (t - 1) * (b - 1)},
-                         {StallCause::Drain, dw + b + 2 * n},
+      check_stalls(log, {{StallCause::UnitBusy, (t - 1) * (b - 1)},
+                         {StallCause::Drain, (c_sync - t) + b + 2 * n},
                          {StallCause::WeightsNotReady, wnr}});
       CHECK(log.stats.array_active_cycles == t * b);
       if (b >= 2 * n + 1) {
@@ -1051,7 +1058,9 @@ TEST_CASE("A switch frees the old weights N + 1 cycles after the last row that u
         ref_mmc(expect, mem, 2, 0, 0, b, false, n);
         const RunLog log = run(cfg, src, mem);
 
-        const Cycle c_sync = 3 * dw + 1;
+        // RW k at k, streaming back to back: tile k arrives at Lw + (k+1)*T.
+        const Cycle tw = weight_tile_cycles(cfg);
+        const Cycle c_sync = cfg.weight_latency + 3 * tw + 1;
         // Switch 0 at c0 frees the reset set (used by no row) at c0 + 1, so
         // tile 1 is loaded at c0 + 1 + N.
         const Cycle c0 = std::max(c_sync + 1, dw + 1 + n);
@@ -1062,7 +1071,7 @@ TEST_CASE("A switch frees the old weights N + 1 cycles after the last row that u
         // loaded N cycles later.
         const Cycle c3 = std::max(c2 + b, std::max(c2 + 1, u1 + n + 1) + n);
         const Cycle c_hlt = c3 + b + 2 * n + 1;
-        for (Cycle k = 0; k < 3; ++k) check_unit(log, k, k * dw, (k + 1) * dw);
+        for (Cycle k = 0; k < 3; ++k) check_unit(log, k, k, cfg.weight_latency + (k + 1) * tw);
         check_controller(log, 3, c_sync);
         check_unit(log, 4, c0, c0 + b + 2 * n);
         check_unit(log, 5, c1, c1 + b2 + 2 * n);
@@ -1070,9 +1079,9 @@ TEST_CASE("A switch frees the old weights N + 1 cycles after the last row that u
         check_unit(log, 7, c3, c3 + b + 2 * n);
         check_halt(log, 8, c_hlt);
         check_stalls(
-            log, {{StallCause::UnitBusy, 2 * (dw - 1) + (b - 1) + (b2 - 1) + (b - 1)},
+            log, {{StallCause::UnitBusy, (b - 1) + (b2 - 1) + (b - 1)},
                   {StallCause::WeightsNotReady, (c0 - c_sync - 1) + (c2 - c1 - b2) + (c3 - c2 - b)},
-                  {StallCause::Drain, dw + b + 2 * n}});
+                  {StallCause::Drain, (c_sync - 3) + b + 2 * n}});
         CHECK(log.stats.array_active_cycles == 3 * b + b2);
         CHECK(acc_snapshot(mem, acc_rows) == expect);
       }
@@ -1214,7 +1223,8 @@ TEST_CASE("Each unit counts as busy the cycles from start to completion of its i
       const std::string src = "RW 0\nRW 1\nHLT\n";
       INFO(src);
       const RunLog log = run(cfg, src);
-      check_busy(log, "weight_dma", 2, 2 * weight_duration(cfg));
+      // [1, Lw + T] and [2, Lw + 2T] (the second streams after the first).
+      check_busy(log, "weight_dma", 2, cfg.weight_latency + 2 * weight_tile_cycles(cfg));
     }
     for (Cycle b : {1, 6}) {
       CAPTURE(b);

@@ -17,6 +17,7 @@ package tpu_config_pkg;
   localparam int unsigned ClockMhz = 700;  // clock frequency in MHz: seconds and TOPS in the statistics, no effect on cycles
 
   // Derived by the model's closed forms (src/model/timing.h).
-  localparam int unsigned WeightDmaCycles = 5;  // cycles of one RW
+  localparam int unsigned WeightDmaCycles = 5;  // cycles of one RW on an idle channel
+  localparam int unsigned WeightTileCycles = 1;  // cycles the weight channel streams a tile
 
 endpackage

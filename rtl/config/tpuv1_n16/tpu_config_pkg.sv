@@ -12,11 +12,12 @@ package tpu_config_pkg;
   localparam int unsigned HostLatency = 100;  // cycles before a host DMA transfer moves its first byte
   localparam int unsigned HostBytesPerCycle = 20;  // host DMA bandwidth in bytes per cycle
   localparam int unsigned WeightLatency = 100;  // cycles before a weight DMA transfer moves its first byte
-  localparam int unsigned WeightBytesPerCycle = 44;  // weight DMA bandwidth in bytes per cycle
+  localparam int unsigned WeightBytesPerCycle = 49;  // weight DMA bandwidth in bytes per cycle
   localparam int unsigned ActLatency = 2;  // activation unit pipeline depth in cycles
   localparam int unsigned ClockMhz = 700;  // clock frequency in MHz: seconds and TOPS in the statistics, no effect on cycles
 
   // Derived by the model's closed forms (src/model/timing.h).
-  localparam int unsigned WeightDmaCycles = 106;  // cycles of one RW
+  localparam int unsigned WeightDmaCycles = 106;  // cycles of one RW on an idle channel
+  localparam int unsigned WeightTileCycles = 6;  // cycles the weight channel streams a tile
 
 endpackage
