@@ -118,6 +118,9 @@ class Net final : public NetCommand {
                      "write the generated program(s) here (.s; F.K.s for program K of several)");
     cmd_->add_flag("--check", args_.check,
                    "compare the output with the independent int8 reference (exit 6 if it differs)");
+    cmd_->add_option("--report", report_,
+                     "write a per-layer report here (.csv: cycles, MACs, utilization, bytes moved; "
+                     "units in the header)");
     cmd_->add_flag("--host-steps", host_steps_,
                    "compile with host steps between programs (im2col, max-pool, flatten on the host) "
                    "instead of the whole network on chip");
@@ -130,6 +133,7 @@ class Net final : public NetCommand {
   CLI::App* cmd_ = nullptr;
   NetArgs args_;
   bool host_steps_ = false;
+  std::string report_;
 };
 
 int Net::run() {
@@ -205,7 +209,7 @@ int Net::run() {
     const compiler::LayerStats& ls = result.layers[i];
     const std::string where = ls.segment ? fmt::format("prog {}", *ls.segment) : "host";
     const std::string out_shape = fmt::format("{}x{}", batch, shape_text(plan.infos[i + 1].shape));
-    const bool gemm = net.layers[i].kind == LayerKind::Dense || net.layers[i].kind == LayerKind::Conv2d;
+    const bool gemm = ls.array_macs > 0;
     std::cout << fmt::format("{:<12} {:<10} {:<14} {:<8} {:>10} {:>12} {:>12} {:>12}\n",
                              layer_name(i), compiler::layer_kind_name(net.layers[i].kind), out_shape,
                              where, ls.segment ? fmt::to_string(ls.cycles) : "-",
@@ -223,7 +227,44 @@ int Net::run() {
     lj["array_macs"] = ls.array_macs;
     lj["useful_macs"] = ls.useful_macs;
     lj["utilization"] = util(ls.array_macs, ls.cycles);
+    lj["host_read_bytes"] = ls.host_read_bytes;
+    lj["host_write_bytes"] = ls.host_write_bytes;
+    lj["weight_bytes"] = ls.weight_bytes;
     layers_json.push_back(lj);
+  }
+  if (!report_.empty()) {
+    // One row per layer; units in the header. Mapping efficiency: the
+    // layer's own MACs over the array's (padding lanes and columns, bias
+    // passes and diagonal tiles cost array MACs that are not useful).
+    std::string csv =
+        "layer,type,output_shape,program,cycles,instructions,array_active_cycles,array_macs,"
+        "useful_macs,utilization_percent,mapping_efficiency_percent,host_read_bytes,"
+        "host_write_bytes,weight_bytes,host_bytes_per_cycle,weight_bytes_per_cycle\n";
+    const auto field = [](const std::string& v) {  // RFC 4180 quoting when needed
+      if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
+      std::string q = "\"";
+      for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+      return q + "\"";
+    };
+    for (std::size_t i = 0; i < net.layers.size(); ++i) {
+      const compiler::LayerStats& ls = result.layers[i];
+      const auto per_cycle = [&](std::uint64_t bytes) {
+        return ls.cycles ? fmt::format("{:.3f}", static_cast<double>(bytes) / static_cast<double>(ls.cycles))
+                         : std::string("0");
+      };
+      csv += fmt::format(
+          "{},{},{},{},{},{},{},{},{},{:.3f},{},{},{},{},{},{}\n", field(layer_name(i)),
+          compiler::layer_kind_name(net.layers[i].kind),
+          fmt::format("{}x{}", batch, shape_text(plan.infos[i + 1].shape)),
+          ls.segment ? fmt::to_string(*ls.segment) : "host", ls.cycles, ls.instructions, ls.mmc_rows,
+          ls.array_macs, ls.useful_macs, 100.0 * util(ls.array_macs, ls.cycles),
+          ls.array_macs ? fmt::format("{:.3f}", 100.0 * static_cast<double>(ls.useful_macs) /
+                                                    static_cast<double>(ls.array_macs))
+                        : std::string(""),
+          ls.host_read_bytes, ls.host_write_bytes, ls.weight_bytes,
+          per_cycle(ls.host_read_bytes + ls.host_write_bytes), per_cycle(ls.weight_bytes));
+    }
+    write_file_atomic(report_, csv);
   }
   std::uint64_t total_cycles = 0, total_macs = 0, useful = 0;
   nlohmann::json programs_json = nlohmann::json::array();

@@ -134,6 +134,12 @@ NetworkRun run_network(const NetworkPlan& plan, const Tensor& input, const ArchC
       const Instruction& in = seg.program.code[r.pc];
       LayerStats& ls = run.layers[seg.instruction_layer[r.pc]];
       ++ls.instructions;
+      const auto n_bytes = static_cast<std::uint64_t>(cfg.array_n);
+      if (in.opcode == Opcode::RHM) ls.host_read_bytes += static_cast<std::uint64_t>(in.operands[2]) * n_bytes;
+      if (in.opcode == Opcode::WHM)
+        ls.host_write_bytes += static_cast<std::uint64_t>(in.operands[2]) * n_bytes *
+                               (in.has(isa::kFlagWhmAcc) ? isa::kHostRowsPerAccRow : 1);
+      if (in.opcode == Opcode::RW) ls.weight_bytes += n_bytes * n_bytes;
       if (in.opcode != Opcode::MMC) continue;
       const auto rows = static_cast<std::uint64_t>(in.operands[2]);
       ls.mmc_rows += rows;

@@ -213,7 +213,10 @@ struct LayerStats {
   std::uint64_t instructions = 0;
   std::uint64_t array_macs = 0;   // rows * N * N over its MMCs
   std::uint64_t useful_macs = 0;  // the layer's own multiply-accumulates
-  std::uint64_t mmc_rows = 0;
+  std::uint64_t mmc_rows = 0;     // its MMCs' rows: the array's active cycles for it
+  // Bytes its instructions move: RHM from host memory, WHM to it (4N per
+  // accumulator row for WHM.A), RW from weight memory (N*N per tile).
+  std::uint64_t host_read_bytes = 0, host_write_bytes = 0, weight_bytes = 0;
 };
 
 struct NetworkRun {

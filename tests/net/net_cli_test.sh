@@ -36,6 +36,31 @@ case "$case_name" in
                    "^accuracy: 357/360 = " "^check: all 3600 output elements equal the int8 reference"; do
       grep -q "$pattern" "$tmp/out" || { cat "$tmp/out"; fail "on chip: no line '$pattern'"; }
     done
+    # The per-layer report: one row per layer, units in the header, figures
+    # equal to the statistics JSON and adding up to the program's.
+    expect_status 0 "$bin/tpu-sim" net "$nets/resnet_mini/model.json" --input "$nets/resnet_mini/test_x.npy" \
+      --report "$tmp/r.csv" --stats "$tmp/r.json"
+    $py -c "
+import csv, json
+rows = list(csv.DictReader(open('$tmp/r.csv')))
+s = json.load(open('$tmp/r.json'))
+p = s['programs'][0]
+assert [r['layer'] for r in rows] == [l['name'] for l in s['layers']], rows
+for r, l in zip(rows, s['layers']):
+    for k in ('cycles', 'array_macs', 'useful_macs', 'host_read_bytes', 'host_write_bytes', 'weight_bytes'):
+        assert int(r[k]) == l[k], (k, r, l)
+    assert int(r['array_active_cycles']) == l['mmc_rows']
+assert sum(int(r['cycles']) for r in rows) == p['cycles']
+assert sum(int(r['array_active_cycles']) for r in rows) == p['array_active_cycles']
+n = p['array_n']
+assert sum(int(r['weight_bytes']) for r in rows) == p['units']['weight_dma']['instructions'] * n * n
+# The input: the host's im2col of the 3x3x3 stem, 27 lanes in 4 groups of N = 8, for 16 samples of
+# 16x16 pixels; the output: 10 classes in 2 groups, one row each per sample.
+assert n == 8
+assert sum(int(r['host_read_bytes']) for r in rows) == 16 * 16 * 16 * 4 * n
+assert sum(int(r['host_write_bytes']) for r in rows) == 16 * 2 * n
+assert {r['type'] for r in rows} >= {'conv2d', 'maxpool2d', 'add', 'global_avgpool2d', 'dense'}
+" || fail "per-layer report"
     $py -c "
 import json
 s = json.load(open('$tmp/s1.json'))
