@@ -65,6 +65,7 @@ class OnChip {
   std::uint64_t const_rows(std::uint64_t b) const { return needs_const_ ? b * job_rows_per_sample() : 0; }
   std::optional<std::uint64_t> allocate(std::uint64_t b, bool two_inputs, bool commit);
   std::string fits(std::uint64_t b, bool two_inputs);
+  double estimate(std::uint64_t b) const;
   // --- lowering ---
   void lower_chunk(std::uint64_t c, std::uint64_t bc);
   void lower_input(std::uint64_t c, std::uint64_t bc, std::size_t layer);
@@ -705,6 +706,54 @@ void OnChip::lower_chunk(std::uint64_t c, std::uint64_t bc) {
   }
 }
 
+// Estimated cycles of the batch in chunks of b samples, to choose b: a chunk's
+// array time is, per weight tile, the longer of its rows and the tile's
+// stream from weight memory (T cycles; every chunk reloads every tile); the
+// first chunk's input and the last chunk's output cross the host link while
+// the array waits, the other chunks' transfers overlap the array's work.
+// Fewer, larger chunks load fewer weights; more, smaller ones hide more host
+// traffic (a batch of 8 CNN0 samples: 2 chunks of 4).
+double OnChip::estimate(std::uint64_t b) const {
+  OnChip trial = *this;
+  trial.ops_.clear();
+  trial.two_inputs_ = false;
+  trial.chunk_ = b;
+  trial.chunks_ = 1;
+  trial.lower_chunk(0, b);
+  // Per tile: its rows, its stream from memory, and the back-to-back MMC.S
+  // chain's bound max(N + 1, (B + 2N + 1) / 2) (docs/microarchitecture.md);
+  // per layer: the 2N cycles its first pass waits for the previous layer's
+  // last results to leave the array.
+  const double t = static_cast<double>(ceil_div(n_ * n_, cfg_.weight_bytes_per_cycle));
+  const double nn = static_cast<double>(n_);
+  const auto tile_time = [&](double rows) {
+    return std::max({rows, t, nn + 1, (rows + 2 * nn + 1) / 2});
+  };
+  double array = 0, group = 0;
+  bool in_group = false;
+  std::size_t layer = ~std::size_t{0};
+  for (const Op& op : trial.ops_) {
+    if (op.opcode != Opcode::MMC) continue;
+    if (op.layer != layer) {
+      array += 2 * nn;
+      layer = op.layer;
+    }
+    if (op.flags & isa::kFlagMmcSwitch) {
+      if (in_group) array += tile_time(group);
+      group = 0;
+      in_group = true;
+    }
+    group += static_cast<double>(op.c);
+  }
+  if (in_group) array += tile_time(group);
+  const double bh = static_cast<double>(cfg_.host_bytes_per_cycle), nb = static_cast<double>(n_);
+  const double in = static_cast<double>(places_[0].rows(b)) * nb / bh;
+  const double out = static_cast<double>(places_[output_tensor_].rows(b)) * nb *
+                     (infos_.back().int32 ? isa::kHostRowsPerAccRow : 1) / bh;
+  const double chunks = static_cast<double>(ceil_div(batch_, b));
+  return in + out + chunks * array + (chunks - 1) * std::max(0.0, in + out - array);
+}
+
 NetworkPlan OnChip::compile() {
   if (batch_ == 0) throw CompileError("the batch is empty");
   place();
@@ -728,7 +777,21 @@ NetworkPlan OnChip::compile() {
     }
     if (best == 0) throw CompileError(fmt::format("the network does not fit on chip: {}", fits(1, false)));
   }
-  chunks_ = ceil_div(batch_, best);
+  // Among up to 8 times as many chunks as the largest fitting chunk needs,
+  // the count with the smallest estimate (ties: fewer chunks).
+  const std::uint64_t fewest = ceil_div(batch_, best);
+  chunks_ = fewest;
+  double best_estimate = estimate(ceil_div(batch_, fewest));
+  for (std::uint64_t k = fewest + 1; k <= std::min(batch_, 8 * fewest); ++k) {
+    const std::uint64_t b = ceil_div(batch_, k);
+    if (ceil_div(batch_, b) != k || !fits(b, true).empty()) continue;  // a count no chunk size gives
+    const double e = estimate(b);
+    if (e < best_estimate) {
+      best_estimate = e;
+      chunks_ = k;
+      two = true;
+    }
+  }
   chunk_ = ceil_div(batch_, chunks_);
   two_inputs_ = two && chunks_ > 1;
   ub_used_ = *allocate(chunk_, two_inputs_, true);

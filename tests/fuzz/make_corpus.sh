@@ -11,6 +11,8 @@
 #   fuzz_npy      programs/data/*/*.npy and the NumPy fixtures of
 #                 tests/common/make_npy_fixtures.py (every dtype, order, version)
 #   fuzz_config   tests/fuzz/seeds/config/*.json
+#   fuzz_net      tests/fuzz/seeds/net/*.hex as bytes (networks written out
+#                 byte by byte in hex, with comments after '#')
 set -euo pipefail
 
 out=$1
@@ -18,10 +20,18 @@ tpu_as=$2
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 python=/usr/bin/python3  # Debian's python3-numpy, as tests/CMakeLists.txt uses
 
-mkdir -p "$out"/{fuzz_asm,fuzz_program,fuzz_sim,fuzz_npy,fuzz_config}
+mkdir -p "$out"/{fuzz_asm,fuzz_program,fuzz_sim,fuzz_npy,fuzz_config,fuzz_net}
 
 cp "$src"/programs/*.s "$src"/tests/fuzz/seeds/asm/*.s "$out/fuzz_asm/"
 cp "$src"/tests/fuzz/seeds/config/*.json "$out/fuzz_config/"
+for f in "$src"/tests/fuzz/seeds/net/*.hex; do
+  hex=$(sed 's/#.*//' "$f" | tr -d ' \t\r\n')
+  if [[ ! $hex =~ ^([0-9a-fA-F]{2})*$ ]]; then
+    echo "make_corpus.sh: $f: not pairs of hex digits" >&2
+    exit 1
+  fi
+  printf "$(sed 's/../\\x&/g' <<<"$hex")" >"$out/fuzz_net/$(basename "$f" .hex)"
+done
 
 for s in "$src"/programs/*.s; do
   name=$(basename "$s" .s)

@@ -4,8 +4,8 @@
 #   tests/fuzz/run_fuzzers.sh BUILD_DIR SECONDS [TARGET...]
 #
 # BUILD_DIR is configured with CXX=clang++ -DTPU_FUZZ=ON and built with
-# --target tpu_fuzzers; TARGET defaults to all five (fuzz_asm fuzz_program
-# fuzz_npy fuzz_config fuzz_sim). Up to nproc targets run at once.
+# --target tpu_fuzzers; TARGET defaults to all six (fuzz_asm fuzz_program
+# fuzz_npy fuzz_config fuzz_sim fuzz_net). Up to nproc targets run at once.
 #
 # Each target's corpus is BUILD_DIR/fuzz-corpus/TARGET: seeded by
 # make_corpus.sh the first time, it keeps what the fuzzer adds, so later runs
@@ -27,7 +27,7 @@ build=$(cd "$1" && pwd)
 seconds=$2
 shift 2
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_asm fuzz_program fuzz_npy fuzz_config fuzz_sim)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_asm fuzz_program fuzz_npy fuzz_config fuzz_sim fuzz_net)
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin=$build/tests/fuzz
 corpus=$build/fuzz-corpus
@@ -40,6 +40,17 @@ if [ ! -d "$corpus" ]; then
   rm -rf "$corpus.new"
   "$src/tests/fuzz/make_corpus.sh" "$corpus.new" "$build/sim/tpu-as" >/dev/null
   mv "$corpus.new" "$corpus"
+fi
+# A target added since the corpus was made gets its seeds too.
+missing=()
+for t in "${targets[@]}"; do [ -d "$corpus/$t" ] || missing+=("$t"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  rm -rf "$corpus.new"
+  "$src/tests/fuzz/make_corpus.sh" "$corpus.new" "$build/sim/tpu-as" >/dev/null
+  for t in "${missing[@]}"; do
+    if [ -d "$corpus.new/$t" ]; then mv "$corpus.new/$t" "$corpus/$t"; fi
+  done
+  rm -rf "$corpus.new"
 fi
 
 # SystemC keeps some memory in its own pools (tools/lsan.supp says why).
