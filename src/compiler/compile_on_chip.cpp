@@ -683,7 +683,10 @@ void OnChip::lower_pool(std::size_t i, std::uint64_t bc) {
 void OnChip::lower_chunk(std::uint64_t c, std::uint64_t bc) {
   chunk_c_ = c;
   slot_ = two_inputs_ && (c % 2 == 1);
-  if (c == 0 || !two_inputs_) lower_input(c, bc, readers_[0].empty() ? 0 : readers_[0][0]);
+  // The next chunk's input is loaded ahead once the first layer that reads
+  // this chunk's has its passes; with no such layer, at the chunk's start.
+  const bool ahead = two_inputs_ && !readers_[0].empty();
+  if (c == 0 || !ahead) lower_input(c, bc, readers_[0].empty() ? 0 : readers_[0][0]);
   for (std::size_t i = 0; i < net_.layers.size(); ++i) {
     switch (net_.layers[i].kind) {
       case LayerKind::Conv2d: lower_conv(i, bc); break;
@@ -696,13 +699,21 @@ void OnChip::lower_chunk(std::uint64_t c, std::uint64_t bc) {
     }
     // The next chunk's input goes to the other slot once the first layer
     // has been given its passes.
-    if (two_inputs_ && c + 1 < chunks_ && !readers_[0].empty() && i == readers_[0][0]) {
+    if (ahead && c + 1 < chunks_ && i == readers_[0][0]) {
       const std::uint64_t next = std::min(chunk_, batch_ - (c + 1) * chunk_);
       const bool cur = slot_;
       slot_ = !cur;
       lower_input(c + 1, next, i);
       slot_ = cur;
     }
+  }
+  // A network whose output is its input (only flattens): no layer writes
+  // the output, so it goes back from the input's planes.
+  if (output_tensor_ == 0) {
+    const std::uint64_t per = samples_per_piece(places_[0].pixels);
+    for (std::uint64_t g = 0; g < places_[0].groups; ++g)
+      for (std::uint64_t n0 = 0; n0 < bc; n0 += per)
+        write_out(g, n0, std::min(bc, n0 + per) - 1, bc, std::nullopt, std::nullopt);
   }
 }
 

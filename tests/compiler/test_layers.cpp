@@ -603,6 +603,21 @@ TEST_CASE("CNN layers on chip: depthwise, padded and average pools, adds", "[lay
     }
   }
   {
+    INFO("networks of flattens only: the output is the input (found by fuzz_net)");
+    const ArchConfig cfg = config_for(4);
+    const QuantParams in{1.0, -11};
+    check_network(single({2, 2, 3}, in, flatten()), random_input({2, 2, 2, 3}, rng), cfg);
+    Network two = single({3, 2, 5}, in, flatten());
+    two.layers.push_back(flatten());
+    check_network(two, random_input({3, 3, 2, 5}, rng), cfg);
+    check_mode(single({8}, in, flatten()), random_input({1, 8}, rng), cfg, compiler::CompileMode::OnChip);
+    ArchConfig small = cfg;
+    small.ub_rows = 40;  // several chunks, two input slots
+    const auto o = check_mode(single({6, 1, 5}, in, flatten()), random_input({9, 6, 1, 5}, rng), small,
+                              compiler::CompileMode::OnChip);
+    CHECK(o.plan.segments[0].chunk_units < 9);
+  }
+  {
     INFO("a residual network in several chunks (a small unified buffer)");
     ArchConfig cfg = config_for(4);
     cfg.ub_rows = 700;
