@@ -138,27 +138,9 @@ def init_weights(layer, rng):
 # Float forward pass (float64, elementwise operations in a fixed order)
 
 
-def pair(v, default):
-    v = default if v is None else v
-    return (v, v) if isinstance(v, int) else tuple(v)
-
-
-def same_pads(size, k, stride):
-    out = -(-size // stride)
-    total = max((out - 1) * stride + k - size, 0)
-    return total // 2, total - total // 2
-
-
-def pads_of(layer, h, w, kh, kw, sh, sw):
-    """(top, bottom, left, right) of a conv2d or pooling layer."""
-    p = layer.get("padding", "valid")
-    if p == "valid":
-        return 0, 0, 0, 0
-    if p == "same":
-        return (*same_pads(h, kh, sh), *same_pads(w, kw, sw))
-    if isinstance(p, int):
-        return p, p, p, p
-    return (p[0], p[0], p[1], p[1]) if len(p) == 2 else tuple(p)
+# The model format's stride and padding rules, as the NumPy reference reads them.
+pair = int8_reference.pair
+pads_of = int8_reference.conv_padding
 
 
 def taps(x, kh, kw, sh, sw, pads, fill):

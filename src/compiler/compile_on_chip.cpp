@@ -17,6 +17,7 @@
 #include "compiler/network.h"
 #include "compiler/network_util.h"
 #include "compiler/onchip_ops.h"
+#include "model/timing.h"
 
 namespace tpu::compiler {
 namespace {
@@ -125,6 +126,19 @@ class OnChip {
 // Conv2d or dense weights as a K x Nout matrix row, for the tiles.
 std::int8_t w_at(const Layer& l, std::uint64_t k, std::uint64_t o) {
   return l.weights[k * l.weight_shape.back() + o];
+}
+
+// A conv2d's or dense layer's folded bias per output: b - z_in * (the sum of
+// the weights feeding it), wrapped to int32 (docs/quantization.md).
+std::vector<std::int64_t> folded_bias(const Layer& l, std::int32_t zin) {
+  const std::uint64_t nout = l.weight_shape.back(), k_rows = l.weights.size() / nout;
+  std::vector<std::int64_t> bias(nout, 0);
+  for (std::uint64_t o = 0; o < nout; ++o) {
+    std::int64_t sum = 0;
+    for (std::uint64_t k = 0; k < k_rows; ++k) sum += w_at(l, k, o);
+    bias[o] = wrap32((l.bias.empty() ? 0 : l.bias[o]) - std::int64_t{zin} * sum);
+  }
+  return bias;
 }
 
 void OnChip::place() {
@@ -259,7 +273,6 @@ std::optional<std::uint64_t> OnChip::allocate(std::uint64_t b, bool two_inputs, 
   }
   if (peak > cfg_.ub_rows) return std::nullopt;
   if (commit) {
-    std::vector<std::uint64_t> saved;
     for (Item& it : items) *it.where = it.at;
   }
   return peak;
@@ -455,14 +468,7 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
   const std::uint64_t cin = in.shape[2], cout = l.weight_shape[3];
   const std::uint64_t taps = std::uint64_t{l.kernel_h} * l.kernel_w;
   const std::int32_t zin = in.quant.zero_point;
-  // Folded bias: b - z_in * (the sum of the weights feeding each output).
-  std::vector<std::int64_t> bias(cout, 0);
-  for (std::uint64_t o = 0; o < cout; ++o) {
-    std::int64_t sum = 0;
-    const std::uint64_t k_rows = l.weights.size() / cout;
-    for (std::uint64_t k = 0; k < k_rows; ++k) sum += w_at(l, k, o);
-    bias[o] = wrap32((l.bias.empty() ? 0 : l.bias[o]) - std::int64_t{zin} * sum);
-  }
+  const std::vector<std::int64_t> bias = folded_bias(l, zin);
   const std::uint64_t op_pixels = yp.pixels;
   const std::uint64_t per = samples_per_piece(op_pixels);
   for (std::uint64_t go = 0; go < yp.groups; ++go) {
@@ -546,14 +552,8 @@ void OnChip::lower_dense(std::size_t i, std::uint64_t bc) {
   const std::size_t x = layer_inputs(net_, i)[0];
   const Place& xp = places_[base_of(x)];
   const Place& yp = places_[i + 1];
-  const std::uint64_t k_in = l.weight_shape[0], nout = l.weight_shape[1];
-  const std::int32_t zin = infos_[x].quant.zero_point;
-  std::vector<std::int64_t> bias(nout, 0);
-  for (std::uint64_t o = 0; o < nout; ++o) {
-    std::int64_t sum = 0;
-    for (std::uint64_t k = 0; k < k_in; ++k) sum += w_at(l, k, o);
-    bias[o] = wrap32((l.bias.empty() ? 0 : l.bias[o]) - std::int64_t{zin} * sum);
-  }
+  const std::uint64_t nout = l.weight_shape[1];
+  const std::vector<std::int64_t> bias = folded_bias(l, infos_[x].quant.zero_point);
   const bool gather = flattened_map(x);
   const std::uint64_t per = samples_per_piece(1);
   for (std::uint64_t go = 0; go < yp.groups; ++go) {
@@ -735,7 +735,7 @@ double OnChip::estimate(std::uint64_t b) const {
   // chain's bound max(N + 1, (B + 2N + 1) / 2) (docs/microarchitecture.md);
   // per layer: the 2N cycles its first pass waits for the previous layer's
   // last results to leave the array.
-  const double t = static_cast<double>(ceil_div(n_ * n_, cfg_.weight_bytes_per_cycle));
+  const double t = static_cast<double>(model::weight_tile_cycles(cfg_));
   const double nn = static_cast<double>(n_);
   const auto tile_time = [&](double rows) {
     return std::max({rows, t, nn + 1, (rows + 2 * nn + 1) / 2});
@@ -950,16 +950,7 @@ Tensor on_chip_output(const NetworkPlan& plan, const SegmentPlan& seg, const std
         for (std::uint64_t o = 0; o < C; ++o) {
           const std::uint64_t g = o / n, j = o % n;
           const std::int8_t* r = host + (base + ((g * bc + s) * P + p) * per) * n;
-          std::int32_t v;
-          if (!seg.out_int32) {
-            v = r[j];
-          } else {
-            std::uint32_t u = 0;
-            for (unsigned byte = 0; byte < 4; ++byte)
-              u |= std::uint32_t{static_cast<std::uint8_t>(r[4 * j + byte])} << (8 * byte);
-            v = static_cast<std::int32_t>(u);
-          }
-          y.data[((ch * b + s) * P + p) * C + o] = v;
+          y.data[((ch * b + s) * P + p) * C + o] = seg.out_int32 ? read_int32_le(r + 4 * j) : r[j];
         }
   }
   return y;

@@ -16,6 +16,14 @@ inline std::int32_t wrap32(std::int64_t v) {
   return static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(v)));
 }
 
+// The int32 that WHM.A wrote as four little-endian bytes (docs/isa.md).
+inline std::int32_t read_int32_le(const std::int8_t* bytes) {
+  std::uint32_t u = 0;
+  for (unsigned byte = 0; byte < 4; ++byte)
+    u |= std::uint32_t{static_cast<std::uint8_t>(bytes[byte])} << (8 * byte);
+  return static_cast<std::int32_t>(u);
+}
+
 inline std::string shape_text(const std::vector<std::size_t>& shape) {
   std::string s;
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);

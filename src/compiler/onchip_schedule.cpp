@@ -17,6 +17,7 @@
 #include <map>
 
 #include "compiler/onchip_ops.h"
+#include "model/timing.h"
 
 namespace tpu::compiler::onchip {
 namespace {
@@ -74,6 +75,11 @@ class Scheduler {
   }
 
  private:
+  // The op's cycles from start to completion (the timing contract).
+  std::uint64_t duration_of(const Op& op) const {
+    return model::duration(cfg_, to_instruction(op), op.geometry.value_or(isa::ConvGeometry{}));
+  }
+
   bool conflict(std::size_t x, std::size_t y) const {
     for (const isa::Access& a : access_[x])
       for (const isa::Access& b : access_[y])
@@ -112,11 +118,9 @@ class Scheduler {
     if (clock_ < host_free_) return false;
     if (op.after) {
       if (!done_[*op.after]) return false;
+      // The ACT or POOL completes its duration after it starts.
       const Op& act = ops_[*op.after];
-      const std::uint64_t rows = static_cast<std::uint64_t>(act.c);
-      const std::uint64_t busy = act.opcode == Opcode::POOL ? rows * act.geometry->window() + 1
-                                                            : rows + cfg_.act_latency;
-      return clock_ >= emitted_at_[*op.after] + busy + 1;
+      return clock_ >= emitted_at_[*op.after] + duration_of(act) + 1;
     }
     return true;
   }
@@ -173,13 +177,7 @@ class Scheduler {
         break;
       case Opcode::ACT: set_requant(*op.requant); break;
       case Opcode::RHM:
-      case Opcode::WHM: {
-        const std::uint64_t bytes = static_cast<std::uint64_t>(op.c) * cfg_.array_n *
-                                    ((op.flags & isa::kFlagWhmAcc) ? 4 : 1);
-        host_free_ = std::max(host_free_, clock_) + cfg_.host_latency +
-                     ceil_div(bytes, cfg_.host_bytes_per_cycle);
-        break;
-      }
+      case Opcode::WHM: host_free_ = std::max(host_free_, clock_) + duration_of(op); break;
       default: break;
     }
     e_.emit(op.opcode, op.flags, op.a, op.b, op.c);

@@ -704,14 +704,7 @@ Tensor segments_output(const NetworkPlan& plan, const SegmentPlan& seg, const st
     for (std::uint64_t o = 0; o < seg.out_cols; ++o) {
       const std::uint64_t v = o / n, j = o % n;
       const std::int8_t* r = host + (seg.out_host_row + (v * seg.out_rows + m) * per) * n;
-      if (!seg.out_int32) {
-        y.data[m * seg.out_cols + o] = r[j];
-      } else {
-        std::uint32_t u = 0;
-        for (unsigned byte = 0; byte < 4; ++byte)
-          u |= std::uint32_t{static_cast<std::uint8_t>(r[4 * j + byte])} << (8 * byte);
-        y.data[m * seg.out_cols + o] = static_cast<std::int32_t>(u);
-      }
+      y.data[m * seg.out_cols + o] = seg.out_int32 ? read_int32_le(r + 4 * j) : r[j];
     }
   return y;
 }
