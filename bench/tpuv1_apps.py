@@ -8,8 +8,9 @@ batch sizes (as issue 13 lists them), with random int8 weights and biases,
 ReLU activations at zero point -128 (so every layer has a folded bias pass),
 and run as one program each with `tpu-sim net --preset tpuv1` (activations on
 chip, the input read once and the output written once). It prints each
-application's TOPS at 700 MHz (2 ops per useful MAC) beside the paper's and
-the tpuv1 counters as fractions of the cycles.
+application's TOPS at 700 MHz (2 ops per useful MAC) beside the paper's, and
+the tpuv1 counters (docs/microarchitecture.md) beside the paper's Table 3
+rows.
 
   MLP0   5 FC 2048 x 2048, batch 200
   MLP1   4 FC alternating 1280 -> 1024 -> 1280, batch 168
@@ -33,6 +34,19 @@ import numpy as np
 CLOCK_HZ = 700e6
 # The paper's Table 3, TOPS on TPUv1.
 PAPER_TOPS = {"MLP0": 12.3, "MLP1": 9.7, "LSTM0": 3.7, "LSTM1": 2.8, "CNN0": 86.0, "CNN1": 14.1}
+# The paper's Table 3 rows, % of cycles (MACs: % of peak), in the order of ROWS.
+ROWS = [("active", "array_active_cycles"), ("useful", "useful_macs"), ("unused", "unused_macs"),
+        ("w.stall", "weight_stall_cycles"), ("w.shift", "weight_shift_cycles"),
+        ("non-mx", "non_matrix_cycles"), ("RAW", "raw_stall_cycles"),
+        ("input", "input_data_stall_cycles")]
+PAPER_ROWS = {
+    "MLP0": [12.7, 12.5, 0.3, 53.9, 15.9, 17.5, 3.3, 6.1],
+    "MLP1": [10.6, 9.4, 1.2, 44.2, 13.4, 31.9, 8.4, 8.8],
+    "LSTM0": [8.2, 8.2, 0.0, 58.1, 15.8, 17.9, 14.6, 5.1],
+    "LSTM1": [10.5, 6.3, 4.2, 62.1, 17.1, 10.3, 10.6, 2.4],
+    "CNN0": [78.2, 78.2, 0.0, 0.0, 0.0, 21.8, 3.5, 3.4],
+    "CNN1": [46.2, 22.5, 23.7, 28.1, 7.0, 18.7, 22.8, 0.6],
+}
 
 
 def dense_stack(sizes):
@@ -75,7 +89,8 @@ def main():
     args = ap.parse_args()
     rng = np.random.default_rng(3)
     print(f"{'app':<6} {'layers':>6} {'weights':>9} {'batch':>5} {'MAC/B':>6} {'cycles':>9} "
-          f"{'TOPS':>6} {'paper':>6} {'ratio':>6} {'active':>7} {'w.stall':>8} {'unit busy':>9} {'RAW':>5}")
+          f"{'TOPS':>6} {'paper':>6} {'ratio':>6}")
+    counters = []
     for name, (layers, in_shape, batch) in apps().items():
         with tempfile.TemporaryDirectory() as tmp:
             d = Path(tmp) / name
@@ -94,12 +109,18 @@ def main():
         tops = 2 * useful / (cycles / CLOCK_HZ) / 1e12
         prog = s["programs"][0]
         t = prog["tpuv1"]
-        pct = lambda v: f"{100 * v / cycles:.1f}%"  # noqa: E731
+        peak = prog["cycles"] * 256 * 256
+        counters.append((name, [100 * t[key] / (peak if key.endswith("macs") else prog["cycles"])
+                                for _, key in ROWS]))
         print(f"{name:<6} {len(layers):>6} {weights / 1e6:>8.1f}M {batch:>5} {useful / weights:>6.0f} "
-              f"{cycles:>9} {tops:>6.1f} {PAPER_TOPS[name]:>6.1f} {tops / PAPER_TOPS[name]:>6.2f} "
-              f"{pct(t['array_active_cycles']):>7} {pct(t['weight_stall_cycles']):>8} "
-              f"{pct(prog['stall_cycles']['unit_busy']):>9} {pct(t['raw_stall_cycles']):>5}")
+              f"{cycles:>9} {tops:>6.1f} {PAPER_TOPS[name]:>6.1f} {tops / PAPER_TOPS[name]:>6.2f}")
     print(f"CNN1   not built (its layer shapes are not published); paper {PAPER_TOPS['CNN1']} TOPS")
+    # The tpuv1 counters beside the paper's Table 3 (% of cycles; MACs % of peak).
+    print()
+    print(f"{'app':<6} {'':<10}" + "".join(f"{label:>8}" for label, _ in ROWS))
+    for name, values in counters:
+        print(f"{name:<6} {'tpu-sim':<10}" + "".join(f"{v:>7.1f}%" for v in values))
+        print(f"{'':<6} {'paper':<10}" + "".join(f"{v:>7.1f}%" for v in PAPER_ROWS[name]))
     return 0
 
 

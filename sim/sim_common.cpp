@@ -8,6 +8,8 @@
 #include "common/file_io.h"
 #include "common/plural.h"
 #include "model/tpu.h"
+#include "progress.h"
+#include "timeline.h"
 #include "rtl/rtl_engine.h"
 #include "rtl/wave_files.h"
 
@@ -51,7 +53,10 @@ void SimArgs::add_to(CLI::App& app) {
                  "like --vcd, in GTKWave's compressed FST format (converted from the VCD): "
                  "NAME.fst and NAME.gtkw, and NAME.rtl.fst with --engine both")
       ->excludes(vcd_opt);
-  app.add_flag("--trace", trace, "print one line per instruction: issue, start, completion");
+  app.add_flag("--trace", trace,
+               "print one line per instruction (issue, start, completion) and the stall runs before it");
+  app.add_option("--timeline", timeline,
+                 "write the run as a Chrome trace (.json; open in Perfetto or chrome://tracing)");
   app.add_option("--max-cycles", max_cycles, "stop with a fault after this many cycles")
       ->capture_default_str();
   // Advanced, for tests and benchmarks: both levels give identical results.
@@ -100,17 +105,17 @@ nlohmann::json stats_json(const ArchConfig& cfg, const model::RunLog& log) {
     j["units"][name]["instructions"] = u.instructions;
     j["units"][name]["busy_cycles"] = u.busy_cycles;
   }
-  // The categories of the TPUv1 paper's Table 3 (docs/microarchitecture.md).
-  const auto stalls = [&](std::initializer_list<model::StallCause> causes) {
-    std::uint64_t sum = 0;
-    for (model::StallCause c : causes) sum += s.stall_cycles[static_cast<unsigned>(c)];
-    return sum;
-  };
-  using model::StallCause;
-  j["tpuv1"]["array_active_cycles"] = s.array_active_cycles;
-  j["tpuv1"]["weight_stall_cycles"] = stalls({StallCause::WeightsNotReady, StallCause::FifoFull});
-  j["tpuv1"]["raw_stall_cycles"] = stalls({StallCause::Raw, StallCause::War, StallCause::Waw});
-  j["tpuv1"]["non_matrix_cycles"] = s.cycles - s.array_active_cycles;
+  // The TPUv1 paper's Table 3 rows (docs/microarchitecture.md, "The TPUv1 counters").
+  const model::PerfCounters& p = s.tpuv1;
+  nlohmann::json& t = j["tpuv1"];
+  t["array_active_cycles"] = p.array_active_cycles;
+  t["weight_stall_cycles"] = p.weight_stall_cycles;
+  t["weight_shift_cycles"] = p.weight_shift_cycles;
+  t["non_matrix_cycles"] = p.non_matrix_cycles;
+  t["raw_stall_cycles"] = p.raw_stall_cycles;
+  t["input_data_stall_cycles"] = p.input_data_stall_cycles;
+  t["useful_macs"] = p.useful_macs;
+  t["unused_macs"] = p.unused_macs;
   j["halted"] = log.halted;
   if (log.fault) j["fault"] = log.fault->message();
   return j;
@@ -125,6 +130,23 @@ void print_summary(const ArchConfig& cfg, const model::RunLog& log) {
   std::cout << fmt::format("array active  {}\n", plural(log.stats.array_active_cycles, "cycle"));
   std::cout << fmt::format("time          {:.6g} s at {} MHz, {:.4g} TOPS (2 ops per MAC)\n",
                            j["seconds"].get<double>(), cfg.clock_mhz, j["tops"].get<double>());
+  const model::PerfCounters& p = log.stats.tpuv1;
+  const auto share = [&](std::uint64_t v) {
+    return log.stats.cycles ? 100.0 * static_cast<double>(v) / static_cast<double>(log.stats.cycles) : 0.0;
+  };
+  const double peak = static_cast<double>(log.stats.cycles) * static_cast<double>(cfg.array_n * cfg.array_n);
+  const auto of_peak = [&](std::uint64_t macs) { return peak > 0 ? 100.0 * static_cast<double>(macs) / peak : 0.0; };
+  std::cout << "TPUv1 counters (the paper's Table 3; % of cycles, MACs % of peak):\n";
+  std::cout << fmt::format("  {:<18} {:>10}  {:5.1f}%\n", "array active", p.array_active_cycles,
+                           share(p.array_active_cycles));
+  std::cout << fmt::format("  {:<18} {:>10}  {:5.1f}%\n", "useful MACs", p.useful_macs, of_peak(p.useful_macs));
+  std::cout << fmt::format("  {:<18} {:>10}  {:5.1f}%\n", "unused MACs", p.unused_macs, of_peak(p.unused_macs));
+  for (const auto& [name, v] : {std::pair{"weight stall", p.weight_stall_cycles},
+                                std::pair{"weight shift", p.weight_shift_cycles},
+                                std::pair{"non-matrix", p.non_matrix_cycles},
+                                std::pair{"RAW stall", p.raw_stall_cycles},
+                                std::pair{"input data stall", p.input_data_stall_cycles}})
+    std::cout << fmt::format("  {:<18} {:>10}  {:5.1f}%\n", name, v, share(v));
   std::cout << "unit busy cycles:\n";
   for (const auto& [name, u] : log.stats.units)
     std::cout << fmt::format("  {:<16} {:>10}  ({})\n", name, u.busy_cycles,
@@ -134,6 +156,23 @@ void print_summary(const ArchConfig& cfg, const model::RunLog& log) {
     std::cout << fmt::format("  {:<18} {:>8}\n",
                              model::stall_cause_name(static_cast<model::StallCause>(c)),
                              log.stats.stall_cycles[c]);
+}
+
+void print_trace(const isa::Program& prog, const model::RunLog& log) {
+  auto run = log.stall_runs.begin();
+  const auto stalls_before = [&](std::size_t seq) {
+    for (; run != log.stall_runs.end() && run->seq <= seq; ++run)
+      std::cout << fmt::format("          stall {:<23} cycles {}..{} ({})\n", model::stall_cause_name(run->cause),
+                               run->first, run->last, run->last - run->first + 1);
+  };
+  for (std::size_t seq = 0; seq < log.retired.size(); ++seq) {
+    stalls_before(seq);
+    const model::RetireRecord& r = log.retired[seq];
+    std::cout << fmt::format("pc {:>4}  {:<28} issue {:>8}  start {:>8}  complete {:>8}\n", r.pc,
+                             isa::disassemble(prog.code[r.pc]), r.issue, r.start,
+                             r.completed ? fmt::to_string(r.completion) : std::string("-"));
+  }
+  stalls_before(log.retired.size());  // the instruction a fault or the cycle limit stopped
 }
 
 // Simulates, prints the trace and summary, writes --stats; returns the log.
@@ -172,18 +211,21 @@ model::RunLog simulate(const SimArgs& args, const ArchConfig& cfg, const isa::Pr
     rtl_wave.finish();
     if (const auto d = rtl::compare(prog, systemc_log, systemc_mem, log, mem))
       throw DivergenceError(d->message());
+    progress_clear();
     std::cout << fmt::format("engines: the RTL and the SystemC model agree on {}{}, the statistics "
                              "and every memory\n",
                              agree(log.retired.size(), "", "all "),
                              plural(log.retired.size(), "retire record"));
   }
-  if (args.trace)
-    for (const model::RetireRecord& r : log.retired)
-      std::cout << fmt::format("pc {:>4}  {:<28} issue {:>8}  start {:>8}  complete {:>8}\n", r.pc,
-                               isa::disassemble(prog.code[r.pc]), r.issue, r.start,
-                               r.completed ? fmt::to_string(r.completion) : std::string("-"));
-  print_summary(cfg, log);
+  progress_clear();  // the progress line (progress.h), before anything is printed
+  if (args.trace) print_trace(prog, log);
+  if (args.summary) print_summary(cfg, log);
   if (!args.stats.empty()) write_file_atomic(args.stats, stats_json(cfg, log).dump(2) + "\n");
+  if (!args.timeline.empty()) {
+    Timeline t(cfg);
+    t.add_run("program", prog, log);
+    write_file_atomic(args.timeline, t.json());
+  }
   if (log.fault) std::cerr << "tpu-sim: " << log.fault->message() << '\n';
   return log;
 }

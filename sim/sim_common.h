@@ -23,9 +23,11 @@ struct SimArgs {
   std::string vcd;
   std::string fst;  // --fst: the waveform --vcd would write, as FST
   bool trace = false;
+  std::string timeline;  // --timeline: a Chrome trace of the run (timeline.h)
   model::Cycle max_cycles = 100'000'000;
   std::string detail = "auto";  // --detail, hidden: auto | detailed | fast (model/tpu.h)
   std::string engine = "systemc";  // --engine: systemc | rtl | both
+  bool summary = true;  // simulate() prints the summary (topo prints a table of its own instead)
   cli::ConfigOptions cfg;
 
   void add_to(CLI::App& app);

@@ -13,6 +13,10 @@
 #include "compiler/layer_reference.h"
 #include "compiler/model_file.h"
 #include "compiler/network.h"
+#include "layer_report.h"
+#include "timeline.h"
+#include "onnx/onnx_net.h"
+#include "progress.h"
 #include "sim_common.h"
 
 namespace tpu::cli {
@@ -26,6 +30,10 @@ struct NetArgs : SimArgs {
   std::string labels;
   std::string emit_asm;
   bool check = false;
+  // MODEL.onnx only (docs/onnx.md).
+  std::string calibrate;
+  std::string save_model;
+  std::string float_out;
 };
 
 // PATH for a one-program network, else PATH with ".K" before its extension.
@@ -124,6 +132,15 @@ class Net final : public NetCommand {
     cmd_->add_flag("--host-steps", host_steps_,
                    "compile with host steps between programs (im2col, max-pool, flatten on the host) "
                    "instead of the whole network on chip");
+    cmd_->add_option("--calibrate", args_.calibrate,
+                     "MODEL.onnx: calibration batch (.npy, float32 in the model's layout, e.g. NCHW) "
+                     "whose ranges quantize the float model");
+    cmd_->add_option("--save-model", args_.save_model,
+                     "MODEL.onnx: write the quantized network to this folder as a model file "
+                     "(model.json and .npy files)");
+    cmd_->add_option("--float-out", args_.float_out,
+                     "MODEL.onnx: write the float network's output on --input here (.npy, float32, "
+                     "the model's layout)");
     args_.add_to(*cmd_);
   }
   bool parsed() const override { return cmd_->parsed(); }
@@ -138,13 +155,28 @@ class Net final : public NetCommand {
 
 int Net::run() {
   const ArchConfig cfg = args_.cfg.resolve();
-  const compiler::Network net = compiler::load_network(args_.model);
-  const compiler::Tensor x = read_input(args_.input, net);
+  // An ONNX model is imported, calibrated and quantized (docs/onnx.md); its
+  // input and output are float32 in the model's layout.
+  const bool is_onnx = std::filesystem::path(args_.model).extension() == ".onnx";
+  if (!is_onnx && !(args_.calibrate.empty() && args_.save_model.empty() && args_.float_out.empty()))
+    throw CLI::ValidationError("--calibrate, --save-model and --float-out", "only for an .onnx model");
+  if (is_onnx && args_.calibrate.empty())
+    throw CLI::ValidationError("--calibrate", "an .onnx model needs a calibration set");
+  onnximport::OnnxRun onnx_run;
+  if (is_onnx)
+    onnx_run = onnximport::prepare_onnx(args_.model, args_.calibrate, args_.input, args_.save_model,
+                                        args_.float_out);
+  const compiler::Network net = is_onnx ? onnx_run.net : compiler::load_network(args_.model);
+  const compiler::Tensor x = is_onnx ? onnx_run.input : read_input(args_.input, net);
   const std::size_t batch = x.batch();
   std::vector<std::int64_t> labels;
   if (!args_.labels.empty()) labels = read_labels(args_.labels, batch);
+  const ProgressScope progress(ProgressScope::stderr_is_terminal());  // stderr only, progress.h
+  progress_show(fmt::format("tpu-sim net: compiling {} for {}", plural(net.layers.size(), "layer"),
+                            plural(batch, "sample")));
   const compiler::NetworkPlan plan = compiler::compile_network(
       net, batch, cfg, host_steps_ ? compiler::CompileMode::Segments : compiler::CompileMode::Auto);
+  progress_clear();
   const std::size_t programs = plan.segments.size();
   if (!args_.emit_asm.empty())
     for (std::size_t k = 0; k < programs; ++k)
@@ -188,9 +220,13 @@ int Net::run() {
     SimArgs per = args_;
     per.out.clear();
     per.stats.clear();
+    per.timeline.clear();  // one timeline for all programs, written below
     if (!args_.vcd.empty()) per.vcd = indexed_path(args_.vcd, k, programs);
     if (!args_.fst.empty()) per.fst = indexed_path(args_.fst, k, programs);
+    progress_clear();
     std::cout << fmt::format("== program {} ==\n", k);
+    progress_show(fmt::format("tpu-sim net: program {}/{}: simulating {} ({})", k + 1, programs,
+                              plural(batch, "sample"), plural(seg.layers.size(), "layer")));
     return simulate(per, cfg, seg.program, mem);
   };
   const compiler::NetworkRun result = compiler::run_network(plan, x, cfg, runner);
@@ -205,6 +241,7 @@ int Net::run() {
                            "type", "output", "where", "cycles", "array MACs", "utilization",
                            "useful MACs");
   nlohmann::json layers_json = nlohmann::json::array();
+  std::vector<LayerReportRow> report_rows;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     const compiler::LayerStats& ls = result.layers[i];
     const std::string where = ls.segment ? fmt::format("prog {}", *ls.segment) : "host";
@@ -216,56 +253,17 @@ int Net::run() {
                              gemm ? fmt::to_string(ls.array_macs) : "-",
                              gemm ? fmt::format("{:.2f}%", 100.0 * util(ls.array_macs, ls.cycles)) : "-",
                              gemm ? fmt::to_string(ls.useful_macs) : "-");
-    nlohmann::json lj;
-    lj["name"] = layer_name(i);
-    lj["type"] = compiler::layer_kind_name(net.layers[i].kind);
-    lj["output_shape"] = plan.infos[i + 1].shape;
-    lj["program"] = ls.segment ? nlohmann::json(*ls.segment) : nlohmann::json(nullptr);
-    lj["cycles"] = ls.cycles;
-    lj["instructions"] = ls.instructions;
-    lj["mmc_rows"] = ls.mmc_rows;
-    lj["array_macs"] = ls.array_macs;
-    lj["useful_macs"] = ls.useful_macs;
-    lj["utilization"] = util(ls.array_macs, ls.cycles);
-    lj["host_read_bytes"] = ls.host_read_bytes;
-    lj["host_write_bytes"] = ls.host_write_bytes;
-    lj["weight_bytes"] = ls.weight_bytes;
-    layers_json.push_back(lj);
+    LayerReportRow row;
+    row.name = layer_name(i);
+    row.type = compiler::layer_kind_name(net.layers[i].kind);
+    row.batch = batch;
+    row.shape = plan.infos[i + 1].shape;
+    row.stats = ls;
+    layers_json.push_back(layer_report_json(row, cfg.array_n));
+    report_rows.push_back(std::move(row));
   }
-  if (!report_.empty()) {
-    // One row per layer; units in the header. Mapping efficiency: the
-    // layer's own MACs over the array's (padding lanes and columns, bias
-    // passes and diagonal tiles cost array MACs that are not useful).
-    std::string csv =
-        "layer,type,output_shape,program,cycles,instructions,array_active_cycles,array_macs,"
-        "useful_macs,utilization_percent,mapping_efficiency_percent,host_read_bytes,"
-        "host_write_bytes,weight_bytes,host_bytes_per_cycle,weight_bytes_per_cycle\n";
-    const auto field = [](const std::string& v) {  // RFC 4180 quoting when needed
-      if (v.find_first_of(",\"\r\n") == std::string::npos) return v;
-      std::string q = "\"";
-      for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-      return q + "\"";
-    };
-    for (std::size_t i = 0; i < net.layers.size(); ++i) {
-      const compiler::LayerStats& ls = result.layers[i];
-      const auto per_cycle = [&](std::uint64_t bytes) {
-        return ls.cycles ? fmt::format("{:.3f}", static_cast<double>(bytes) / static_cast<double>(ls.cycles))
-                         : std::string("0");
-      };
-      csv += fmt::format(
-          "{},{},{},{},{},{},{},{},{},{:.3f},{},{},{},{},{},{}\n", field(layer_name(i)),
-          compiler::layer_kind_name(net.layers[i].kind),
-          fmt::format("{}x{}", batch, shape_text(plan.infos[i + 1].shape)),
-          ls.segment ? fmt::to_string(*ls.segment) : "host", ls.cycles, ls.instructions, ls.mmc_rows,
-          ls.array_macs, ls.useful_macs, 100.0 * util(ls.array_macs, ls.cycles),
-          ls.array_macs ? fmt::format("{:.3f}", 100.0 * static_cast<double>(ls.useful_macs) /
-                                                    static_cast<double>(ls.array_macs))
-                        : std::string(""),
-          ls.host_read_bytes, ls.host_write_bytes, ls.weight_bytes,
-          per_cycle(ls.host_read_bytes + ls.host_write_bytes), per_cycle(ls.weight_bytes));
-    }
-    write_file_atomic(report_, csv);
-  }
+  // One row per layer; units in the header (layer_report.h).
+  if (!report_.empty()) write_file_atomic(report_, layer_report_csv(report_rows, cfg.array_n));
   std::uint64_t total_cycles = 0, total_macs = 0, useful = 0;
   nlohmann::json programs_json = nlohmann::json::array();
   for (std::size_t k = 0; k < result.logs.size(); ++k) {
@@ -280,6 +278,18 @@ int Net::run() {
     for (std::size_t id : plan.segments[k].layers) pj["layers"].push_back(layer_name(id));
     programs_json.push_back(pj);
   }
+  // The programs one after the other on one timeline, each instruction with its layer.
+  if (!args_.timeline.empty()) {
+    Timeline timeline(cfg);
+    std::uint64_t offset = 0;
+    for (std::size_t k = 0; k < result.logs.size(); ++k) {
+      const compiler::SegmentPlan& seg = plan.segments[k];
+      timeline.add_run(fmt::format("program {}", k), seg.program, result.logs[k], offset,
+                       [&](std::uint32_t pc) { return layer_name(seg.instruction_layer.at(pc)); });
+      offset += result.logs[k].stats.cycles;
+    }
+    write_file_atomic(args_.timeline, timeline.json());
+  }
   for (const auto& ls : result.layers) useful += ls.useful_macs;
   std::cout << fmt::format(
       "total: {} cycles, {} MACs, utilization {:.2f}% of {}x{} MACs per cycle ({:.2f}% useful)\n",
@@ -292,7 +302,9 @@ int Net::run() {
                            seconds, cfg.clock_mhz, useful_tops);
 
   const compiler::Tensor& y = result.output;
-  if (!args_.out.empty()) {
+  if (!args_.out.empty() && is_onnx) {
+    onnximport::write_onnx_output(onnx_run, y, args_.out);
+  } else if (!args_.out.empty()) {
     if (y.int32)
       write_npy(args_.out, NpyArray::of<std::int32_t>(y.shape, y.data));
     else
@@ -332,7 +344,9 @@ int Net::run() {
   }
   if (!args_.stats.empty()) write_file_atomic(args_.stats, stats.dump(2) + "\n");
   if (args_.check) {
+    progress_show(fmt::format("tpu-sim net: checking {} against the int8 reference", plural(batch, "sample")));
     const compiler::Tensor want = compiler::reference_network(net, x);
+    progress_clear();
     for (std::size_t i = 0; i < want.data.size(); ++i)
       if (y.data[i] != want.data[i]) {
         std::cerr << fmt::format(

@@ -6,6 +6,7 @@
 //               [--preset P] [--config F] [--array N]
 //   tpu-sim gemm --a A.npy --b B.npy --out C.npy [--requant M,S,Z] [--act F]
 //               [--emit-asm F.s] [--check] [--stats S.json] [--trace] ...
+//   tpu-sim net MODEL ... (tpu_net.h), tpu-sim topo FILE.csv ... (tpu_topo.h)
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,6 +19,8 @@
 
 #include "sim_common.h"
 #include "tpu_net.h"
+#include "tpu_sweep.h"
+#include "tpu_topo.h"
 #include "common/exit_codes.h"
 #include "common/file_io.h"
 #include "common/plural.h"
@@ -209,10 +212,14 @@ int main(int argc, char** argv) {
   gemm_cmd->add_flag("--check", gemm_args.check, "compare C with the reference GEMM (Eigen)");
   gemm_args.add_to(*gemm_cmd);
   const auto net_cmd = cli::add_net_command(app);
+  const auto sweep_cmd = cli::add_sweep_command(app);
+  const auto topo_cmd = cli::add_topo_command(app);
 
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   try {
     if (net_cmd->parsed()) return net_cmd->run();
+    if (sweep_cmd->parsed()) return sweep_cmd->run();
+    if (topo_cmd->parsed()) return topo_cmd->run();
     if (gemm_cmd->parsed()) {
       if (gemm_args.act != "none" && gemm_args.requant.empty()) {
         std::cerr << "tpu-sim: error: --act needs --requant\n";

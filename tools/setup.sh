@@ -22,7 +22,9 @@ packages=(
   libsystemc-dev libeigen3-dev
   verilator yosys gtkwave
   clang libclang-rt-14-dev
-  python3 python3-numpy python3-sklearn python3-pytest python3-torch
+  python3 python3-numpy python3-sklearn python3-pytest python3-torch python3-torchvision
+  libonnx-dev libprotobuf-dev python3-onnx
+  python3-dev pybind11-dev python3-distributed python3-pandas python3-matplotlib
 )
 
 install_packages() {

@@ -193,6 +193,28 @@ std::optional<Divergence> compare(const isa::Program& prog, const model::RunLog&
     if (auto d = stat(model::stall_cause_name(static_cast<model::StallCause>(c)), a.stats.stall_cycles[c],
                       b.stats.stall_cycles[c]))
       return d;
+  // The stall runs (cause and cycles per instruction), then the counters made from them.
+  for (std::size_t i = 0; i < std::max(a.stall_runs.size(), b.stall_runs.size()); ++i) {
+    const auto text = [](const std::vector<model::StallRun>& runs, std::size_t k) {
+      if (k >= runs.size()) return std::string("none");
+      const model::StallRun& r = runs[k];
+      return fmt::format("{} at pc {} in cycles {}..{}", model::stall_cause_name(r.cause), r.pc, r.first,
+                         r.last);
+    };
+    if (i < a.stall_runs.size() && i < b.stall_runs.size() && a.stall_runs[i] == b.stall_runs[i]) continue;
+    const model::StallRun& r = i < a.stall_runs.size() ? a.stall_runs[i] : b.stall_runs[i];
+    return Divergence{r.pc, isa::disassemble(prog.code[r.pc]), r.first, "controller",
+                      fmt::format("stall run #{}", i), text(a.stall_runs, i), text(b.stall_runs, i)};
+  }
+  const model::PerfCounters& pa = a.stats.tpuv1;
+  const model::PerfCounters& pb = b.stats.tpuv1;
+  for (const auto& [what, x, y] :
+       {std::tuple{"tpuv1.weight_stall_cycles", pa.weight_stall_cycles, pb.weight_stall_cycles},
+        std::tuple{"tpuv1.weight_shift_cycles", pa.weight_shift_cycles, pb.weight_shift_cycles},
+        std::tuple{"tpuv1.raw_stall_cycles", pa.raw_stall_cycles, pb.raw_stall_cycles},
+        std::tuple{"tpuv1.input_data_stall_cycles", pa.input_data_stall_cycles, pb.input_data_stall_cycles},
+        std::tuple{"tpuv1.useful_macs", pa.useful_macs, pb.useful_macs}})
+    if (auto d = stat(what, x, y)) return d;
   for (const auto& [name, u] : a.stats.units) {
     const auto it = b.stats.units.find(name);
     const model::UnitStats v = it == b.stats.units.end() ? model::UnitStats{} : it->second;

@@ -26,6 +26,7 @@
 
 #include "isa/instruction.h"
 #include "model/memories.h"
+#include "model/perf_counters.h"
 #include "model/run_log.h"
 #include "model/timing.h"
 #include "model/tpu.h"
@@ -179,7 +180,7 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
       log.retired.push_back(r);
       ++log.stats.instructions;
     }
-    if (top->stall_o) ++log.stats.stall_cycles[top->stall_cause_o];
+    if (top->stall_o) log.stall(pc, static_cast<model::StallCause>(top->stall_cause_o), t, t);
 
     if (traced) {
       top->clk_i = 0;
@@ -221,6 +222,7 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
   if (ctx->gotError())
     throw std::runtime_error("an RTL assertion failed (its message is above)");
   finish_stats(cfg, prog, log);
+  log.stats.tpuv1 = model::count_perf(cfg, prog, log, mem.weights.row(0));
   return log;
 }
 

@@ -11,6 +11,7 @@
 
 #include "compiler/network_util.h"
 #include "isa/instruction.h"
+#include "model/perf_counters.h"
 
 namespace tpu::compiler {
 
@@ -124,12 +125,14 @@ NetworkRun run_network(const NetworkPlan& plan, const Tensor& input, const ArchC
       return run;
     }
     // Cycles. The array reads row i of an MMC started at s in cycle s + i;
-    // those cycles belong to the MMC's layer. Every other cycle belongs to
-    // the layer of the oldest instruction not yet completed in it.
+    // those cycles belong to the MMC's layer. A cycle the TPUv1 counters put
+    // in a wait category belongs to the layer of the instruction that waited.
+    // Every other cycle belongs to the layer of the oldest instruction not
+    // yet completed in it.
     struct Busy {
       std::int64_t first, last;
     };
-    std::vector<Busy> array;  // in program order = in time order, disjoint
+    std::vector<Busy> array;  // the array's rows, then the classified waits: disjoint
     for (const model::RetireRecord& r : log.retired) {
       const Instruction& in = seg.program.code[r.pc];
       LayerStats& ls = run.layers[seg.instruction_layer[r.pc]];
@@ -148,6 +151,23 @@ NetworkRun run_network(const NetworkPlan& plan, const Tensor& input, const ArchC
       array.push_back({static_cast<std::int64_t>(r.start),
                        static_cast<std::int64_t>(r.start + rows) - 1});
     }
+    // The idle-array cycles the TPUv1 counters classify belong to the layer
+    // of the instruction that waited in them; they join the array's cycles.
+    std::vector<model::PerfInterval> waits;
+    model::count_perf(cfg, seg.program, log, mem.weights.row(0), &waits);
+    for (const model::PerfInterval& w : waits) {
+      LayerStats& ls = run.layers[seg.instruction_layer[w.pc]];
+      const std::uint64_t n = w.last - w.first + 1;
+      ls.cycles += n;
+      switch (w.category) {
+        case model::PerfCategory::WeightStall: ls.weight_stall_cycles += n; break;
+        case model::PerfCategory::WeightShift: ls.weight_shift_cycles += n; break;
+        case model::PerfCategory::RawStall: ls.raw_stall_cycles += n; break;
+        case model::PerfCategory::InputDataStall: ls.input_data_stall_cycles += n; break;
+      }
+      array.push_back({static_cast<std::int64_t>(w.first), static_cast<std::int64_t>(w.last)});
+    }
+    std::sort(array.begin(), array.end(), [](const Busy& a, const Busy& b) { return a.first < b.first; });
     std::vector<std::int64_t> before(array.size() + 1, 0);  // array cycles in array[0..i)
     for (std::size_t i = 0; i < array.size(); ++i)
       before[i + 1] = before[i] + array[i].last - array[i].first + 1;

@@ -217,6 +217,11 @@ struct LayerStats {
   // Bytes its instructions move: RHM from host memory, WHM to it (4N per
   // accumulator row for WHM.A), RW from weight memory (N*N per tile).
   std::uint64_t host_read_bytes = 0, host_write_bytes = 0, weight_bytes = 0;
+  // The TPUv1 counters' idle-array categories (model/perf_counters.h) whose
+  // waiting instruction belongs to the layer. Its cycles are mmc_rows +
+  // weight stall + weight shift + the rest (non-matrix).
+  std::uint64_t weight_stall_cycles = 0, weight_shift_cycles = 0;
+  std::uint64_t raw_stall_cycles = 0, input_data_stall_cycles = 0;
 };
 
 struct NetworkRun {

@@ -168,8 +168,7 @@ void Controller::tick() {
   if (stopped_) return;
   const Cycle now = current_cycle();
   // Cycles the fast path's clock skipped: each one stalled for the same cause.
-  if (last_stall_ && now > last_tick_ + 1)
-    log_.stats.stall_cycles[static_cast<unsigned>(*last_stall_)] += now - last_tick_ - 1;
+  if (last_stall_ && now > last_tick_ + 1) log_.stall(pc_, *last_stall_, last_tick_ + 1, now - 1);
   last_tick_ = now;
   last_stall_.reset();
   // Commands are valid for one cycle.
@@ -195,7 +194,7 @@ void Controller::tick() {
     // switch, which would have to issue after this RW.
     if (*cause == StallCause::FifoFull && tiles_popped.read() > switches_issued_)
       return fault(now, fault_reason(FaultCode::DeadlockRw));
-    ++log_.stats.stall_cycles[static_cast<unsigned>(*cause)];
+    log_.stall(pc_, *cause, now, now);
     last_stall_ = cause;
     stall_out.write(true);
     return;

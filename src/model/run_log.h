@@ -44,6 +44,36 @@ inline constexpr std::array<const char*, kNumFaultCodes> kFaultCodeNames = {
 // BadAddress fault).
 const char* fault_reason(FaultCode c);
 
+// A run of consecutive cycles in which the controller stalled the
+// instruction at `pc` (number `seq` in issue order: the retire record it gets
+// when it issues) for one cause.
+struct StallRun {
+  std::uint32_t seq = 0;
+  std::uint32_t pc = 0;
+  StallCause cause = StallCause::Raw;
+  Cycle first = 0, last = 0;
+  bool operator==(const StallRun& o) const {
+    return seq == o.seq && pc == o.pc && cause == o.cause && first == o.first && last == o.last;
+  }
+};
+
+// The cycles of a run partitioned as the rows of the TPUv1 paper's Table 3
+// (Jouppi et al., ISCA 2017), from the matrix unit's point of view
+// (docs/microarchitecture.md, "Statistics"; model/perf_counters.h):
+// array_active + weight_stall + weight_shift + non_matrix = cycles, and
+// raw_stall, input_data_stall are parts of non_matrix. useful_macs +
+// unused_macs = Stats::macs.
+struct PerfCounters {
+  std::uint64_t array_active_cycles = 0;
+  std::uint64_t weight_stall_cycles = 0;
+  std::uint64_t weight_shift_cycles = 0;
+  std::uint64_t non_matrix_cycles = 0;
+  std::uint64_t raw_stall_cycles = 0;
+  std::uint64_t input_data_stall_cycles = 0;
+  std::uint64_t useful_macs = 0;
+  std::uint64_t unused_macs = 0;
+};
+
 struct UnitStats {
   std::uint64_t instructions = 0;
   std::uint64_t busy_cycles = 0;
@@ -56,6 +86,7 @@ struct Stats {
   std::uint64_t array_active_cycles = 0;  // cycles the array read a row
   std::uint64_t stall_cycles[kNumStallCauses] = {};
   std::map<std::string, UnitStats> units;  // by unit name
+  PerfCounters tpuv1;                      // model/perf_counters.h
 };
 
 struct Fault {
@@ -68,6 +99,7 @@ struct Fault {
 
 struct RunLog {
   std::vector<RetireRecord> retired;  // in issue order
+  std::vector<StallRun> stall_runs;   // in time order
   Stats stats;
   std::optional<Fault> fault;
   bool halted = false;
@@ -76,6 +108,20 @@ struct RunLog {
   void complete(std::size_t seq, Cycle cycle) {
     retired[seq].completion = cycle;
     retired[seq].completed = true;
+  }
+  // The controller stalled the instruction at `pc` for `cause` in cycles
+  // first..last (it gets retire record number retired.size() when it issues).
+  void stall(std::uint32_t pc, StallCause cause, Cycle first, Cycle last) {
+    const auto seq = static_cast<std::uint32_t>(retired.size());
+    stats.stall_cycles[static_cast<unsigned>(cause)] += last - first + 1;
+    if (!stall_runs.empty()) {
+      StallRun& r = stall_runs.back();
+      if (r.seq == seq && r.cause == cause && r.last + 1 == first) {
+        r.last = last;
+        return;
+      }
+    }
+    stall_runs.push_back({seq, pc, cause, first, last});
   }
 };
 

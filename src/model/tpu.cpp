@@ -11,6 +11,7 @@
 #include "model/activation_unit.h"
 #include "model/controller.h"
 #include "model/host_dma.h"
+#include "model/perf_counters.h"
 #include "model/systolic_array.h"
 #include "model/waveform.h"
 #include "model/weight_dma.h"
@@ -194,6 +195,7 @@ RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, Memories& me
     }
     sc_start();
     if (fast && log.fault) top.systolic_array.flush_partial(log.fault->cycle);
+    log.stats.tpuv1 = count_perf(cfg, prog, log, mem.weights.row(0));
     if (wave) wave->close();  // the VCD and .gtkw appear only now, whole
   }
   delete sc_core::sc_curr_simcontext;

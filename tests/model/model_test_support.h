@@ -12,6 +12,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "asm/assembler.h"
 #include "config/arch_config.h"
@@ -88,6 +89,56 @@ inline void check_stalls(const model::RunLog& log, const Stalls& expected) {
 inline void check_halt(const model::RunLog& log, std::size_t pc, Cycle c_hlt) {
   check_controller(log, pc, c_hlt);
   CHECK(log.stats.cycles == c_hlt + 1);
+}
+
+// ---- Configurations ---------------------------------------------------------
+
+// The timing parameters varied by the timing tests (docs/microarchitecture.md,
+// "Parameters"): Lh, Bh, Lw, Bw, A and F.
+struct Knobs {
+  const char* name;
+  Cycle lh, bh, lw, bw, a, f;
+};
+
+inline const std::vector<Knobs>& knob_sets() {
+  static const std::vector<Knobs> kSets = {
+      {"small preset: Lh 4, Bh 8, Lw 4, Bw 16, A 2, F 4", 4, 8, 4, 16, 2, 4},
+      {"no latency, odd bandwidths: Lh 0, Bh 3, Lw 0, Bw 5, A 1, F 4", 0, 3, 0, 5, 1, 4},
+      {"long latency, prime bandwidths: Lh 7, Bh 13, Lw 11, Bw 7, A 5, F 3", 7, 13, 11, 7, 5, 3},
+      {"one byte per cycle: Lh 2, Bh 1, Lw 1, Bw 1, A 3, F 2", 2, 1, 1, 1, 3, 2},
+      {"wide buses: Lh 0, Bh 1000, Lw 0, Bw 1000, A 1, F 5", 0, 1000, 0, 1000, 1, 5},
+      {"deep pipelines: Lh 31, Bh 2, Lw 23, Bw 3, A 64, F 2", 31, 2, 23, 3, 64, 2},
+  };
+  return kSets;
+}
+
+// small8 with N = n, the knobs' timing and room for the tests' programs.
+inline ArchConfig knob_config(unsigned n, const Knobs& k) {
+  ArchConfig c = preset_config("small8");
+  c.array_n = n;
+  c.host_rows = 8192;
+  c.weight_tiles = 64;
+  c.ub_rows = 16384;
+  c.acc_rows = 4096;
+  c.host_latency = k.lh;
+  c.host_bytes_per_cycle = k.bh;
+  c.weight_latency = k.lw;
+  c.weight_bytes_per_cycle = k.bw;
+  c.act_latency = k.a;
+  c.fifo_depth = k.f;
+  validate(c);
+  return c;
+}
+
+// Calls f(cfg) for N = 4, 8, 16 and every knob set.
+template <typename F>
+void for_each_config(F&& f) {
+  for (unsigned n : {4u, 8u, 16u}) {
+    for (const Knobs& k : knob_sets()) {
+      CAPTURE(n, k.name);
+      f(knob_config(n, k));
+    }
+  }
 }
 
 // ---- Random data ------------------------------------------------------------------

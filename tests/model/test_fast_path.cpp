@@ -25,6 +25,7 @@
 #include "model/int8_gemm.h"
 #include "model/run_log.h"
 #include "model/tpu.h"
+#include "perf_recount.h"
 #include "random_program.h"
 
 namespace {
@@ -77,6 +78,8 @@ void check_same(const Outcome& fast, const Outcome& detailed) {
     CAPTURE(model::stall_cause_name(static_cast<model::StallCause>(c)));
     CHECK(f.stats.stall_cycles[c] == d.stats.stall_cycles[c]);
   }
+  CHECK(f.stall_runs == d.stall_runs);
+  CHECK(testing::same_counters(f.stats.tpuv1, d.stats.tpuv1));
   REQUIRE(f.stats.units.size() == d.stats.units.size());
   for (const auto& [name, u] : d.stats.units) {
     CAPTURE(name);
@@ -106,6 +109,18 @@ model::RunLog check_paths(const ArchConfig& cfg, const isa::Program& prog,
   fast.detail = Detail::Fast;
   fast.max_cycles = max_cycles;
   check_same(run(cfg, prog, initial, fast), detailed);
+  // The TPUv1 counters against the document's definitions applied cycle by
+  // cycle, and against the array's own count of its active cycles.
+  const model::RunLog& log = detailed.log;
+  const model::PerfCounters expected = testing::recount_perf(cfg, prog, log, initial.weights.row(0));
+  CHECK(testing::same_counters(log.stats.tpuv1, expected));
+  // A fault at cycle t ends the counted cycles at t - 1; the array also
+  // counts a row it read in t (the units work in the fault's cycle).
+  if (log.halted) CHECK(log.stats.tpuv1.array_active_cycles == log.stats.array_active_cycles);
+  else CHECK(log.stats.array_active_cycles - log.stats.tpuv1.array_active_cycles <= 1);
+  std::uint64_t stalled[model::kNumStallCauses] = {};
+  for (const model::StallRun& r : log.stall_runs) stalled[static_cast<unsigned>(r.cause)] += r.last - r.first + 1;
+  for (unsigned c = 0; c < model::kNumStallCauses; ++c) CHECK(stalled[c] == log.stats.stall_cycles[c]);
   return std::move(detailed.log);
 }
 

@@ -52,6 +52,17 @@ for r, l in zip(rows, s['layers']):
     assert int(r['array_active_cycles']) == l['mmc_rows']
 assert sum(int(r['cycles']) for r in rows) == p['cycles']
 assert sum(int(r['array_active_cycles']) for r in rows) == p['array_active_cycles']
+# The TPUv1 counters: each layer's cycles split four ways; the layers' parts add up to the program's.
+for r, l in zip(rows, s['layers']):
+    assert int(r['cycles']) == sum(int(r[k]) for k in ('array_active_cycles', 'weight_stall_cycles',
+                                                       'weight_shift_cycles', 'non_matrix_cycles')), r
+    for k in ('weight_stall_cycles', 'weight_shift_cycles', 'raw_stall_cycles', 'input_data_stall_cycles',
+              'non_matrix_cycles'):
+        assert int(r[k]) == l[k], (k, r, l)
+for k in ('weight_stall_cycles', 'weight_shift_cycles', 'non_matrix_cycles', 'raw_stall_cycles',
+          'input_data_stall_cycles'):
+    assert sum(int(r[k]) for r in rows) == p['tpuv1'][k], k
+assert p['tpuv1']['weight_stall_cycles'] + p['tpuv1']['weight_shift_cycles'] > 0
 n = p['array_n']
 assert sum(int(r['weight_bytes']) for r in rows) == p['units']['weight_dma']['instructions'] * n * n
 # The input: the host's im2col of the 3x3x3 stem, 27 lanes in 4 groups of N = 8, for 16 samples of

@@ -1,0 +1,438 @@
+#include "sweep_workload.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <new>
+#include <random>
+
+#include "asm/assembler.h"
+#include "common/exit_codes.h"
+#include "common/file_io.h"
+#include "common/npy.h"
+#include "common/plural.h"
+#include "compiler/gemm.h"
+#include "compiler/layer_reference.h"
+#include "compiler/model_file.h"
+#include "compiler/reference.h"
+#include "layer_report.h"
+#include "rtl/rtl_engine.h"
+#include "rtl/wave_files.h"
+#include "sim_common.h"
+
+namespace tpu::sweep {
+namespace {
+
+std::mutex& simulation_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+model::Requant parse_requant(const std::string& text) {
+  long long v[3];
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%lld,%lld,%lld%c", &v[0], &v[1], &v[2], &tail) != 3)
+    throw UsageError("requant: expected M,S,Z, e.g. 93,9,-3");
+  const isa::Field fields[3] = {isa::Field::QMul, isa::Field::QShift, isa::Field::QZero};
+  for (int i = 0; i < 3; ++i) {
+    const isa::FieldSpec& f = isa::field_spec(fields[i]);
+    if (v[i] < f.min || v[i] > f.max)
+      throw UsageError(fmt::format("requant: {} = {} is outside {}..{}", f.name, v[i], f.min, f.max));
+  }
+  return {static_cast<std::int32_t>(v[0]), static_cast<std::uint32_t>(v[1]),
+          static_cast<std::int8_t>(v[2])};
+}
+
+std::string path_in(const std::string& base_dir, const std::string& path) {
+  if (base_dir.empty() || std::filesystem::path(path).is_absolute()) return path;
+  return (std::filesystem::path(base_dir) / path).string();
+}
+
+// A field of a workload, or a FileError naming it.
+template <typename T>
+T field(const nlohmann::json& w, const char* key, const std::string& what) {
+  if (!w.contains(key)) throw FileError(fmt::format("{}: no \"{}\"", what, key));
+  try {
+    return w.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw FileError(fmt::format("{}: \"{}\" has the wrong type ({})", what, key, w.at(key).dump()));
+  }
+}
+template <typename T>
+T field_or(const nlohmann::json& w, const char* key, T fallback, const std::string& what) {
+  return w.contains(key) ? field<T>(w, key, what) : fallback;
+}
+
+compiler::MatrixI8 random_matrix(std::size_t rows, std::size_t cols, std::mt19937_64& gen) {
+  compiler::MatrixI8 m;
+  m.rows = rows;
+  m.cols = cols;
+  m.data.resize(rows * cols);
+  for (auto& v : m.data) v = static_cast<std::int8_t>(static_cast<std::uint8_t>(gen() >> 56));
+  return m;
+}
+
+compiler::MatrixI8 read_matrix(const std::string& path, std::string_view what) {
+  const NpyArray arr = read_npy(path);
+  compiler::MatrixI8 m;
+  m.data = expect_int8(arr, 2, what);
+  m.rows = arr.shape[0];
+  m.cols = arr.shape[1];
+  return m;
+}
+
+void flatten_into(const nlohmann::json& j, const std::string& prefix, nlohmann::json& out) {
+  if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) flatten_into(v, prefix.empty() ? k : prefix + "." + k, out);
+  } else if (!j.is_array()) {
+    out[prefix] = j;
+  }
+}
+
+}  // namespace
+
+int exit_status_of(const std::exception& e) {
+  if (dynamic_cast<const AsmError*>(&e)) return kExitAsmError;
+  if (dynamic_cast<const FaultError*>(&e)) return kExitFault;
+  if (dynamic_cast<const cli::DivergenceError*>(&e)) return kExitDivergence;
+  if (dynamic_cast<const CheckError*>(&e)) return kExitCheckFailed;
+  if (dynamic_cast<const std::invalid_argument*>(&e) || dynamic_cast<const CLI::Error*>(&e))
+    return kExitUsage;
+  return kExitBadInput;
+}
+
+std::string message_of(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e))
+    return "out of memory: the configured memories (host_rows, weight_tiles, ub_rows, acc_rows) or "
+           "the inputs are too large for this machine";
+  return e.what();
+}
+
+isa::Program assemble_source(const std::string& source, const std::string& filename,
+                             const ArchConfig* cfg, std::optional<unsigned> array_n) {
+  assembler::Options opts;
+  opts.array_n = array_n;
+  opts.config = cfg;
+  opts.default_array_n = static_cast<unsigned>(preset_config(kDefaultPreset).array_n);
+  if (array_n && (*array_n < isa::kMinArrayN || *array_n > isa::kMaxArrayN))
+    throw UsageError(fmt::format("array_n: {} is outside {}..{}", *array_n, isa::kMinArrayN,
+                                 isa::kMaxArrayN));
+  assembler::Result res = assembler::assemble(source, opts);
+  if (!res.diagnostics.empty()) {
+    const std::string text = assembler::format_diagnostics(filename, source, res.diagnostics) +
+                             fmt::format("{} generated.", plural(res.diagnostics.size(), "error"));
+    throw AsmError(text, std::move(res.diagnostics));
+  }
+  return std::move(*res.program);
+}
+
+void check_engine(const std::string& engine) {
+  if (engine != "systemc" && engine != "rtl" && engine != "both")
+    throw UsageError(fmt::format("engine: '{}' is not one of systemc, rtl, both", engine));
+}
+
+model::Detail parse_detail(const std::string& detail) {
+  if (detail == "auto") return model::Detail::Auto;
+  if (detail == "detailed") return model::Detail::Detailed;
+  if (detail == "fast") return model::Detail::Fast;
+  throw UsageError(fmt::format("detail: '{}' is not one of auto, detailed, fast", detail));
+}
+
+model::RunLog run_engine(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,
+                         const EngineOptions& opts) {
+  check_engine(opts.engine);
+  model::RunOptions ropts;
+  ropts.max_cycles = opts.max_cycles;
+  ropts.detail = opts.detail;
+  ropts.vcd_path = opts.vcd;
+  if (!opts.vcd.empty() && opts.detail == model::Detail::Fast)
+    throw UsageError("detail: fast has no per-cycle state for a waveform to show");
+  if (!opts.vcd.empty() && opts.engine != "systemc" && !rtl::has_waveforms())
+    throw UsageError("vcd: this build's RTL has no tracing (CMake: -DTPU_RTL_TRACE=ON)");
+  if (opts.engine != "systemc") rtl::require_build(cfg);
+  std::lock_guard<std::mutex> lock(simulation_mutex());
+  if (opts.engine == "systemc") return model::run_program(cfg, prog, mem, ropts);
+  if (opts.engine == "rtl") return rtl::run_program(cfg, prog, mem, ropts);
+  model::Memories systemc_mem = mem;
+  const model::RunLog systemc_log = model::run_program(cfg, prog, systemc_mem, ropts);
+  if (!opts.vcd.empty()) ropts.vcd_path = wave::strip_extension(opts.vcd, ".vcd") + ".rtl.vcd";
+  model::RunLog log = rtl::run_program(cfg, prog, mem, ropts);
+  if (const auto d = rtl::compare(prog, systemc_log, systemc_mem, log, mem))
+    throw cli::DivergenceError(d->message());
+  return log;
+}
+
+GemmOutcome run_gemm(const ArchConfig& cfg, const compiler::MatrixI8& a, const compiler::MatrixI8& b,
+                     const std::string& requant, const std::string& act, bool check,
+                     const EngineOptions& opts) {
+  static const std::map<std::string, model::ActFunction> kActs = {
+      {"none", model::ActFunction::None},
+      {"relu", model::ActFunction::Relu},
+      {"sigmoid", model::ActFunction::Sigmoid},
+      {"tanh", model::ActFunction::Tanh}};
+  const auto act_it = kActs.find(act);
+  if (act_it == kActs.end())
+    throw UsageError(fmt::format("act: '{}' is not one of none, relu, sigmoid, tanh", act));
+  if (act != "none" && requant.empty()) throw UsageError("act needs requant");
+  check_engine(opts.engine);
+  compiler::GemmSpec spec;
+  if (!requant.empty()) spec.requant = parse_requant(requant);
+  spec.act = act_it->second;
+  const compiler::GemmPlan plan = compiler::compile_gemm(a, b, spec, cfg);
+  model::Memories mem(cfg);
+  std::copy(plan.host.begin(), plan.host.end(), mem.host.data().begin());
+  std::copy(plan.weights.begin(), plan.weights.end(), mem.weights.data().begin());
+  GemmOutcome out;
+  out.log = run_engine(cfg, plan.program, mem, opts);
+  if (out.log.fault) throw FaultError(std::move(out.log));
+  out.c = compiler::extract_result(plan, mem.host.data().data(), cfg.array_n);
+  out.int8_output = plan.int8_output;
+  out.m = plan.m;
+  out.k = plan.k;
+  out.n_out = plan.n_out;
+  out.program = plan.program;
+  out.assembly = plan.assembly;
+  if (check) {
+    const std::vector<std::int32_t> ref = compiler::reference_gemm(a, b, spec);
+    for (std::size_t i = 0; i < out.c.size(); ++i)
+      if (out.c[i] != ref[i])
+        throw CheckError(fmt::format("check failed: C[{}][{}] = {} but the reference gives {}",
+                                     i / plan.n_out, i % plan.n_out, out.c[i], ref[i]));
+  }
+  return out;
+}
+
+NetOutcome run_net(const ArchConfig& cfg, const compiler::Network& net, const compiler::Tensor& x,
+                   bool host_steps, bool check, const EngineOptions& opts,
+                   const std::string& model_path) {
+  check_engine(opts.engine);
+  NetOutcome out;
+  const std::size_t batch = x.batch();
+  if (batch == 0) throw FileError("the input batch is empty");
+  out.plan = compiler::compile_network(
+      net, batch, cfg, host_steps ? compiler::CompileMode::Segments : compiler::CompileMode::Auto);
+  const std::size_t programs = out.plan.segments.size();
+  const compiler::ProgramRunner runner = [&](std::size_t k, const compiler::SegmentPlan& seg,
+                                             model::Memories& mem) {
+    EngineOptions per = opts;
+    if (!opts.vcd.empty() && programs > 1) {
+      const std::filesystem::path p(opts.vcd);
+      per.vcd = ((p.parent_path() / p.stem()).string() + fmt::format(".{}", k)) + p.extension().string();
+    }
+    return run_engine(cfg, seg.program, mem, per);
+  };
+  out.run = compiler::run_network(out.plan, x, cfg, runner);
+  if (out.run.fault) throw FaultError(out.run.logs.back());
+
+  const auto layer_name = [&](std::size_t i) {
+    return net.layers[i].name.empty() ? fmt::format("#{}", i) : net.layers[i].name;
+  };
+  // Each layer's object as `tpu-sim net --stats` writes it (layer_report.h).
+  nlohmann::json layers = nlohmann::json::array();
+  std::uint64_t useful = 0;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    cli::LayerReportRow row;
+    row.name = layer_name(i);
+    row.type = compiler::layer_kind_name(net.layers[i].kind);
+    row.batch = batch;
+    row.shape = out.plan.infos[i + 1].shape;
+    row.stats = out.run.layers[i];
+    layers.push_back(cli::layer_report_json(row, cfg.array_n));
+    useful += row.stats.useful_macs;
+  }
+  std::uint64_t total_cycles = 0, total_macs = 0;
+  nlohmann::json programs_json = nlohmann::json::array();
+  for (std::size_t k = 0; k < out.run.logs.size(); ++k) {
+    const model::RunLog& log = out.run.logs[k];
+    total_cycles += log.stats.cycles;
+    total_macs += log.stats.macs;
+    nlohmann::json pj = cli::stats_json(cfg, log);
+    pj["layers"] = nlohmann::json::array();
+    for (std::size_t id : out.plan.segments[k].layers) pj["layers"].push_back(layer_name(id));
+    programs_json.push_back(pj);
+  }
+  const double seconds = static_cast<double>(total_cycles) / (static_cast<double>(cfg.clock_mhz) * 1e6);
+  out.stats["network"] = net.name.empty() ? model_path : net.name;
+  out.stats["batch"] = batch;
+  out.stats["array_n"] = cfg.array_n;
+  out.stats["programs"] = programs_json;
+  out.stats["layers"] = layers;
+  out.stats["total"] = {{"cycles", total_cycles},
+                        {"macs", total_macs},
+                        {"useful_macs", useful},
+                        {"utilization", cli::layer_utilization(total_macs, total_cycles, cfg.array_n)},
+                        {"clock_mhz", cfg.clock_mhz},
+                        {"seconds", seconds},
+                        {"useful_tops", seconds > 0 ? 2.0 * static_cast<double>(useful) / seconds / 1e12 : 0.0}};
+  if (check) {
+    const compiler::Tensor want = compiler::reference_network(net, x);
+    for (std::size_t i = 0; i < want.data.size(); ++i)
+      if (out.run.output.data[i] != want.data[i])
+        throw CheckError(fmt::format("check failed: output element {} = {} but the int8 reference gives {}",
+                                     i, out.run.output.data[i], want.data[i]));
+  }
+  return out;
+}
+
+std::vector<nlohmann::json> expand_grid(const Grid& grid) {
+  std::vector<nlohmann::json> points{nlohmann::json::object()};
+  for (const auto& [key, values] : grid) {
+    const nlohmann::json list = values.is_array() ? values : nlohmann::json::array({values});
+    if (list.empty()) throw FileError(fmt::format("grid: \"{}\" has no values", key));
+    std::vector<nlohmann::json> next;
+    for (const nlohmann::json& p : points)
+      for (const nlohmann::json& v : list) {
+        nlohmann::json q = p;
+        q[key] = v;
+        next.push_back(std::move(q));
+      }
+    points = std::move(next);
+  }
+  return points;
+}
+
+ArchConfig config_of(const nlohmann::json& base, const nlohmann::json& point) {
+  nlohmann::json fields = base.is_null() ? nlohmann::json::object() : base;
+  if (!fields.is_object()) throw ConfigError("the base configuration must be an object");
+  for (const auto& [k, v] : point.items()) fields[k] = v;
+  std::string preset(kDefaultPreset);
+  if (fields.contains("preset")) {
+    if (!fields["preset"].is_string()) throw ConfigError("preset: expected a name");
+    preset = fields["preset"].get<std::string>();
+    fields.erase("preset");
+  }
+  ArchConfig cfg = preset_config(preset);
+  if (!fields.empty()) apply_json_overrides(cfg, fields.dump(), "configuration");
+  validate(cfg);
+  return cfg;
+}
+
+std::string workload_name(const nlohmann::json& w, std::size_t index) {
+  if (w.is_object() && w.contains("name") && w["name"].is_string()) return w["name"].get<std::string>();
+  const std::string kind =
+      w.is_object() && w.contains("kind") && w["kind"].is_string() ? w["kind"].get<std::string>() : "workload";
+  return fmt::format("{}{}", kind, index);
+}
+
+nlohmann::json flatten(const nlohmann::json& j) {
+  nlohmann::json out = nlohmann::json::object();
+  flatten_into(j, "", out);
+  return out;
+}
+
+nlohmann::json run_workload(const ArchConfig& cfg, const nlohmann::json& w, const std::string& base_dir,
+                            const EngineOptions& opts) {
+  if (!w.is_object()) throw FileError("a workload must be an object with a \"kind\"");
+  const std::string what = fmt::format("workload {}", workload_name(w, 0));
+  const std::string kind = field<std::string>(w, "kind", what);
+  if (kind == "gemm") {
+    compiler::MatrixI8 a, b;
+    if (w.contains("a") || w.contains("b")) {
+      a = read_matrix(path_in(base_dir, field<std::string>(w, "a", what)), "A");
+      b = read_matrix(path_in(base_dir, field<std::string>(w, "b", what)), "B");
+    } else {
+      std::mt19937_64 gen(field_or<std::uint64_t>(w, "seed", 0, what));
+      const auto m = field<std::size_t>(w, "m", what), k = field<std::size_t>(w, "k", what),
+                 n = field<std::size_t>(w, "n", what);
+      a = random_matrix(m, k, gen);
+      b = random_matrix(k, n, gen);
+    }
+    const GemmOutcome g = run_gemm(cfg, a, b, field_or<std::string>(w, "requant", "", what),
+                                   field_or<std::string>(w, "act", "none", what),
+                                   field_or<bool>(w, "check", false, what), opts);
+    nlohmann::json row = flatten(cli::stats_json(cfg, g.log));
+    row["m"] = g.m;
+    row["k"] = g.k;
+    row["n"] = g.n_out;
+    return row;
+  }
+  if (kind == "net") {
+    const compiler::Network net = compiler::load_network(path_in(base_dir, field<std::string>(w, "model", what)));
+    const std::string input = path_in(base_dir, field<std::string>(w, "input", what));
+    const NpyArray arr = read_npy(input);
+    if (arr.rank() != net.input_shape.size() + 1 ||
+        !std::equal(net.input_shape.begin(), net.input_shape.end(), arr.shape.begin() + 1))
+      throw FileError(fmt::format("{}: expected a batch of inputs of shape (B, {}), got shape {}", input,
+                                  fmt::join(net.input_shape, ", "), format_shape(arr.shape)));
+    std::size_t batch = arr.shape[0];
+    if (w.contains("batch")) batch = std::min(batch, field<std::size_t>(w, "batch", what));
+    const std::size_t per = arr.element_count() / std::max<std::size_t>(arr.shape[0], 1);
+    compiler::Tensor x;
+    std::vector<std::size_t> shape = arr.shape;
+    shape[0] = batch;
+    if (arr.dtype == Dtype::int8) {
+      const std::vector<std::int8_t> v = arr.values<std::int8_t>();
+      x.shape = shape;
+      x.data.assign(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(batch * per));
+    } else {
+      std::vector<double> v;
+      if (arr.dtype == Dtype::float32) {
+        const std::vector<float> f = arr.values<float>();
+        v.assign(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(batch * per));
+      } else if (arr.dtype == Dtype::float64) {
+        v = arr.values<double>();
+        v.resize(batch * per);
+      } else {
+        throw FileError(fmt::format("{}: the input must be int8 (quantized) or float32/float64, got {}",
+                                    input, dtype_name(arr.dtype)));
+      }
+      x = compiler::quantize_input(net, shape, v);
+    }
+    const NetOutcome o = run_net(cfg, net, x, field_or<bool>(w, "host_steps", false, what),
+                                 field_or<bool>(w, "check", false, what), opts);
+    nlohmann::json row = flatten(o.stats["total"]);
+    row["batch"] = batch;
+    row["programs"] = o.run.logs.size();
+    // Sums over the programs of what a run reports.
+    std::uint64_t instructions = 0, active = 0;
+    std::map<std::string, std::uint64_t> stalls;
+    for (const model::RunLog& log : o.run.logs) {
+      instructions += log.stats.instructions;
+      active += log.stats.array_active_cycles;
+      for (unsigned c = 0; c < model::kNumStallCauses; ++c)
+        stalls[model::stall_cause_name(static_cast<model::StallCause>(c))] += log.stats.stall_cycles[c];
+    }
+    row["instructions"] = instructions;
+    row["array_active_cycles"] = active;
+    for (const auto& [cause, cycles] : stalls) row["stall_cycles." + cause] = cycles;
+    return row;
+  }
+  if (kind == "run") {
+    const std::string path = path_in(base_dir, field<std::string>(w, "program", what));
+    isa::Program prog;
+    if (path.size() > 2 && path.compare(path.size() - 2, 2, ".s") == 0)
+      prog = assemble_source(read_file_text(path), path, &cfg, static_cast<unsigned>(cfg.array_n));
+    else
+      prog = isa::load_program(path);
+    if (prog.array_n != cfg.array_n)
+      throw FileError(fmt::format("{}: assembled for N={}, but the configuration has array_n = {}",
+                                  path, prog.array_n, cfg.array_n));
+    model::Memories mem(cfg);
+    const auto load = [&](const char* key, std::size_t rank, auto* dest, std::size_t capacity) {
+      if (!w.contains(key)) return;
+      const std::string p = path_in(base_dir, field<std::string>(w, key, what));
+      const NpyArray arr = read_npy(p);
+      expect(arr, Dtype::int8, rank, key);
+      if (arr.shape.back() != cfg.array_n || (rank == 3 && arr.shape[1] != cfg.array_n))
+        throw FileError(fmt::format("{}: shape {} does not match the array N={}", p,
+                                    format_shape(arr.shape), cfg.array_n));
+      if (arr.data.size() > capacity)
+        throw FileError(fmt::format("{}: does not fit in the configured memory", p));
+      std::memcpy(dest, arr.data.data(), arr.data.size());
+    };
+    load("hostmem", 2, mem.host.data().data(), mem.host.data().size());
+    load("weights", 3, mem.weights.data().data(), mem.weights.data().size());
+    model::RunLog log = run_engine(cfg, prog, mem, opts);
+    if (log.fault) throw FaultError(std::move(log));
+    return flatten(cli::stats_json(cfg, log));
+  }
+  throw FileError(fmt::format("{}: unknown kind \"{}\" (gemm, net, run)", what, kind));
+}
+
+}  // namespace tpu::sweep

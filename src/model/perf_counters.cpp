@@ -1,0 +1,181 @@
+#include "model/perf_counters.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "isa/isa.h"
+
+namespace tpu::model {
+namespace {
+
+// The array's active cycles: one interval per MMC, in time order, disjoint
+// (the matrix unit reads one row per cycle, MMCs one after the other).
+class ActiveCycles {
+ public:
+  void add(Cycle first, Cycle last) {
+    if (last < first) return;
+    spans_.push_back({first, last});
+    total_ += last - first + 1;
+  }
+  Cycle total() const { return total_; }
+
+  // Calls fn(x, y) for each maximal run x..y of cycles in first..last in
+  // which the array reads no row.
+  template <typename Fn>
+  void for_each_idle(Cycle first, Cycle last, Fn&& fn) const {
+    auto it = std::upper_bound(spans_.begin(), spans_.end(), first,
+                               [](Cycle v, const Span& s) { return v < s.last + 1; });
+    Cycle from = first;
+    for (; it != spans_.end() && it->first <= last && from <= last; ++it) {
+      if (it->first > from) fn(from, it->first - 1);
+      from = std::max(from, it->last + 1);
+    }
+    if (from <= last) fn(from, last);
+  }
+
+ private:
+  struct Span {
+    Cycle first, last;
+  };
+  std::vector<Span> spans_;
+  Cycle total_ = 0;
+};
+
+bool overlaps(const isa::Access& a, const isa::Access& b) {
+  return a.space == b.space && a.base < b.base + b.count && b.base < a.base + a.count;
+}
+
+// Rows and columns of a weight tile that hold a nonzero weight.
+std::uint64_t useful_lanes(const std::int8_t* tile, std::size_t n) {
+  std::vector<bool> col(n, false);
+  std::uint64_t rows = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    bool any = false;
+    for (std::size_t j = 0; j < n; ++j)
+      if (tile[k * n + j] != 0) any = col[j] = true;
+    rows += any;
+  }
+  return rows * static_cast<std::uint64_t>(std::count(col.begin(), col.end(), true));
+}
+
+}  // namespace
+
+PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const RunLog& log,
+                        const std::int8_t* weights, std::vector<PerfInterval>* intervals) {
+  PerfCounters pc;
+  const std::size_t n = cfg.array_n;
+  const Cycle end = log.stats.cycles;  // cycles 0 .. end - 1
+  const auto completion = [](const RetireRecord& r) { return r.completed ? r.completion : kNever; };
+
+  // The array's rows, the tiles' arrivals and the useful MACs, in issue order.
+  ActiveCycles active;
+  std::vector<std::uint32_t> rw_records;      // retire record of RW number k
+  std::vector<std::uint32_t> switches_before;  // per record: MMC.S issued before it
+  std::unordered_map<std::uint64_t, std::uint64_t> lanes_of_tile;
+  std::uint64_t active_lanes = 0;  // the active set's useful lanes (0 at reset)
+  std::uint32_t switches = 0;
+  switches_before.reserve(log.retired.size() + 1);
+  for (std::uint32_t seq = 0; seq < log.retired.size(); ++seq) {
+    const RetireRecord& r = log.retired[seq];
+    const isa::Instruction& in = prog.code[r.pc];
+    switches_before.push_back(switches);
+    if (in.opcode == isa::Opcode::RW) rw_records.push_back(seq);
+    if (in.opcode != isa::Opcode::MMC) continue;
+    const auto rows = static_cast<std::uint64_t>(in.operands[2]);
+    if (in.has(isa::kFlagMmcSwitch)) {
+      // The switch takes the tile of RW number `switches` (the controller
+      // issues MMC.S only once that tile is loaded).
+      const auto tile = static_cast<std::uint64_t>(prog.code[log.retired[rw_records.at(switches)].pc].operands[0]);
+      auto [it, fresh] = lanes_of_tile.try_emplace(tile, 0);
+      if (fresh) it->second = useful_lanes(weights + tile * n * n, n);
+      active_lanes = it->second;
+      ++switches;
+    }
+    pc.useful_macs += rows * active_lanes;
+    if (rows > 0 && r.start < end) active.add(r.start, std::min<Cycle>(r.start + rows - 1, end - 1));
+  }
+  switches_before.push_back(switches);
+  pc.array_active_cycles = active.total();
+  pc.unused_macs = log.stats.macs - pc.useful_macs;
+
+  // Stall runs, in time order: their idle-array cycles by category.
+  isa::ConvGeometry geometry;  // as the controller had it for record `replayed`
+  std::uint32_t replayed = 0;
+  std::vector<std::uint32_t> host_dma_records;  // RHM and WHM issued before `replayed`
+  const auto charge = [&](Cycle first, Cycle last, PerfCategory cat, std::uint32_t at_pc) {
+    if (first > last) return;
+    active.for_each_idle(first, last, [&](Cycle x, Cycle y) {
+      const Cycle cycles = y - x + 1;
+      switch (cat) {
+        case PerfCategory::WeightStall: pc.weight_stall_cycles += cycles; break;
+        case PerfCategory::WeightShift: pc.weight_shift_cycles += cycles; break;
+        case PerfCategory::RawStall: pc.raw_stall_cycles += cycles; break;
+        case PerfCategory::InputDataStall: pc.input_data_stall_cycles += cycles; break;
+      }
+      if (intervals) intervals->push_back({x, y, cat, at_pc});
+    });
+  };
+  for (const StallRun& run : log.stall_runs) {
+    for (; replayed < run.seq && replayed < log.retired.size(); ++replayed) {
+      const isa::Instruction& in = prog.code[log.retired[replayed].pc];
+      geometry.apply(in);
+      if (isa::spec_of(in.opcode).unit == isa::Unit::HostDma) host_dma_records.push_back(replayed);
+    }
+    const Cycle last = std::min<Cycle>(run.last, end - 1);
+    if (end == 0 || run.first > last) continue;
+    switch (run.cause) {
+      case StallCause::WeightsNotReady:
+      case StallCause::FifoFull: {
+        // The tile the next switch takes: RW number switches_before[seq].
+        const std::uint32_t k = switches_before[std::min<std::size_t>(run.seq, switches_before.size() - 1)];
+        Cycle arrived = kNever;  // in the FIFO from this cycle on
+        if (k < rw_records.size() && rw_records[k] < run.seq) {
+          const Cycle d = completion(log.retired[rw_records[k]]);
+          if (d != kNever) arrived = d + 1;
+        }
+        charge(run.first, std::min(last, arrived - 1), PerfCategory::WeightStall, run.pc);
+        charge(std::max(run.first, arrived), last, PerfCategory::WeightShift, run.pc);
+        break;
+      }
+      case StallCause::Raw:
+      case StallCause::War:
+      case StallCause::Waw: {
+        // An MMC waiting for a host transfer into its input rows: until the
+        // last such transfer in flight completes.
+        Cycle input_until = 0;
+        bool input = false;
+        const isa::Instruction& in = prog.code[run.pc];
+        if (in.opcode == isa::Opcode::MMC) {
+          const std::vector<isa::Access> mine = isa::accesses(in, geometry);
+          // Host transfers complete in issue order: those in flight are a suffix.
+          for (auto it = host_dma_records.rbegin(); it != host_dma_records.rend(); ++it) {
+            const RetireRecord& h = log.retired[*it];
+            const Cycle d = completion(h);
+            if (d < run.first) break;
+            for (const isa::Access& w : isa::accesses(prog.code[h.pc]))
+              if (w.is_write && std::any_of(mine.begin(), mine.end(), [&](const isa::Access& a) {
+                    return !a.is_write && overlaps(a, w);
+                  })) {
+                input_until = input ? std::max(input_until, d) : d;
+                input = true;
+              }
+          }
+        }
+        if (input) {
+          charge(run.first, std::min(last, input_until), PerfCategory::InputDataStall, run.pc);
+          if (input_until != kNever)
+            charge(std::max(run.first, input_until + 1), last, PerfCategory::RawStall, run.pc);
+        } else {
+          charge(run.first, last, PerfCategory::RawStall, run.pc);
+        }
+        break;
+      }
+      default: break;
+    }
+  }
+  pc.non_matrix_cycles =
+      end - pc.array_active_cycles - pc.weight_stall_cycles - pc.weight_shift_cycles;
+  return pc;
+}
+
+}  // namespace tpu::model

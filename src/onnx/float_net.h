@@ -1,0 +1,54 @@
+// A float network imported from ONNX, in tpu-sim's layer vocabulary and
+// layout: the layers of compiler::Network (dense, conv2d, pools, add,
+// flatten) with float weights, already rearranged for the TPU (conv weights
+// HWIO, dense weights K x Nout, feature maps NHWC), batch normalization and
+// constant padding folded in, activations fused into their producer. The
+// float executor (float_exec.h) runs it to calibrate activation ranges; the
+// quantizer (quantize_float.h) turns it into a compiler::Network.
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "compiler/network.h"
+
+namespace tpu::onnximport {
+
+struct FloatLayer {
+  compiler::LayerKind kind = compiler::LayerKind::Dense;
+  std::string name;  // the ONNX node that made it
+  // Dense: K x Nout; Conv2d: KH x KW x Cin x Cout (depthwise: KH x KW x 1 x C).
+  std::vector<std::size_t> weight_shape;
+  std::vector<float> weights;
+  std::vector<float> bias;  // Nout, or empty
+  model::ActFunction act = model::ActFunction::None;
+  // A Clip(0, hi) fused as ReLU keeps its upper bound here: the float pass
+  // clips at it, and the calibrated output range then never exceeds it, so the
+  // int8 saturation of the quantized layer performs the clip (ReLU6).
+  float clip_hi = std::numeric_limits<float>::infinity();
+  unsigned kernel_h = 1, kernel_w = 1;
+  unsigned stride_h = 1, stride_w = 1;
+  unsigned pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  unsigned groups = 1;
+  // Tensor ids: 0 the network input, i + 1 the output of layer i.
+  std::vector<std::size_t> inputs;
+};
+
+struct FloatNet {
+  std::string name;
+  std::vector<std::size_t> input_shape;        // one sample, tpu layout: {H, W, C} or {F}
+  std::vector<std::size_t> model_input_shape;  // one sample, the model's: {C, H, W} or {F}
+  std::vector<FloatLayer> layers;              // the output is the last layer's
+  std::vector<std::size_t> model_output_shape; // one sample, the model's layout
+  // For a 1-D output that came from flattening a map: output_perm[i] is the
+  // tpu-layout index of the model's feature i (empty: the identity).
+  std::vector<std::size_t> output_perm;
+};
+
+// One sample's shape of every tensor (tensor ids as FloatLayer::inputs),
+// in tpu layout; throws CompileError naming the layer on a mismatch.
+std::vector<std::vector<std::size_t>> float_shapes(const FloatNet& net);
+
+}  // namespace tpu::onnximport

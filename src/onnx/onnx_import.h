@@ -1,0 +1,40 @@
+// The ONNX importer: reads a .onnx file with the ONNX project's own library
+// (protobuf schema, onnx::checker::check_model, onnx::shape_inference) and
+// maps its graph onto tpu-sim's layers as a FloatNet (float_net.h):
+//
+// - Conv (strides, pads, group 1 or depthwise) -> conv2d; Gemm, MatMul -> dense;
+//   MaxPool, AveragePool, GlobalAveragePool -> the pools; Add of two tensors ->
+//   add; Flatten, Reshape to (N, features) -> flatten.
+// - Folded, no layer of their own: BatchNormalization into the Conv or Gemm
+//   before it; Relu, Clip(0, hi), Sigmoid, Tanh into the layer before them
+//   (Relu and Clip also into an Add); an Add of a constant into the bias of a
+//   Conv, Gemm or MatMul; a constant Pad into the padding of the next Conv,
+//   MaxPool or AveragePool; Constant, Identity and Dropout (inference).
+// - Layout: NCHW in the model, NHWC in tpu-sim. Conv weights (O, I, KH, KW)
+//   become HWIO; Gemm weights K x N; the rows of a dense layer that reads a
+//   flattened map are permuted from the model's (c, h, w) order to tpu-sim's
+//   (h, w, c).
+//
+// Everything else (an operator, an attribute value, a data type, a graph
+// shape) is one FileError line "MODEL: node 'NAME' (OP): what is unsupported".
+#pragma once
+
+#include <string>
+
+#include "onnx/float_net.h"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace tpu::onnximport {
+
+// Reads, checks and imports MODEL.onnx. Throws FileError (one line, starting
+// with the path).
+FloatNet import_onnx(const std::string& path);
+
+// Imports a model already in memory (checked and shape-inferred here);
+// `where` starts every error message.
+FloatNet import_onnx_model(onnx::ModelProto model, const std::string& where);
+
+}  // namespace tpu::onnximport

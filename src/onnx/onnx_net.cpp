@@ -1,0 +1,117 @@
+#include "onnx/onnx_net.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "common/file_io.h"
+#include "common/npy.h"
+#include "onnx/onnx_import.h"
+#include "onnx/quantize_float.h"
+#include "onnx/save_network.h"
+
+namespace tpu::onnximport {
+
+std::vector<float> read_model_batch(const std::string& path, const FloatNet& net, std::size_t& batch) {
+  const NpyArray a = read_npy(path);
+  const std::vector<std::size_t>& want = net.model_input_shape;
+  const bool shape_ok = a.rank() == want.size() + 1 && std::equal(want.begin(), want.end(), a.shape.begin() + 1);
+  if (a.dtype != Dtype::float32 || !shape_ok)
+    throw FileError(fmt::format("{}: expected float32 of shape (B, {}) (the ONNX model's layout), got {} of shape {}",
+                                path, fmt::join(want, ", "), dtype_name(a.dtype), format_shape(a.shape)));
+  batch = a.shape[0];
+  if (batch == 0) throw FileError(fmt::format("{}: the batch is empty", path));
+  const std::vector<float> v = a.values<float>();
+  if (want.size() != 3) return v;
+  // (B, C, H, W) -> (B, H, W, C).
+  const std::size_t C = want[0], H = want[1], W = want[2];
+  std::vector<float> out(v.size());
+  for (std::size_t n = 0; n < batch; ++n)
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t p = 0; p < H * W; ++p) out[(n * H * W + p) * C + c] = v[(n * C + c) * H * W + p];
+  return out;
+}
+
+QuantizedOnnx calibrate_and_quantize(const FloatNet& fnet, const std::vector<float>& calib, std::size_t batch) {
+  QuantizedOnnx q;
+  q.calibration = run_float(fnet, calib, batch);
+  q.net = quantize_float(fnet, q.calibration.ranges);
+  return q;
+}
+
+std::vector<double> dequantize(const compiler::Tensor& y, const compiler::QuantParams& quant) {
+  std::vector<double> out(y.data.size());
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = quant.scale * static_cast<double>(y.data[i] - quant.zero_point);
+  return out;
+}
+
+std::vector<float> to_model_layout(const FloatNet& net, const std::vector<std::size_t>& shape,
+                                   const std::vector<double>& data, std::vector<std::size_t>& out_shape) {
+  const std::size_t batch = shape.at(0);
+  std::vector<float> out(data.size());
+  if (shape.size() == 4) {  // (B, H, W, C) -> (B, C, H, W)
+    const std::size_t H = shape[1], W = shape[2], C = shape[3];
+    out_shape = {batch, C, H, W};
+    for (std::size_t n = 0; n < batch; ++n)
+      for (std::size_t c = 0; c < C; ++c)
+        for (std::size_t p = 0; p < H * W; ++p)
+          out[(n * C + c) * H * W + p] = static_cast<float>(data[(n * H * W + p) * C + c]);
+    return out;
+  }
+  out_shape = shape;
+  const std::size_t F = batch ? data.size() / batch : 0;
+  for (std::size_t n = 0; n < batch; ++n)
+    for (std::size_t i = 0; i < F; ++i)
+      out[n * F + i] = static_cast<float>(data[n * F + (net.output_perm.empty() ? i : net.output_perm[i])]);
+  return out;
+}
+
+namespace {
+
+void write_model_layout(const FloatNet& fnet, const std::vector<std::size_t>& shape, const std::vector<double>& v,
+                        const std::string& path) {
+  std::vector<std::size_t> out_shape;
+  const std::vector<float> out = to_model_layout(fnet, shape, v, out_shape);
+  write_npy(path, NpyArray::of<float>(out_shape, out));
+}
+
+}  // namespace
+
+OnnxRun prepare_onnx(const std::string& model, const std::string& calibrate, const std::string& input,
+                     const std::string& save_model, const std::string& float_out) {
+  OnnxRun run;
+  run.fnet = import_onnx(model);
+  // Exporters name graphs generically ("torch_jit", "main_graph"): the file says more.
+  run.fnet.name = std::filesystem::path(model).stem().string();
+  std::size_t calib_batch = 0, batch = 0;
+  const std::vector<float> calib = read_model_batch(calibrate, run.fnet, calib_batch);
+  const std::vector<float> x = read_model_batch(input, run.fnet, batch);
+  try {
+    run.net = calibrate_and_quantize(run.fnet, calib, calib_batch).net;
+  } catch (const compiler::CompileError& e) {
+    throw FileError(fmt::format("{}: {}", model, e.what()));
+  }
+  if (!save_model.empty()) save_network(run.net, save_model);
+  std::vector<std::size_t> shape{batch};
+  shape.insert(shape.end(), run.fnet.input_shape.begin(), run.fnet.input_shape.end());
+  try {
+    run.input = compiler::quantize_input(run.net, shape, std::vector<double>(x.begin(), x.end()));
+  } catch (const compiler::CompileError& e) {
+    throw FileError(fmt::format("{}: {}", input, e.what()));
+  }
+  if (!float_out.empty()) {
+    const FloatRun f = run_float(run.fnet, x, batch);
+    std::vector<std::size_t> fshape{batch};
+    fshape.insert(fshape.end(), f.output_shape.begin(), f.output_shape.end());
+    write_model_layout(run.fnet, fshape, std::vector<double>(f.output.begin(), f.output.end()), float_out);
+  }
+  return run;
+}
+
+void write_onnx_output(const OnnxRun& run, const compiler::Tensor& y, const std::string& path) {
+  const compiler::TensorInfo out = compiler::infer_network(run.net).back();
+  write_model_layout(run.fnet, y.shape, dequantize(y, out.quant), path);
+}
+
+}  // namespace tpu::onnximport

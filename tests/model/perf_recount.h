@@ -1,0 +1,122 @@
+// The TPUv1 counters recounted cycle by cycle from a run's records, straight
+// from docs/microarchitecture.md ("The TPUv1 counters"): cycle by cycle, the
+// definitions applied literally, with nothing shared with
+// src/model/perf_counters.cpp. For test programs (a bit per cycle).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "config/arch_config.h"
+#include "isa/isa.h"
+#include "isa/program.h"
+#include "model/run_log.h"
+
+namespace tpu::testing {
+
+inline model::PerfCounters recount_perf(const ArchConfig& cfg, const isa::Program& prog,
+                                        const model::RunLog& log, const std::int8_t* weights) {
+  using model::Cycle;
+  constexpr Cycle kNone = std::numeric_limits<Cycle>::max();
+  const std::size_t n = cfg.array_n;
+  const Cycle cycles = log.stats.cycles;
+  const auto& rec = log.retired;
+  const auto op = [&](std::size_t i) -> const isa::Instruction& { return prog.code[rec[i].pc]; };
+  const auto is_switch = [&](std::size_t i) {
+    return op(i).opcode == isa::Opcode::MMC && op(i).has(isa::kFlagMmcSwitch);
+  };
+  const auto done_at = [&](std::size_t i) { return rec[i].completed ? rec[i].completion : kNone; };
+
+  model::PerfCounters p;
+  // Useful MACs: per MMC, the nonzero rows x nonzero columns of the tile the
+  // latest switch (at or before it) took.
+  for (std::size_t i = 0; i < rec.size(); ++i) {
+    if (op(i).opcode != isa::Opcode::MMC) continue;
+    std::size_t switches = 0;  // switches up to and including i
+    for (std::size_t j = 0; j <= i; ++j) switches += is_switch(j);
+    if (switches == 0) continue;
+    std::size_t rw_seen = 0, tile = 0;
+    for (std::size_t j = 0; j < rec.size(); ++j)
+      if (op(j).opcode == isa::Opcode::RW && ++rw_seen == switches) {
+        tile = static_cast<std::size_t>(op(j).operands[0]);
+        break;
+      }
+    std::uint64_t rows_used = 0, cols_used = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      bool any_row = false, any_col = false;
+      for (std::size_t j = 0; j < n; ++j) {
+        any_row |= weights[tile * n * n + k * n + j] != 0;
+        any_col |= weights[tile * n * n + j * n + k] != 0;
+      }
+      rows_used += any_row;
+      cols_used += any_col;
+    }
+    p.useful_macs += static_cast<std::uint64_t>(op(i).operands[2]) * rows_used * cols_used;
+  }
+  p.unused_macs = log.stats.macs - p.useful_macs;
+
+  // Which cycles the array reads a row in, cycle by cycle.
+  std::vector<bool> active(cycles, false);
+  for (std::size_t i = 0; i < rec.size(); ++i)
+    if (op(i).opcode == isa::Opcode::MMC)
+      for (Cycle t = rec[i].start; t < rec[i].start + static_cast<Cycle>(op(i).operands[2]) && t < cycles; ++t)
+        active[t] = true;
+  p.array_active_cycles = static_cast<std::uint64_t>(std::count(active.begin(), active.end(), true));
+  // Each stall run's idle cycles, by the definitions.
+  for (const model::StallRun& run : log.stall_runs) {
+    const std::size_t seq = run.seq;  // records before it: issued before the stalled instruction
+    if (run.cause == model::StallCause::WeightsNotReady || run.cause == model::StallCause::FifoFull) {
+      std::size_t k = 0;
+      for (std::size_t j = 0; j < seq; ++j) k += is_switch(j);
+      Cycle d = kNone;  // the completion of RW number k, if issued
+      std::size_t rw = 0;
+      for (std::size_t j = 0; j < seq; ++j)
+        if (op(j).opcode == isa::Opcode::RW && rw++ == k) d = done_at(j);
+      for (Cycle t = run.first; t <= run.last && t < cycles; ++t) {
+        if (active[t]) continue;
+        if (d == kNone || t <= d) ++p.weight_stall_cycles;
+        else ++p.weight_shift_cycles;
+      }
+      continue;
+    }
+    if (run.cause != model::StallCause::Raw && run.cause != model::StallCause::War &&
+        run.cause != model::StallCause::Waw)
+      continue;
+    // The completions of the host transfers in flight at the run's start
+    // that write rows the stalled MMC reads.
+    std::vector<Cycle> inputs;
+    const isa::Instruction& in = prog.code[run.pc];
+    if (in.opcode == isa::Opcode::MMC) {
+      isa::ConvGeometry g;
+      for (std::size_t j = 0; j < seq; ++j) g.apply(op(j));
+      for (std::size_t j = 0; j < seq; ++j) {
+        if (isa::spec_of(op(j).opcode).unit != isa::Unit::HostDma || done_at(j) < run.first) continue;
+        bool writes_input = false;
+        for (const isa::Access& w : isa::accesses(op(j)))
+          for (const isa::Access& r : isa::accesses(in, g))
+            writes_input |= w.is_write && !r.is_write && w.space == r.space && w.base < r.base + r.count &&
+                            r.base < w.base + w.count;
+        if (writes_input) inputs.push_back(done_at(j));
+      }
+    }
+    for (Cycle t = run.first; t <= run.last && t < cycles; ++t) {
+      if (active[t]) continue;
+      if (std::any_of(inputs.begin(), inputs.end(), [t](Cycle d) { return t <= d; })) ++p.input_data_stall_cycles;
+      else ++p.raw_stall_cycles;
+    }
+  }
+  p.non_matrix_cycles = cycles - p.array_active_cycles - p.weight_stall_cycles - p.weight_shift_cycles;
+  return p;
+}
+
+inline bool same_counters(const model::PerfCounters& a, const model::PerfCounters& b) {
+  return a.array_active_cycles == b.array_active_cycles && a.weight_stall_cycles == b.weight_stall_cycles &&
+         a.weight_shift_cycles == b.weight_shift_cycles && a.non_matrix_cycles == b.non_matrix_cycles &&
+         a.raw_stall_cycles == b.raw_stall_cycles &&
+         a.input_data_stall_cycles == b.input_data_stall_cycles && a.useful_macs == b.useful_macs &&
+         a.unused_macs == b.unused_macs;
+}
+
+}  // namespace tpu::testing

@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""`tpu-sim net MODEL.onnx` on a model exported by PyTorch at test time
+(make_models.py), checked against independent references:
+
+- bit for bit against tools/int8_reference.py (NumPy) run on the quantized
+  model tpu-sim saves (--save-model): tpu-sim's float output must equal the
+  reference's int8/int32 output dequantized here and put in NCHW order;
+- tpu-sim's float pass (--float-out) against PyTorch's float output;
+- the quantized output against PyTorch's within the tolerance of
+  docs/onnx.md (digits: accuracy within one point of PyTorch's).
+
+  check_onnx_model.py BIN_DIR SRC_DIR MODEL BATCH [tpu-sim options...]
+
+Run with /usr/bin/python3 (Debian's python3-torch, python3-torchvision,
+python3-numpy, python3-sklearn).
+"""
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+# (max |tpu-sim - PyTorch| / max |PyTorch|, minimum correlation), measured and
+# documented in docs/onnx.md with some room.
+TOLERANCE = {"resnet18": (0.10, 0.995), "mobilenet_v2": (0.40, 0.95), "digits": (0.05, 0.999)}
+
+
+def output_quant(model):
+    """(scale, zero point) of the network's output, walking model.json's layers."""
+    quant = {"input": (model["input"]["scale"], model["input"]["zero_point"])}
+    last = "input"
+    for layer in model["layers"]:
+        src = quant[layer.get("inputs", [last])[0]]
+        t = layer["type"]
+        if t in ("dense", "conv2d"):
+            if layer.get("output") == "int32":
+                q = (src[0] * layer["weight_scale"], 0)
+            elif layer.get("activation") in ("sigmoid", "tanh"):
+                q = (1.0 / 127.0, 0)
+            else:
+                q = (layer["output"]["scale"], layer["output"]["zero_point"])
+        elif t in ("avgpool2d", "global_avgpool2d", "add") and "output" in layer:
+            q = (layer["output"]["scale"], layer["output"]["zero_point"])
+        else:
+            q = src
+        last = layer["name"]
+        quant[last] = q
+    return quant[last]
+
+
+def main():
+    bin_dir, src_dir, name, batch = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
+    extra = sys.argv[5:]
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        t0 = time.time()
+        subprocess.run([sys.executable, str(src_dir / "tests/onnx/make_models.py"), name, str(d), batch], check=True)
+        t1 = time.time()
+        onnx_file = d / ("digits.onnx" if name == "digits" else f"{name}.onnx")
+        cmd = [str(bin_dir / "tpu-sim"), "net", str(onnx_file), "--calibrate", str(d / "calib.npy"),
+               "--input", str(d / "x.npy"), "--out", str(d / "y.npy"), "--float-out", str(d / "f.npy"),
+               "--save-model", str(d / "q"), "--report", str(d / "r.csv"), *extra]
+        run = subprocess.run(cmd, capture_output=True, text=True)
+        t2 = time.time()
+        if run.returncode != 0:
+            print(run.stdout[-3000:], run.stderr, sep="\n")
+            print(f"FAIL: tpu-sim exited {run.returncode}")
+            return 1
+        x = np.load(d / "x.npy")
+        np.save(d / "x_nhwc.npy", x.transpose(0, 2, 3, 1).copy())  # the reference's layout
+        subprocess.run([sys.executable, str(src_dir / "tools/int8_reference.py"), str(d / "q/model.json"),
+                        "--input", str(d / "x_nhwc.npy"), "--out", str(d / "ref.npy")], check=True)
+        t3 = time.time()
+        model = json.loads((d / "q/model.json").read_text())
+        scale, zero = output_quant(model)
+        ref = np.load(d / "ref.npy")
+        want = (np.float64(scale) * (ref.astype(np.float64) - zero)).astype(np.float32)
+        if want.ndim == 4:
+            want = want.transpose(0, 3, 1, 2)
+        y, f, torch_y = np.load(d / "y.npy"), np.load(d / "f.npy"), np.load(d / "torch.npy")
+        if y.dtype != np.float32 or y.shape != torch_y.shape:
+            failures.append(f"output is {y.dtype} {y.shape}, PyTorch's {torch_y.shape}")
+        elif not np.array_equal(y, want):
+            failures.append(f"{int(np.sum(y != want))} of {y.size} outputs differ from the NumPy int8 reference")
+        peak = float(np.max(np.abs(torch_y)))
+        float_err = float(np.max(np.abs(f - torch_y))) / peak
+        quant_err = float(np.max(np.abs(y - torch_y))) / peak
+        corr = float(np.corrcoef(y.ravel(), torch_y.ravel())[0, 1])
+        print(f"{name}: batch {len(x)}: bit for bit against int8_reference.py: {not failures}; "
+              f"float pass vs PyTorch: max error {float_err:.2e} of max|y| = {peak:.4g}; "
+              f"int8 vs PyTorch: max error {quant_err:.4f} of max|y|, correlation {corr:.6f}; "
+              f"argmax agree {int(np.sum(y.argmax(1) == torch_y.argmax(1)))}/{len(y)}")
+        print(f"times: export {t1 - t0:.1f} s, tpu-sim {t2 - t1:.1f} s, NumPy reference {t3 - t2:.1f} s")
+        if float_err > 1e-4:
+            failures.append(f"tpu-sim's float pass differs from PyTorch by {float_err:.2e} of max|y|")
+        tol, min_corr = TOLERANCE[name]
+        if quant_err > tol or corr < min_corr:
+            failures.append(f"int8 output off PyTorch's by {quant_err:.4f} of max|y| (tolerance {tol}), "
+                            f"correlation {corr:.6f} (at least {min_corr})")
+        if name == "digits":
+            labels = np.load(d / "labels.npy")
+            acc = float(np.mean(y.argmax(1) == labels))
+            torch_acc = float((d / "torch_accuracy.txt").read_text())
+            print(f"digits accuracy: tpu-sim {acc:.4f}, PyTorch float {torch_acc:.4f}")
+            if abs(acc - torch_acc) > 0.01:
+                failures.append(f"accuracy {acc:.4f} is more than one point from PyTorch's {torch_acc:.4f}")
+        report = (d / "r.csv").read_text()
+        missing = [layer["name"] for layer in model["layers"] if layer["name"] not in report]
+        if missing:
+            failures.append(f"the report has no rows for layers {missing}")
+    for msg in failures:
+        print("FAIL:", msg)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

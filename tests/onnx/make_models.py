@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""Makes the ONNX models and data of the ONNX tests with PyTorch (nothing is
+downloaded: torchvision architectures with random weights, a CNN trained here
+on scikit-learn's digits).
+
+  make_models.py digits OUT_DIR      digits.onnx, calib.npy, x.npy, labels.npy, torch.npy
+                                     (PyTorch's float output) and torch_accuracy.txt
+  make_models.py resnet18 OUT_DIR B  resnet18.onnx, calib.npy (4 images), x.npy (B images), torch.npy;
+                                     random weights, batch-norm statistics measured on random images
+  make_models.py mobilenet_v2 OUT_DIR B   likewise
+
+Fixed seeds throughout. Run with /usr/bin/python3 (Debian's python3-torch,
+python3-torchvision, python3-sklearn).
+"""
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+
+def export(model, example, path):
+    model.eval()
+    torch.onnx.export(model, example, str(path), opset_version=13, input_names=["x"], output_names=["y"])
+
+
+def save(path, array):
+    np.save(path, np.ascontiguousarray(array))
+
+
+class DigitsCNN(nn.Module):
+    """8x8 digits: conv 3x3 (BN, ReLU), max-pool, conv 3x3 (BN, ReLU6), flatten, dense (ReLU), dense."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU6())
+        self.head = nn.Sequential(nn.Flatten(), nn.Linear(32 * 4 * 4, 64), nn.ReLU(), nn.Dropout(0.1),
+                                  nn.Linear(64, 10))
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+def digits(out):
+    from sklearn.datasets import load_digits
+    torch.manual_seed(0)
+    np.random.seed(0)
+    d = load_digits()
+    x = (d.images / 16.0).astype(np.float32)[:, None]  # (N, 1, 8, 8) in [0, 1]
+    y = d.target.astype(np.int64)
+    order = np.random.RandomState(0).permutation(len(x))
+    train, test = order[:1297], order[1297:]
+    model = DigitsCNN()
+    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+    xt, yt = torch.from_numpy(x[train]), torch.from_numpy(y[train])
+    for epoch in range(15):
+        model.train()
+        perm = torch.randperm(len(xt))
+        for i in range(0, len(xt), 32):
+            idx = perm[i:i + 32]
+            opt.zero_grad()
+            nn.functional.cross_entropy(model(xt[idx]), yt[idx]).backward()
+            opt.step()
+    model.eval()
+    with torch.no_grad():
+        logits = model(torch.from_numpy(x[test])).numpy()
+    acc = float(np.mean(np.argmax(logits, 1) == y[test]))
+    export(model, torch.from_numpy(x[:1]), out / "digits.onnx")
+    save(out / "calib.npy", x[train[:256]])
+    save(out / "x.npy", x[test])
+    save(out / "labels.npy", y[test])
+    save(out / "torch.npy", logits.astype(np.float32))
+    (out / "torch_accuracy.txt").write_text(f"{acc}\n")
+    print(f"digits: PyTorch float accuracy {acc:.4f} on {len(test)} test images")
+
+
+def torchvision_model(name, out, batch):
+    import torchvision
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(weights=None)
+    g = torch.Generator().manual_seed(1)
+    # Batch-norm statistics as training leaves them (running means and
+    # variances measured on data, scales and shifts not all 1 and 0), so that
+    # folding them gives the conv channels different ranges, as in a trained
+    # network; torchvision's fresh ones are the identity.
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.reset_running_stats()
+            m.momentum = None  # a plain average over the batches below
+            with torch.no_grad():
+                m.weight.uniform_(0.5, 1.5, generator=g)
+                m.bias.normal_(0.0, 0.2, generator=g)
+    model.train()
+    with torch.no_grad():
+        model(torch.randn(16, 3, 224, 224, generator=g))
+    model.eval()
+    calib = torch.randn(4, 3, 224, 224, generator=g)
+    x = torch.randn(batch, 3, 224, 224, generator=g)
+    export(model, x[:1], out / f"{name}.onnx")
+    with torch.no_grad():
+        y = model(x).numpy()
+    save(out / "calib.npy", calib.numpy())
+    save(out / "x.npy", x.numpy())
+    save(out / "torch.npy", y.astype(np.float32))
+    print(f"{name}: exported, batch {batch}")
+
+
+def main():
+    what, out = sys.argv[1], Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    if what == "digits":
+        digits(out)
+    else:
+        torchvision_model(what, out, int(sys.argv[3]) if len(sys.argv) > 3 else 1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""Every ONNX model or input tpu-sim cannot take is one exact error line and
+exit status 3 (2 for a bad command line), never a crash. The models are made
+here with python3-onnx's helper, each a small valid network with one thing
+changed.
+
+  onnx_errors.py BIN_DIR
+
+Run with /usr/bin/python3 (Debian's python3-onnx, python3-numpy).
+"""
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def const(name, array):
+    return numpy_helper.from_array(np.asarray(array), name)
+
+
+def model(nodes, inits, out_shape=(1, 10)):
+    """Input x (1, 1, 8, 8) float; output y."""
+    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(out_shape))], inits)
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+rng = np.random.RandomState(0)
+W = rng.randn(4, 1, 3, 3).astype(np.float32)
+FC = rng.randn(10, 4 * 8 * 8).astype(np.float32)
+
+
+def net(conv_attrs=None, head=None, middle=None):
+    """x -> Conv(3x3, pad 1) -> [middle] -> Relu -> Flatten -> Gemm -> [head] -> y."""
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", **(conv_attrs or {"pads": [1, 1, 1, 1]}))]
+    inits = [const("w", W), const("fc", FC)]
+    last = "c"
+    if middle:
+        nodes += middle
+        last = middle[-1].output[0]
+    nodes += [helper.make_node("Relu", [last], ["r"], name="relu"),
+              helper.make_node("Flatten", ["r"], ["f"], name="flat"),
+              helper.make_node("Gemm", ["f", "fc"], ["g" if head else "y"], name="fc", transB=1)]
+    if head:
+        nodes.append(head)
+    return model(nodes, inits)
+
+
+CASES = {
+    # name: (model bytes or ModelProto, expected message after "PATH: ")
+    "softmax": (net(head=helper.make_node("Softmax", ["g"], ["y"], name="sm")),
+                "node 'sm' (Softmax): operator not supported (docs/onnx.md lists the supported ones)"),
+    "dilation": (net(conv_attrs={"pads": [2, 2, 2, 2], "dilations": [2, 2]}),
+                 "node 'conv' (Conv): dilations [2, 2] are not supported (tpu-sim's convolutions and pools "
+                 "are not dilated)"),
+    "auto_pad": (net(conv_attrs={"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER"}),
+                          "node 'conv' (Conv): auto_pad 'SAME_UPPER' is not supported (NOTSET with explicit pads, "
+                          "or VALID)"),
+    "clip": (net(middle=[helper.make_node("Clip", ["c", "lo", "hi"], ["k"], name="clip")]),
+             "node 'clip' (Clip): Clip(-1, 1) is not supported (only Clip(0, max > 0): ReLU, ReLU6)"),
+    "sigmoid_alone": (net(middle=[helper.make_node("MaxPool", ["c"], ["m"], name="pool", kernel_shape=[1, 1]),
+                                  helper.make_node("Sigmoid", ["m"], ["s"], name="sig")]),
+                      "node 'sig' (Sigmoid): must follow a Conv, Gemm or MatMul without activation (the activation "
+                      "is fused into it)"),
+    "garbage": (b"\x08\x07\x12\xff\xff\xff\xff\x0fnot a protobuf",
+                "not an ONNX model (the protobuf does not parse)"),
+}
+
+
+def fix_clip(m):
+    m.graph.initializer.extend([const("lo", np.float32(-1.0)), const("hi", np.float32(1.0))])
+    return m
+
+
+def main():
+    bin_dir = Path(sys.argv[1])
+    tpu_sim = str(bin_dir / "tpu-sim")
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp)
+        x = rng.rand(2, 1, 8, 8).astype(np.float32)
+        np.save(d / "x.npy", x)
+        np.save(d / "x64.npy", x.astype(np.float64))
+        np.save(d / "x_shape.npy", x[:, :, :7])
+
+        def expect(args, status, line):
+            r = subprocess.run([tpu_sim, "net", *args], capture_output=True, text=True)
+            err = r.stderr.splitlines()
+            if r.returncode != status or err != [line]:
+                failures.append(f"tpu-sim net {' '.join(args)}: exit {r.returncode}, stderr {r.stderr!r}; "
+                                f"wanted exit {status} and {line!r}")
+
+        good = d / "good.onnx"
+        onnx.save(net(), str(good))
+        r = subprocess.run([tpu_sim, "net", str(good), "--calibrate", str(d / "x.npy"), "--input", str(d / "x.npy")],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            failures.append(f"the valid model fails: {r.stderr}")
+        for name, (m, msg) in CASES.items():
+            path = d / f"{name}.onnx"
+            if isinstance(m, bytes):
+                path.write_bytes(m)
+            else:
+                if name == "clip":
+                    m = fix_clip(m)
+                path.write_bytes(m.SerializeToString())
+            expect([str(path), "--calibrate", str(d / "x.npy"), "--input", str(d / "x.npy")], 3,
+                   f"tpu-sim: error: {path}: {msg}")
+        # A model the ONNX checker rejects: a node reading a value nothing defines.
+        bad = net()
+        bad.graph.node[1].input[0] = "nowhere"
+        (d / "checker.onnx").write_bytes(bad.SerializeToString())
+        r = subprocess.run([tpu_sim, "net", str(d / "checker.onnx"), "--calibrate", str(d / "x.npy"), "--input",
+                            str(d / "x.npy")], capture_output=True, text=True)
+        prefix = f"tpu-sim: error: {d / 'checker.onnx'}: the ONNX checker rejects the model: "
+        if r.returncode != 3 or len(r.stderr.splitlines()) != 1 or not r.stderr.startswith(prefix):
+            failures.append(f"checker: exit {r.returncode}, stderr {r.stderr!r}")
+        # Inputs: float32 in the model's layout, (B, 1, 8, 8).
+        for npy, got in (("x64.npy", "float64 of shape (2, 1, 8, 8)"), ("x_shape.npy", "float32 of shape (2, 1, 7, 8)")):
+            for flag in ("--input", "--calibrate"):
+                other = "--calibrate" if flag == "--input" else "--input"
+                expect([str(good), flag, str(d / npy), other, str(d / "x.npy")], 3,
+                       f"tpu-sim: error: {d / npy}: expected float32 of shape (B, 1, 8, 8) (the ONNX model's "
+                       f"layout), got {got}")
+        xn = x.copy()
+        xn[1, 0, 3, 3] = np.nan
+        np.save(d / "x_nan.npy", xn)
+        expect([str(good), "--calibrate", str(d / "x_nan.npy"), "--input", str(d / "x.npy")], 3,
+               f"tpu-sim: error: {good}: the calibration set gives the input values that are not finite")
+        expect([str(good), "--input", str(d / "x.npy")], 2,
+               "tpu-sim: error: --calibrate: an .onnx model needs a calibration set")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"{len(CASES) + 8} error cases, {len(failures)} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,275 @@
+// The ONNX importer's folding and layout rules against values worked out by
+// hand: batch normalization into the conv before it, constant Pad into the
+// next conv or pool, conv weights OIHW -> HWIO, a flattened map's features
+// from the model's (c, h, w) order to tpu-sim's (h, w, c); and the quantizer's
+// rounding. Models are built here with the ONNX protobuf API.
+#include <onnx/onnx_pb.h>  // first: see src/onnx/onnx_import.cpp
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "common/file_io.h"
+#include "onnx/float_exec.h"
+#include "onnx/onnx_import.h"
+#include "onnx/quantize_float.h"
+
+namespace {
+
+using tpu::onnximport::FloatNet;
+
+void add_float(onnx::GraphProto& g, const std::string& name, std::vector<std::int64_t> dims,
+               const std::vector<float>& values) {
+  onnx::TensorProto* t = g.add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (std::int64_t d : dims) t->add_dims(d);
+  for (float v : values) t->add_float_data(v);
+}
+
+void add_int64(onnx::GraphProto& g, const std::string& name, const std::vector<std::int64_t>& values) {
+  onnx::TensorProto* t = g.add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(static_cast<std::int64_t>(values.size()));
+  for (std::int64_t v : values) t->add_int64_data(v);
+}
+
+onnx::NodeProto* add_node(onnx::GraphProto& g, const std::string& op, const std::string& name,
+                          std::vector<std::string> in, const std::string& out) {
+  onnx::NodeProto* n = g.add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const auto& i : in) n->add_input(i);
+  n->add_output(out);
+  return n;
+}
+
+void add_ints(onnx::NodeProto* n, const std::string& name, const std::vector<std::int64_t>& v) {
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (std::int64_t x : v) a->add_ints(x);
+}
+
+void set_io(onnx::ValueInfoProto* v, const std::string& name, const std::vector<std::int64_t>& dims) {
+  v->set_name(name);
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  for (std::int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+// A model of opset 13 with input x of `in` and output y of `out` (N, ...).
+onnx::ModelProto model(const std::vector<std::int64_t>& in, const std::vector<std::int64_t>& out) {
+  onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("t");
+  set_io(g->add_input(), "x", in);
+  set_io(g->add_output(), "y", out);
+  return m;
+}
+
+FloatNet import(const onnx::ModelProto& m) { return tpu::onnximport::import_onnx_model(m, "m.onnx"); }
+
+std::string import_error(const onnx::ModelProto& m) {
+  try {
+    import(m);
+  } catch (const tpu::FileError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("batch normalization folds into the conv before it", "[onnx]") {
+  // Conv 1x1, 1 -> 2 channels, w = [2, -1], b = [0.5, 1]; BN with
+  // var + eps = [4, 1]: a = scale / sqrt(var + eps) = [1 / 2, 2 / 1] = [0.5, 2];
+  // w' = w * a = [1, -2]; b' = (b - mean) * a + beta = (0.5 - 1.5) * 0.5 + 0.1 = -0.4
+  // and (1 - 0) * 2 - 0.2 = 1.8.
+  onnx::ModelProto m = model({1, 1, 2, 2}, {1, 2, 2, 2});
+  onnx::GraphProto& g = *m.mutable_graph();
+  add_float(g, "w", {2, 1, 1, 1}, {2.0f, -1.0f});
+  add_float(g, "b", {2}, {0.5f, 1.0f});
+  add_float(g, "scale", {2}, {1.0f, 2.0f});
+  add_float(g, "beta", {2}, {0.1f, -0.2f});
+  add_float(g, "mean", {2}, {1.5f, 0.0f});
+  add_float(g, "var", {2}, {3.25f, 0.25f});
+  add_node(g, "Conv", "conv", {"x", "w", "b"}, "c");
+  onnx::NodeProto* bn = add_node(g, "BatchNormalization", "bn", {"c", "scale", "beta", "mean", "var"}, "y");
+  onnx::AttributeProto* eps = bn->add_attribute();
+  eps->set_name("epsilon");
+  eps->set_type(onnx::AttributeProto::FLOAT);
+  eps->set_f(0.75f);
+  const FloatNet net = import(m);
+  REQUIRE(net.layers.size() == 1);
+  const auto& l = net.layers[0];
+  CHECK(l.weight_shape == std::vector<std::size_t>{1, 1, 1, 2});
+  REQUIRE(l.weights.size() == 2);
+  CHECK(l.weights[0] == Approx(1.0f));
+  CHECK(l.weights[1] == Approx(-2.0f));
+  REQUIRE(l.bias.size() == 2);
+  CHECK(l.bias[0] == Approx(-0.4f));
+  CHECK(l.bias[1] == Approx(1.8f));
+  // x = 3 at one pixel: y = [1 * 3 - 0.4, -2 * 3 + 1.8] = [2.6, -4.2].
+  const auto run = tpu::onnximport::run_float(net, {3.0f, 0.0f, 0.0f, 0.0f}, 1);
+  CHECK(run.output[0] == Approx(2.6f));
+  CHECK(run.output[1] == Approx(-4.2f));
+  CHECK(run.output[2] == Approx(-0.4f));
+}
+
+TEST_CASE("conv weights go from OIHW to HWIO", "[onnx]") {
+  // W[o][i][y][x] = 1000 o + 100 i + 10 y + x, 2 outputs, 3 inputs, 2 x 2.
+  onnx::ModelProto m = model({1, 3, 4, 4}, {1, 2, 3, 3});
+  onnx::GraphProto& g = *m.mutable_graph();
+  std::vector<float> w;
+  for (int o = 0; o < 2; ++o)
+    for (int i = 0; i < 3; ++i)
+      for (int y = 0; y < 2; ++y)
+        for (int x = 0; x < 2; ++x) w.push_back(static_cast<float>(1000 * o + 100 * i + 10 * y + x));
+  add_float(g, "w", {2, 3, 2, 2}, w);
+  add_node(g, "Conv", "conv", {"x", "w"}, "y");
+  const FloatNet net = import(m);
+  const auto& l = net.layers.at(0);
+  REQUIRE(l.weight_shape == std::vector<std::size_t>{2, 2, 3, 2});
+  for (int y = 0; y < 2; ++y)
+    for (int x = 0; x < 2; ++x)
+      for (int i = 0; i < 3; ++i)
+        for (int o = 0; o < 2; ++o)
+          CHECK(l.weights[static_cast<std::size_t>(((y * 2 + x) * 3 + i) * 2 + o)] ==
+                static_cast<float>(1000 * o + 100 * i + 10 * y + x));
+  CHECK(net.input_shape == std::vector<std::size_t>{4, 4, 3});
+  CHECK(net.model_output_shape == std::vector<std::size_t>{2, 3, 3});
+}
+
+TEST_CASE("a constant Pad folds into the next conv's padding", "[onnx]") {
+  // Pad pads (n, c, h, w begin; n, c, h, w end) = (0, 0, 1, 2; 0, 0, 3, 0), then a
+  // 3x3 conv with its own pads (top, left, bottom, right) = (1, 1, 1, 1):
+  // top 1 + 1 = 2, left 2 + 1 = 3, bottom 3 + 1 = 4, right 0 + 1 = 1;
+  // output (4 + 2 + 4 - 3) + 1 = 8 rows, (4 + 3 + 1 - 3) + 1 = 6 columns.
+  onnx::ModelProto m = model({1, 1, 4, 4}, {1, 1, 8, 6});
+  onnx::GraphProto& g = *m.mutable_graph();
+  add_int64(g, "pads", {0, 0, 1, 2, 0, 0, 3, 0});
+  add_float(g, "w", {1, 1, 3, 3}, std::vector<float>(9, 1.0f));
+  add_node(g, "Pad", "pad", {"x", "pads"}, "p");
+  add_ints(add_node(g, "Conv", "conv", {"p", "w"}, "y"), "pads", {1, 1, 1, 1});
+  const FloatNet net = import(m);
+  REQUIRE(net.layers.size() == 1);
+  const auto& l = net.layers[0];
+  CHECK(l.pad_top == 2);
+  CHECK(l.pad_left == 3);
+  CHECK(l.pad_bottom == 4);
+  CHECK(l.pad_right == 1);
+  // All ones in, a 3x3 sum of ones: the top-left output's window holds only
+  // padding (rows -2..0 hold one input row: row 0; columns -3..-1 none) = 0;
+  // output (2, 3) covers rows 0..2, columns 0..2: 9.
+  const auto run = tpu::onnximport::run_float(net, std::vector<float>(16, 1.0f), 1);
+  REQUIRE(run.output_shape == std::vector<std::size_t>{8, 6, 1});
+  CHECK(run.output[0] == 0.0f);
+  CHECK(run.output[2 * 6 + 3] == 9.0f);
+}
+
+TEST_CASE("a Pad before pooling folds only where it means the same", "[onnx]") {
+  // Average pool 3x3 stride 1 after a Pad of 1 on every side: padding 1, the
+  // padded zeros counted in the average (as the TPU counts padded positions).
+  onnx::ModelProto m = model({1, 1, 3, 3}, {1, 1, 3, 3});
+  onnx::GraphProto& g = *m.mutable_graph();
+  add_int64(g, "pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  add_node(g, "Pad", "pad", {"x", "pads"}, "p");
+  add_ints(add_node(g, "AveragePool", "avg", {"p"}, "y"), "kernel_shape", {3, 3});
+  const FloatNet net = import(m);
+  REQUIRE(net.layers.size() == 1);
+  CHECK(net.layers[0].pad_top == 1);
+  CHECK(net.layers[0].pad_right == 1);
+  // Ones: a corner averages 4 ones over 9 positions.
+  const auto run = tpu::onnximport::run_float(net, std::vector<float>(9, 1.0f), 1);
+  CHECK(run.output[0] == Approx(4.0f / 9.0f));
+  CHECK(run.output[4] == Approx(1.0f));
+
+  // A max after zero padding differs from the TPU's (padding never wins)
+  // where the map may be negative: refused.
+  onnx::ModelProto mx = model({1, 1, 3, 3}, {1, 1, 3, 3});
+  onnx::GraphProto& gx = *mx.mutable_graph();
+  add_int64(gx, "pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  add_node(gx, "Pad", "pad", {"x", "pads"}, "p");
+  add_ints(add_node(gx, "MaxPool", "max", {"p"}, "y"), "kernel_shape", {3, 3});
+  CHECK(import_error(mx) ==
+        "m.onnx: node 'max' (MaxPool): reads Pad 'pad' on a map that may be negative: zero padding before a "
+        "max is not supported there");
+
+  // Reflection padding is refused.
+  onnx::ModelProto mr = model({1, 1, 3, 3}, {1, 1, 3, 3});
+  onnx::GraphProto& gr = *mr.mutable_graph();
+  add_int64(gr, "pads", {0, 0, 1, 1, 0, 0, 1, 1});
+  onnx::NodeProto* pad = add_node(gr, "Pad", "pad", {"x", "pads"}, "p");
+  onnx::AttributeProto* mode = pad->add_attribute();
+  mode->set_name("mode");
+  mode->set_type(onnx::AttributeProto::STRING);
+  mode->set_s("reflect");
+  add_ints(add_node(gr, "AveragePool", "avg", {"p"}, "y"), "kernel_shape", {3, 3});
+  CHECK(import_error(mr) == "m.onnx: node 'pad' (Pad): mode 'reflect' is not supported (only constant zero padding)");
+}
+
+TEST_CASE("an activation folds only into a layer that it alone reads", "[onnx]") {
+  // c = Conv(x) is read by the Add and, renamed by an Identity, by the Relu:
+  // fusing the Relu into the conv would change the Add's input too.
+  onnx::ModelProto m = model({1, 1, 2, 2}, {1, 1, 2, 2});
+  onnx::GraphProto& g = *m.mutable_graph();
+  add_float(g, "w", {1, 1, 1, 1}, {1.0f});
+  add_node(g, "Conv", "conv", {"x", "w"}, "c");
+  add_node(g, "Identity", "id", {"c"}, "i");
+  add_node(g, "Relu", "relu", {"i"}, "r");
+  add_node(g, "Add", "add", {"c", "r"}, "y");
+  CHECK(import_error(m) == "m.onnx: node 'relu' (Relu): folds into the layer before it, whose output other nodes "
+                           "read too");
+  // Without the Add's second read the same chain folds: one conv with ReLU.
+  onnx::ModelProto ok = model({1, 1, 2, 2}, {1, 1, 2, 2});
+  onnx::GraphProto& go = *ok.mutable_graph();
+  add_float(go, "w", {1, 1, 1, 1}, {1.0f});
+  add_node(go, "Conv", "conv", {"x", "w"}, "c");
+  add_node(go, "Identity", "id", {"c"}, "i");
+  add_node(go, "Relu", "relu", {"i"}, "y");
+  const FloatNet net = import(ok);
+  REQUIRE(net.layers.size() == 1);
+  CHECK(net.layers[0].act == tpu::model::ActFunction::Relu);
+}
+
+TEST_CASE("a dense layer after a flatten reads the map in tpu-sim's order", "[onnx]") {
+  // x (1, 2, 1, 2) -> Flatten -> Gemm with B (1 x 4, transB) = [1, 10, 100, 1000] over
+  // the model's order (c0 w0, c0 w1, c1 w0, c1 w1); tpu-sim flattens (w, c):
+  // (w0 c0, w0 c1, w1 c0, w1 c1), so its rows are [1, 100, 10, 1000].
+  onnx::ModelProto m = model({1, 2, 1, 2}, {1, 1});
+  onnx::GraphProto& g = *m.mutable_graph();
+  add_float(g, "fc", {1, 4}, {1.0f, 10.0f, 100.0f, 1000.0f});
+  add_node(g, "Flatten", "flat", {"x"}, "f");
+  onnx::NodeProto* gemm = add_node(g, "Gemm", "fc", {"f", "fc"}, "y");
+  onnx::AttributeProto* t = gemm->add_attribute();
+  t->set_name("transB");
+  t->set_type(onnx::AttributeProto::INT);
+  t->set_i(1);
+  const FloatNet net = import(m);
+  REQUIRE(net.layers.size() == 2);
+  CHECK(net.layers[1].weights == std::vector<float>{1.0f, 100.0f, 10.0f, 1000.0f});
+  // NCHW x: c0 = [1, 2], c1 = [3, 4] -> 1 + 20 + 300 + 4000; NHWC: [1, 3, 2, 4].
+  const auto run = tpu::onnximport::run_float(net, {1.0f, 3.0f, 2.0f, 4.0f}, 1);
+  CHECK(run.output.at(0) == 4321.0f);
+}
+
+TEST_CASE("the quantizer follows docs/quantization.md", "[onnx]") {
+  // Range [-1, 3]: scale 4 / 255, zero point round(-128 + 1 / (4 / 255)) = round(-64.25) = -64.
+  const auto q = tpu::onnximport::activation_quant(-1.0, 3.0);
+  CHECK(q.scale == 4.0 / 255.0);
+  CHECK(q.zero_point == -64);
+  // A ReLU range [0, 6]: zero point -128.
+  CHECK(tpu::onnximport::activation_quant(0.0, 6.0).zero_point == -128);
+  // Weights of max 254: scale 2; halves round to even: 5 / 2 = 2.5 -> 2, 7 / 2 = 3.5 -> 4,
+  // -1 / 2 = -0.5 -> 0.
+  double s = 0.0;
+  const auto w = tpu::onnximport::quantize_weights({254.0f, -254.0f, 5.0f, 7.0f, -1.0f}, s);
+  CHECK(s == 2.0);
+  CHECK(w == std::vector<std::int8_t>{127, -127, 2, 4, 0});
+}
