@@ -722,6 +722,12 @@ values raise tpusim.InputError with the tools' message.)doc");
           }));
   m.attr("Program").attr("__hash__") = py::none();
 
+  m.def(
+      "write_file",
+      [](py::handle path, py::bytes data) { write_file_atomic(path_of(path, "path"), std::string(data)); },
+      py::arg("path"), py::arg("data"),
+      "Writes bytes as the tools write every output: whole or not at all, through symlinks, "
+      "into devices and FIFOs.");
   m.def("assemble",
         [](const std::string& source, py::handle config, std::optional<unsigned> array_n,
            const std::string& filename) {

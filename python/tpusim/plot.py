@@ -17,6 +17,8 @@ by path for files written by the command-line tools. docs/python.md, "Plots".
 import json
 import math
 import os
+import stat
+import tempfile
 
 import matplotlib
 
@@ -92,18 +94,35 @@ def _load_json(src, what):
 
 
 def _save(fig, path, data):
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp.png")
+    """Writes the PNG as the tools write every output: whole or not at all
+    (a temporary file renamed over the target), through symlinks (the link's
+    final target is replaced), directly into a device or FIFO, with the
+    permissions a new file gets (0666 less the umask) or the old file's."""
+    target = os.path.realpath(os.fspath(path))
     try:
-        fig.savefig(tmp, dpi=_DPI, format="png", bbox_inches="tight", pad_inches=0.15)
-        os.replace(tmp, path)  # whole or not at all
+        if os.path.exists(target) and not stat.S_ISREG(os.stat(target).st_mode):
+            with open(target, "wb") as f:
+                fig.savefig(f, dpi=_DPI, format="png", bbox_inches="tight", pad_inches=0.15)
+            return PlotFile(os.fspath(path), data)
+        folder = os.path.dirname(target)
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                fig.savefig(f, dpi=_DPI, format="png", bbox_inches="tight", pad_inches=0.15)
+            if os.path.exists(target):
+                mode = stat.S_IMODE(os.stat(target).st_mode)
+            else:
+                umask = os.umask(0)
+                os.umask(umask)
+                mode = 0o666 & ~umask
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)  # whole or not at all
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return PlotFile(path, data)
+    return PlotFile(os.fspath(path), data)
 
 
 def _get(d, dotted, default=None):

@@ -273,6 +273,31 @@ def test_sweep_utilization(sweep_df, tmp_path):
         tpusim.plot.sweep_utilization(sweep_df, tmp_path / "d.png", x="ub_rows")
 
 
+# ---------------------------------------------------------------- outputs
+
+def test_outputs_like_the_tools(sweep_df, tmp_path):
+    """A plot is written whole or not at all, through a symlink (the link
+    stays a link), with a new file's usual permissions, never into a missing
+    folder."""
+    target = tmp_path / "real.png"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.png"
+    link.symlink_to(target.name)
+    check_png(tpusim.plot.sweep_utilization(sweep_df, link))
+    assert link.is_symlink() and os.readlink(link) == target.name
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    umask = os.umask(0o022)
+    try:
+        fresh = tpusim.plot.sweep_utilization(sweep_df, tmp_path / "fresh.png")
+    finally:
+        os.umask(umask)
+    assert (os.stat(fresh).st_mode & 0o777) == 0o644
+    with pytest.raises(FileNotFoundError):
+        tpusim.plot.sweep_utilization(sweep_df, tmp_path / "missing" / "x.png")
+    assert not (tmp_path / "missing").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh.png", "link.png", "real.png"]
+
+
 # ---------------------------------------------------------------- the CLI
 
 def tool(source_dir, *args, check=True):
