@@ -59,6 +59,9 @@ void Timeline::add_run(const std::string& name, const isa::Program& prog, const 
     const std::string text = isa::disassemble(in);
     nlohmann::json args = {{"pc", r.pc}, {"issue", r.issue}, {"start", r.start}};
     args["completion"] = r.completed ? nlohmann::json(r.completion) : nlohmann::json("-");
+    // The row count of the transfers, MMCs, ACTs and POOLs (their third operand).
+    if (isa::spec_of(in.opcode).unit != isa::Unit::Controller && in.opcode != isa::Opcode::RW)
+      args["rows"] = in.operands[2];
     if (layer_of) {
       const std::string layer = layer_of(r.pc);
       if (!layer.empty()) args["layer"] = layer;

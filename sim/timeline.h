@@ -9,7 +9,8 @@
 //   first track free at its start;
 // - a slice per unit instruction from its start cycle to its completion
 //   cycle (inclusive), named by its disassembly, with its pc, issue, start
-//   and completion cycles (and its layer, for a network);
+//   and completion cycles, its rows (RHM, WHM, MMC, ACT, POOL) and its layer
+//   (for a network);
 // - on the controller's track, a one-cycle slice per issue and a slice per
 //   stall run named by its cause (the `stall` lines of --trace);
 // - counters: the array's rows in flight (read from the UB, not yet written

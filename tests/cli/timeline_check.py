@@ -65,6 +65,9 @@ def check(tpu_sim, args, tmp, engine):
         else:
             assert track != "controller", e
             got_unit.append((e["args"]["pc"], e["name"], first, last))
+            mnemonic, _, operands = e["name"].partition(" ")
+            if mnemonic != "RW":  # RHM, WHM, MMC, ACT, POOL: rows are the third operand
+                assert e["args"]["rows"] == int(operands.split(",")[2]), e
     assert got_issue == [(pc, text, issue) for pc, text, issue, _, _ in instrs], (got_issue, instrs)
     assert got_stall == stalls, (got_stall, stalls)
     # Unit slices: start .. completion; cut by a fault: start .. the run's last cycle.
