@@ -330,14 +330,6 @@ struct NetResult {
   py::object accuracy = py::none();
 };
 
-std::uint64_t output_rows(const isa::Program& prog, std::uint64_t input_rows) {
-  std::uint64_t rows = input_rows;
-  for (const isa::Instruction& in : prog.code)
-    for (const isa::Access& a : isa::accesses(in))
-      if (a.space == isa::Space::HostMem && a.is_write) rows = std::max(rows, a.base + a.count);
-  return rows;
-}
-
 // ---- The API functions ----------------------------------------------------------
 
 RunResult run(py::handle program, py::handle hostmem, py::handle weights, py::handle config,
@@ -380,7 +372,7 @@ RunResult run(py::handle program, py::handle hostmem, py::handle weights, py::ha
     if (hbytes) std::memcpy(s->mem->host.data().data(), hp, hbytes);
     if (wbytes) std::memcpy(s->mem->weights.data().data(), wp, wbytes);
     s->log = sweep::run_engine(s->cfg, s->program, *s->mem, opts);
-    s->output_rows = std::min(output_rows(s->program, input_rows), s->cfg.host_rows);
+    s->output_rows = std::min(cli::output_rows(s->program, input_rows), s->cfg.host_rows);
   }
   RunResult r{s};
   if (s->log.fault && raise_on_fault) {

@@ -2,16 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
 #include "common/file_io.h"
+#include "common/npy.h"
 #include "common/plural.h"
 #include "model/tpu.h"
 #include "progress.h"
-#include "timeline.h"
 #include "rtl/rtl_engine.h"
 #include "rtl/wave_files.h"
+#include "timeline.h"
 
 namespace tpu::cli {
 namespace {
@@ -71,6 +73,23 @@ void SimArgs::add_to(CLI::App& app) {
       ->check(CLI::IsMember({"systemc", "rtl", "both"}))
       ->capture_default_str();
   cfg.add_to(app);
+}
+
+std::uint64_t output_rows(const isa::Program& prog, std::uint64_t input_rows) {
+  std::uint64_t rows = input_rows;
+  for (const isa::Instruction& in : prog.code)
+    for (const isa::Access& a : isa::accesses(in))
+      if (a.space == isa::Space::HostMem && a.is_write) rows = std::max(rows, a.base + a.count);
+  return rows;
+}
+
+compiler::MatrixI8 read_matrix(const std::string& path, std::string_view what) {
+  const NpyArray arr = read_npy(path);
+  compiler::MatrixI8 m;
+  m.data = expect_int8(arr, 2, what);
+  m.rows = arr.shape[0];
+  m.cols = arr.shape[1];
+  return m;
 }
 
 model::Detail detail_of(const SimArgs& args) {

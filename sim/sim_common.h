@@ -6,8 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 
 #include "cli_common.h"
+#include "compiler/gemm.h"
 #include "config/arch_config.h"
 #include "isa/program.h"
 #include "model/memories.h"
@@ -15,6 +17,13 @@
 #include "model/tpu.h"
 
 namespace tpu::cli {
+
+// Host rows a program can write: the input's rows, extended to the last row
+// any WHM names.
+std::uint64_t output_rows(const isa::Program& prog, std::uint64_t input_rows);
+
+// A 2-D int8 .npy file as a matrix; `what` names it in errors (FileError).
+compiler::MatrixI8 read_matrix(const std::string& path, std::string_view what);
 
 // Options every simulating subcommand has.
 struct SimArgs {

@@ -78,15 +78,6 @@ compiler::MatrixI8 random_matrix(std::size_t rows, std::size_t cols, std::mt1993
   return m;
 }
 
-compiler::MatrixI8 read_matrix(const std::string& path, std::string_view what) {
-  const NpyArray arr = read_npy(path);
-  compiler::MatrixI8 m;
-  m.data = expect_int8(arr, 2, what);
-  m.rows = arr.shape[0];
-  m.cols = arr.shape[1];
-  return m;
-}
-
 void flatten_into(const nlohmann::json& j, const std::string& prefix, nlohmann::json& out) {
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) flatten_into(v, prefix.empty() ? k : prefix + "." + k, out);
@@ -334,8 +325,8 @@ nlohmann::json run_workload(const ArchConfig& cfg, const nlohmann::json& w, cons
   if (kind == "gemm") {
     compiler::MatrixI8 a, b;
     if (w.contains("a") || w.contains("b")) {
-      a = read_matrix(path_in(base_dir, field<std::string>(w, "a", what)), "A");
-      b = read_matrix(path_in(base_dir, field<std::string>(w, "b", what)), "B");
+      a = cli::read_matrix(path_in(base_dir, field<std::string>(w, "a", what)), "A");
+      b = cli::read_matrix(path_in(base_dir, field<std::string>(w, "b", what)), "B");
     } else {
       std::mt19937_64 gen(field_or<std::uint64_t>(w, "seed", 0, what));
       const auto m = field<std::size_t>(w, "m", what), k = field<std::size_t>(w, "k", what),

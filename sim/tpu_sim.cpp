@@ -33,6 +33,8 @@
 namespace {
 
 using namespace tpu;
+using cli::output_rows;
+using cli::read_matrix;
 using cli::SimArgs;
 
 struct RunArgs : SimArgs {
@@ -48,16 +50,6 @@ struct GemmArgs : SimArgs {
   std::string emit_asm;
   bool check = false;
 };
-
-// Host rows a program can write: the input's rows, extended to the last row
-// any WHM names.
-std::uint64_t output_rows(const isa::Program& prog, std::uint64_t input_rows) {
-  std::uint64_t rows = input_rows;
-  for (const isa::Instruction& in : prog.code)
-    for (const isa::Access& a : isa::accesses(in))
-      if (a.space == isa::Space::HostMem && a.is_write) rows = std::max(rows, a.base + a.count);
-  return rows;
-}
 
 void load_memories(const RunArgs& args, const ArchConfig& cfg, model::Memories& mem,
                    std::uint64_t& host_input_rows) {
@@ -108,15 +100,6 @@ int run(const RunArgs& args) {
     write_npy(args.out, NpyArray::of<std::int8_t>({rows, cfg.array_n}, host));
   }
   return kExitOk;
-}
-
-compiler::MatrixI8 read_matrix(const std::string& path, std::string_view what) {
-  const NpyArray arr = read_npy(path);
-  compiler::MatrixI8 m;
-  m.data = expect_int8(arr, 2, what);
-  m.rows = arr.shape[0];
-  m.cols = arr.shape[1];
-  return m;
 }
 
 // "M,S,Z" -> Requant, range-checked against the SETQ fields.
