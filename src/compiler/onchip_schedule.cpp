@@ -34,9 +34,9 @@ isa::Instruction to_instruction(const Op& op) {
   return in;
 }
 
-bool overlaps(const isa::Access& x, const isa::Access& y) {
-  return x.space == y.space && (x.is_write || y.is_write) && x.base < y.base + y.count &&
-         y.base < x.base + x.count;
+// Two accesses that must stay in order: the same rows, one of them a write.
+bool conflicts(const isa::Access& x, const isa::Access& y) {
+  return (x.is_write || y.is_write) && x.overlaps(y);
 }
 
 class Scheduler {
@@ -83,7 +83,7 @@ class Scheduler {
   bool conflict(std::size_t x, std::size_t y) const {
     for (const isa::Access& a : access_[x])
       for (const isa::Access& b : access_[y])
-        if (overlaps(a, b)) return true;
+        if (conflicts(a, b)) return true;
     return false;
   }
 

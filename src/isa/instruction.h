@@ -62,6 +62,10 @@ struct Access {
   std::uint64_t count;
   bool is_write;
   unsigned operand;  // index of the operand that holds `base`
+  // Both name a row of the same memory.
+  bool overlaps(const Access& o) const {
+    return space == o.space && base < o.base + o.count && o.base < base + count;
+  }
 };
 
 // Host rows one accumulator row fills when WHM.A writes it out (N int32 = 4N bytes).

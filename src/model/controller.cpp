@@ -8,13 +8,6 @@
 #include "model/timing.h"
 
 namespace tpu::model {
-namespace {
-
-bool overlaps(const isa::Access& a, const isa::Access& b) {
-  return a.space == b.space && a.base < b.base + b.count && b.base < a.base + a.count;
-}
-
-}  // namespace
 
 Controller::Controller(sc_module_name name, const ArchConfig& cfg, const isa::Program& prog,
                        RunLog& log, Cycle max_cycles)
@@ -69,7 +62,7 @@ std::optional<StallCause> Controller::stall_cause(const isa::Instruction& in, Cy
     if (f.unit == unit) continue;
     for (const isa::Access& a : mine)
       for (const isa::Access& b : f.accesses) {
-        if (!overlaps(a, b)) continue;
+        if (!a.overlaps(b)) continue;
         raw |= !a.is_write && b.is_write;
         waw |= a.is_write && b.is_write;
         war |= a.is_write && !b.is_write;

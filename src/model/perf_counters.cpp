@@ -41,10 +41,6 @@ class ActiveCycles {
   Cycle total_ = 0;
 };
 
-bool overlaps(const isa::Access& a, const isa::Access& b) {
-  return a.space == b.space && a.base < b.base + b.count && b.base < a.base + a.count;
-}
-
 // Rows and columns of a weight tile that hold a nonzero weight.
 std::uint64_t useful_lanes(const std::int8_t* tile, std::size_t n) {
   std::vector<bool> col(n, false);
@@ -154,7 +150,7 @@ PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const R
             if (d < run.first) break;
             for (const isa::Access& w : isa::accesses(prog.code[h.pc]))
               if (w.is_write && std::any_of(mine.begin(), mine.end(), [&](const isa::Access& a) {
-                    return !a.is_write && overlaps(a, w);
+                    return !a.is_write && a.overlaps(w);
                   })) {
                 input_until = input ? std::max(input_until, d) : d;
                 input = true;
