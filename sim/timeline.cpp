@@ -7,6 +7,7 @@
 #include <map>
 
 #include "isa/isa.h"
+#include "model/weight_fifo.h"
 
 namespace tpu::cli {
 namespace {
@@ -108,7 +109,11 @@ void Timeline::add_run(const std::string& name, const isa::Program& prog, const 
       events_.push_back({{"ph", "C"}, {"pid", pid}, {"name", title}, {"ts", ts(c)}, {"args", {{series, value}}}});
     }
   };
+  std::vector<std::pair<model::Cycle, int>> fifo;
+  for (const model::FifoStep& s : model::weight_fifo_steps(cfg_, prog, log))
+    if (s.cycle < log.stats.cycles) fifo.emplace_back(s.cycle, s.delta);
   counter("array rows in flight", "rows", rows_in_flight);
+  counter("weight FIFO occupancy", "tiles", fifo);
   counter("weight tiles requested", "tiles", tiles);
 }
 

@@ -560,7 +560,7 @@ def timeline(trace, path, max_cycles=None, *, min_cycle=0, title=None):
     from its start cycle over its cycles: instructions coloured by unit (and
     named where the name fits), the controller's one-cycle issues in black
     and its stall runs coloured by cause. Below, one panel per counter (the
-    array's rows in flight, weight tiles requested) as steps. x: cycles
+    array's rows in flight, weight FIFO occupancy, weight tiles requested) as steps. x: cycles
     ``min_cycle`` .. ``max_cycles`` (default: the whole run). ``data``: the
     drawn bars, as timeline_slices gives them.
     """

@@ -44,6 +44,12 @@ struct Place {
   std::uint64_t rows(std::uint64_t samples) const { return groups * pixels * samples; }
 };
 
+// Pixels [p0, p0 + pixels) of one sample's output map, computed as one job
+// in the accumulators; pixels == 0: every pixel of every sample of the chunk.
+struct Band {
+  std::uint64_t p0 = 0, pixels = 0;
+};
+
 class OnChip {
  public:
   OnChip(const Network& net, std::uint64_t batch, const ArchConfig& cfg)
@@ -63,7 +69,9 @@ class OnChip {
   }
   // --- allocation ---
   std::uint64_t job_rows_per_sample() const;
-  std::uint64_t const_rows(std::uint64_t b) const { return needs_const_ ? b * job_rows_per_sample() : 0; }
+  std::uint64_t job_acc_rows(std::uint64_t b) const;
+  std::vector<Band> bands(std::uint64_t pixels, std::uint64_t w, std::uint64_t bc) const;
+  std::uint64_t const_rows(std::uint64_t b) const { return needs_const_ ? job_acc_rows(b) : 0; }
   std::optional<std::uint64_t> allocate(std::uint64_t b, bool two_inputs, bool commit);
   std::string fits(std::uint64_t b, bool two_inputs);
   double estimate(std::uint64_t b) const;
@@ -92,10 +100,11 @@ class OnChip {
   }
   // ACTs (and the output's WHMs) of samples [n0, n1] of output group g whose
   // accumulators start at acc (sample-major, `pixels` rows each).
+  // A band (of one sample, bc == 1) activates only its pixels, from acc.
   void activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uint64_t n1,
-                std::uint64_t acc, std::uint64_t bc);
+                std::uint64_t acc, std::uint64_t bc, Band band = {});
   void write_out(std::uint64_t g, std::uint64_t n0, std::uint64_t n1, std::uint64_t bc,
-                 std::optional<std::size_t> after, std::optional<std::uint64_t> acc);
+                 std::optional<std::size_t> after, std::optional<std::uint64_t> acc, Band band = {});
   model::Requant gemm_requant(std::size_t i) const {
     const Layer& l = net_.layers[i];
     return layer_requant(infos_[layer_inputs(net_, i)[0]].quant.scale, l.weight_scale, l.output, l.act);
@@ -225,6 +234,29 @@ std::uint64_t OnChip::job_rows_per_sample() const {
   return r;
 }
 
+// Accumulator rows one job may use. A job is one output group of a layer
+// over the chunk's samples while they fit in the accumulators; a sample
+// whose largest map alone does not fit is computed in bands of whole output
+// rows of at most half the accumulators each, so that one band's ACT runs
+// beside the next band's passes in the other half.
+std::uint64_t OnChip::job_acc_rows(std::uint64_t b) const {
+  const std::uint64_t whole = b * job_rows_per_sample();
+  return whole <= cfg_.acc_rows ? whole : std::max<std::uint64_t>(1, cfg_.acc_rows / 2);
+}
+
+// The bands of a conv's or add's output map of `pixels` pixels in rows of
+// w: one job of every pixel of the chunk when it fits (job_acc_rows), else,
+// for a chunk of one sample, bands of whole rows.
+std::vector<Band> OnChip::bands(std::uint64_t pixels, std::uint64_t w, std::uint64_t bc) const {
+  const std::uint64_t cap = job_acc_rows(chunk_);
+  if (bc * pixels <= cap) return {Band{}};
+  const std::uint64_t step = cap / w * w;
+  if (bc != 1 || step == 0) throw CompileError("internal error: an output map that cannot be banded");
+  std::vector<Band> out;
+  for (std::uint64_t p0 = 0; p0 < pixels; p0 += step) out.push_back({p0, std::min(step, pixels - p0)});
+  return out;
+}
+
 // First-fit allocation of the unified buffer by live ranges; the peak row
 // count, or nullopt when it exceeds the unified buffer.
 std::optional<std::uint64_t> OnChip::allocate(std::uint64_t b, bool two_inputs, bool commit) {
@@ -281,9 +313,21 @@ std::optional<std::uint64_t> OnChip::allocate(std::uint64_t b, bool two_inputs, 
 // Empty when a chunk of b samples fits, else why not.
 std::string OnChip::fits(std::uint64_t b, bool two_inputs) {
   const std::uint64_t acc = b * job_rows_per_sample();
-  if (acc > cfg_.acc_rows)
+  if (acc > cfg_.acc_rows && b > 1)
     return fmt::format("{} need {} (the largest layer's output for {})", plural(acc, "accumulator row"),
                        cfg_.acc_rows, plural(b, "sample"));
+  if (acc > cfg_.acc_rows) {
+    // One sample in bands of whole output rows: a row must fit in a band.
+    for (std::size_t i = 0; i < net_.layers.size(); ++i) {
+      const LayerKind k = net_.layers[i].kind;
+      const Place& y = places_[i + 1];
+      if ((k == LayerKind::Conv2d || k == LayerKind::Add) && y.pixels > job_acc_rows(1) &&
+          y.w > job_acc_rows(1))
+        return fmt::format("{}: one output row of {} needs more than the {} of a band (half the accumulators)",
+                           layer_label(net_.layers[i], i), plural(y.w, "pixel"),
+                           plural(job_acc_rows(1), "accumulator row"));
+    }
+  }
   if (!allocate(b, two_inputs, false))
     return fmt::format("the live feature maps of {} need more than the {} unified buffer rows",
                        plural(b, "sample"), cfg_.ub_rows);
@@ -417,42 +461,43 @@ void OnChip::lower_input(std::uint64_t c, std::uint64_t bc, std::size_t layer) {
 }
 
 void OnChip::write_out(std::uint64_t g, std::uint64_t n0, std::uint64_t n1, std::uint64_t bc,
-                       std::optional<std::size_t> after, std::optional<std::uint64_t> acc) {
+                       std::optional<std::size_t> after, std::optional<std::uint64_t> acc, Band band) {
   const Place& p = places_[output_tensor_];
   const std::uint64_t per_row = acc ? isa::kHostRowsPerAccRow : 1;
+  const std::uint64_t p0 = band.p0;
   Op op;
   op.opcode = Opcode::WHM;
   op.flags = acc ? isa::kFlagWhmAcc : 0;
-  op.a = static_cast<std::int64_t>(acc ? *acc : plane(output_tensor_, g, n0, bc));
+  op.a = static_cast<std::int64_t>(acc ? *acc : plane(output_tensor_, g, n0, bc) + p0);
   op.b = static_cast<std::int64_t>(out_host_ + chunk_c_ * chunk_ * p.groups * p.pixels * per_row +
-                                   (g * bc + n0) * p.pixels * per_row);
-  op.c = static_cast<std::int64_t>((n1 - n0 + 1) * p.pixels);
+                                   ((g * bc + n0) * p.pixels + p0) * per_row);
+  op.c = static_cast<std::int64_t>(band.pixels ? band.pixels : (n1 - n0 + 1) * p.pixels);
   op.after = after;
   op.layer = net_.layers.size() - 1;
   push(op);
 }
 
 void OnChip::activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uint64_t n1,
-                      std::uint64_t acc, std::uint64_t bc) {
+                      std::uint64_t acc, std::uint64_t bc, Band band) {
   const Layer& l = net_.layers[i];
   const std::uint64_t pixels = places_[i + 1].pixels;
   const bool out = base_of(net_.layers.size()) == i + 1;
   if (l.int32_output) {
-    write_out(g, n0, n1, bc, std::nullopt, acc + n0 * pixels);
+    write_out(g, n0, n1, bc, std::nullopt, acc + n0 * pixels, band);
     return;
   }
   Op op;
   op.opcode = Opcode::ACT;
   op.flags = act_flags(l.act);
   op.a = static_cast<std::int64_t>(acc + n0 * pixels);
-  op.b = static_cast<std::int64_t>(plane(i + 1, g, n0, bc));
-  op.c = static_cast<std::int64_t>((n1 - n0 + 1) * pixels);
+  op.b = static_cast<std::int64_t>(plane(i + 1, g, n0, bc) + band.p0);
+  op.c = static_cast<std::int64_t>(band.pixels ? band.pixels : (n1 - n0 + 1) * pixels);
   op.requant = l.kind == LayerKind::Add
                    ? add_requant(infos_[layer_inputs(net_, i)[0]].quant, infos_[layer_inputs(net_, i)[1]].quant, l.output)
                    : gemm_requant(i);
   op.layer = i;
   push(op);
-  if (out) write_out(g, n0, n1, bc, ops_.size() - 1, std::nullopt);
+  if (out) write_out(g, n0, n1, bc, ops_.size() - 1, std::nullopt, band);
 }
 
 void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
@@ -471,49 +516,17 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
   const std::vector<std::int64_t> bias = folded_bias(l, zin);
   const std::uint64_t op_pixels = yp.pixels;
   const std::uint64_t per = samples_per_piece(op_pixels);
+  const std::uint64_t gin = host_im2col || pointwise ? xp.groups : depthwise ? 1 : xp.groups;
   for (std::uint64_t go = 0; go < yp.groups; ++go) {
-    const std::uint64_t acc = next_acc(bc * op_pixels);
     const std::vector<std::uint64_t> btiles = bias_tiles(bias, go);
-    bias_passes(btiles, acc, bc, op_pixels, i);
-    bool first = btiles.empty();
-    const auto mmc = [&](std::uint64_t t, bool sw, std::int64_t ub, std::uint64_t acc_row,
-                         std::uint64_t rows, std::optional<isa::ConvGeometry> geo) {
-      Op op;
-      op.opcode = Opcode::MMC;
-      op.flags = (sw ? isa::kFlagMmcSwitch : 0) | (first ? isa::kFlagMmcOverwrite : 0) |
-                 (geo ? isa::kFlagMmcConvolve : 0);
-      op.a = ub;
-      op.b = static_cast<std::int64_t>(acc_row);
-      op.c = static_cast<std::int64_t>(rows);
-      op.geometry = geo;
-      op.tile = t;
-      op.layer = i;
-      push(op);
-    };
-    if (host_im2col || pointwise) {
-      // K tiles of consecutive rows: every sample at once.
-      const std::uint64_t kt = xp.groups;
-      for (std::uint64_t gi = 0; gi < kt; ++gi) {
-        std::vector<std::int8_t> t(n_ * n_, 0);
-        for (std::uint64_t k = 0; k < n_ && gi * n_ + k < xp.channels; ++k)
-          for (std::uint64_t j = 0; j < n_ && go * n_ + j < cout; ++j)
-            t[k * n_ + j] = w_at(l, gi * n_ + k, go * n_ + j);
-        mmc(tile(std::move(t)), true, static_cast<std::int64_t>(plane(x, gi, 0, bc)), acc,
-            bc * op_pixels, std::nullopt);
-        first = false;
-      }
-      for (std::uint64_t n0 = 0; n0 < bc; n0 += per)
-        activate(i, go, n0, std::min(bc, n0 + per) - 1, acc, bc);
-      continue;
-    }
-    // One pass per kernel offset and input group, sample by sample.
-    const std::uint64_t gin = depthwise ? 1 : xp.groups;
-    for (std::uint64_t tap = 0; tap < taps; ++tap) {
-      const std::uint64_t dy = tap / l.kernel_w, dx = tap % l.kernel_w;
+    // The tiles by (kernel offset, input group); one offset on consecutive
+    // rows when the input is already laid out per output pixel.
+    std::vector<std::uint64_t> tiles;
+    for (std::uint64_t tap = 0; tap < (host_im2col || pointwise ? 1 : taps); ++tap)
       for (std::uint64_t gj = 0; gj < gin; ++gj) {
         const std::uint64_t gi = depthwise ? go : gj;
         std::vector<std::int8_t> t(n_ * n_, 0);
-        for (std::uint64_t k = 0; k < n_ && gi * n_ + k < cin; ++k) {
+        for (std::uint64_t k = 0; k < n_ && gi * n_ + k < (host_im2col ? xp.channels : cin); ++k) {
           if (depthwise) {
             t[k * n_ + k] = l.weights[tap * cout + gi * n_ + k];
           } else {
@@ -521,27 +534,68 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
               t[k * n_ + j] = w_at(l, tap * cin + gi * n_ + k, go * n_ + j);
           }
         }
-        const std::uint64_t ti = tile(std::move(t));
-        isa::ConvGeometry g;
-        g.in_h = static_cast<std::uint32_t>(xp.h);
-        g.in_w = static_cast<std::uint32_t>(xp.w);
-        g.out_w = static_cast<std::uint32_t>(yp.w);
-        g.stride_y = l.stride_h;
-        g.stride_x = l.stride_w;
-        g.pad = static_cast<std::int8_t>(zin);
-        g.origin_y = static_cast<std::int32_t>(dy) - static_cast<std::int32_t>(l.pad_top);
-        g.origin_x = static_cast<std::int32_t>(dx) - static_cast<std::int32_t>(l.pad_left);
-        const bool last_round = tap + 1 == taps && gj + 1 == gin;
-        std::uint64_t n0 = 0;
-        for (std::uint64_t n = 0; n < bc; ++n) {
-          mmc(ti, n == 0, static_cast<std::int64_t>(plane(x, gi, n, bc)), acc + n * op_pixels,
-              op_pixels, g);
-          if (last_round && (n + 1 - n0 == per || n + 1 == bc)) {
-            activate(i, go, n0, n, acc, bc);
-            n0 = n + 1;
-          }
+        tiles.push_back(tile(std::move(t)));
+      }
+    for (const Band& band : bands(op_pixels, yp.w, bc)) {
+      const bool banded = band.pixels != 0;
+      const std::uint64_t p0 = band.p0, band_pixels = banded ? band.pixels : op_pixels;
+      const std::uint64_t acc = next_acc(bc * band_pixels);
+      bias_passes(btiles, acc, bc, band_pixels, i);
+      bool first = btiles.empty();
+      const auto mmc = [&](std::uint64_t t, bool sw, std::uint64_t ub, std::uint64_t acc_row,
+                           std::uint64_t rows, std::optional<isa::ConvGeometry> geo) {
+        Op op;
+        op.opcode = Opcode::MMC;
+        op.flags = (sw ? isa::kFlagMmcSwitch : 0) | (first ? isa::kFlagMmcOverwrite : 0) |
+                   (geo ? isa::kFlagMmcConvolve : 0);
+        op.a = static_cast<std::int64_t>(ub);
+        op.b = static_cast<std::int64_t>(acc_row);
+        op.c = static_cast<std::int64_t>(rows);
+        op.geometry = geo;
+        op.tile = t;
+        op.layer = i;
+        push(op);
+      };
+      if (host_im2col || pointwise) {
+        // K tiles of consecutive rows: every sample (or the band) at once.
+        for (std::uint64_t gi = 0; gi < gin; ++gi) {
+          mmc(tiles[gi], true, plane(x, gi, 0, bc) + p0, acc, bc * band_pixels, std::nullopt);
+          first = false;
         }
-        first = false;
+        if (banded) activate(i, go, 0, 0, acc, bc, band);
+        else
+          for (std::uint64_t n0 = 0; n0 < bc; n0 += per) activate(i, go, n0, std::min(bc, n0 + per) - 1, acc, bc);
+        continue;
+      }
+      // One pass per kernel offset and input group, sample by sample; a
+      // band starts its map p0 / out_w output rows down.
+      const std::int64_t y0 = static_cast<std::int64_t>(p0 / yp.w);
+      for (std::uint64_t tap = 0; tap < taps; ++tap) {
+        const std::uint64_t dy = tap / l.kernel_w, dx = tap % l.kernel_w;
+        for (std::uint64_t gj = 0; gj < gin; ++gj) {
+          const std::uint64_t gi = depthwise ? go : gj;
+          isa::ConvGeometry g;
+          g.in_h = static_cast<std::uint32_t>(xp.h);
+          g.in_w = static_cast<std::uint32_t>(xp.w);
+          g.out_w = static_cast<std::uint32_t>(yp.w);
+          g.stride_y = l.stride_h;
+          g.stride_x = l.stride_w;
+          g.pad = static_cast<std::int8_t>(zin);
+          g.origin_y = static_cast<std::int32_t>(static_cast<std::int64_t>(dy) - l.pad_top + y0 * l.stride_h);
+          g.origin_x = static_cast<std::int32_t>(dx) - static_cast<std::int32_t>(l.pad_left);
+          const bool last_round = tap + 1 == taps && gj + 1 == gin;
+          std::uint64_t n0 = 0;
+          for (std::uint64_t n = 0; n < bc; ++n) {
+            mmc(tiles[tap * gin + gj], n == 0, plane(x, gi, n, bc), acc + n * band_pixels, band_pixels, g);
+            if (last_round && banded) {
+              activate(i, go, 0, 0, acc, bc, band);
+            } else if (last_round && (n + 1 - n0 == per || n + 1 == bc)) {
+              activate(i, go, n0, n, acc, bc);
+              n0 = n + 1;
+            }
+          }
+          first = false;
+        }
       }
     }
   }
@@ -600,29 +654,38 @@ void OnChip::lower_add(std::size_t i, std::uint64_t bc) {
   const Place& yp = places_[i + 1];
   const std::int64_t folded = wrap32(-(std::int64_t{f.a} * qa.zero_point + std::int64_t{f.b} * qb.zero_point));
   std::vector<std::int64_t> bias(yp.channels, folded);
-  const std::uint64_t rows = bc * yp.pixels;
   const std::uint64_t per = samples_per_piece(yp.pixels);
   for (std::uint64_t g = 0; g < yp.groups; ++g) {
-    const std::uint64_t acc = next_acc(rows);
     const std::vector<std::uint64_t> btiles = bias_tiles(bias, g);
-    bias_passes(btiles, acc, bc, yp.pixels, i);
-    bool first = btiles.empty();
+    std::vector<std::uint64_t> tiles;
     for (int side = 0; side < 2; ++side) {
       std::vector<std::int8_t> t(n_ * n_, 0);
       for (std::uint64_t k = 0; k < n_ && g * n_ + k < yp.channels; ++k)
         t[k * n_ + k] = static_cast<std::int8_t>(side == 0 ? f.a : f.b);
-      Op op;
-      op.opcode = Opcode::MMC;
-      op.flags = isa::kFlagMmcSwitch | (first ? isa::kFlagMmcOverwrite : 0);
-      op.a = static_cast<std::int64_t>(plane(ids[side], g, 0, bc));
-      op.b = static_cast<std::int64_t>(acc);
-      op.c = static_cast<std::int64_t>(rows);
-      op.tile = tile(std::move(t));
-      op.layer = i;
-      push(op);
-      first = false;
+      tiles.push_back(tile(std::move(t)));
     }
-    for (std::uint64_t n0 = 0; n0 < bc; n0 += per) activate(i, g, n0, std::min(bc, n0 + per) - 1, acc, bc);
+    for (const Band& band : bands(yp.pixels, yp.w, bc)) {
+      const bool banded = band.pixels != 0;
+      const std::uint64_t p0 = band.p0, band_pixels = banded ? band.pixels : yp.pixels;
+      const std::uint64_t acc = next_acc(bc * band_pixels);
+      bias_passes(btiles, acc, bc, band_pixels, i);
+      bool first = btiles.empty();
+      for (int side = 0; side < 2; ++side) {
+        Op op;
+        op.opcode = Opcode::MMC;
+        op.flags = isa::kFlagMmcSwitch | (first ? isa::kFlagMmcOverwrite : 0);
+        op.a = static_cast<std::int64_t>(plane(ids[side], g, 0, bc) + p0);
+        op.b = static_cast<std::int64_t>(acc);
+        op.c = static_cast<std::int64_t>(bc * band_pixels);
+        op.tile = tiles[side];
+        op.layer = i;
+        push(op);
+        first = false;
+      }
+      if (banded) activate(i, g, 0, 0, acc, bc, band);
+      else
+        for (std::uint64_t n0 = 0; n0 < bc; n0 += per) activate(i, g, n0, std::min(bc, n0 + per) - 1, acc, bc);
+    }
   }
 }
 
@@ -807,7 +870,7 @@ NetworkPlan OnChip::compile() {
   two_inputs_ = two && chunks_ > 1;
   ub_used_ = *allocate(chunk_, two_inputs_, true);
   const_rows_ = const_rows(chunk_);
-  const std::uint64_t acc_max = chunk_ * job_rows_per_sample();
+  const std::uint64_t acc_max = job_acc_rows(chunk_);
   acc_two_ = 2 * acc_max <= cfg_.acc_rows;
   acc_half_ = acc_max;
 

@@ -10,7 +10,9 @@ checks that T.json is valid Chrome trace JSON whose slices are exactly the
 trace's: per instruction an issue slice on the controller track and a unit
 slice from start to completion, per stall line a slice named by its cause,
 with times at the configured clock (cycle t at t / clock_mhz microseconds).
-Also: a timeline into a missing directory fails with one line and leaves
+On the SystemC engine the run also writes a waveform, and the timeline's
+weight FIFO occupancy counter must equal the model's own FIFO count
+(systolic_array.fifo_count) in every cycle. Also: a timeline into a missing directory fails with one line and leaves
 nothing, and a faulting program's timeline ends at the fault's cycle.
 """
 import json
@@ -19,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from waveform_check import Vcd
 
 TRACE = re.compile(r"^pc\s+(\d+)\s+(.+?)\s+issue\s+(\d+)\s+start\s+(\d+)\s+complete\s+(\S+)$")
 STALL = re.compile(r"^\s+stall (\S+)\s+cycles (\d+)\.\.(\d+) \((\d+)\)$")
@@ -32,10 +36,46 @@ def cycles_of(event, clock_mhz):
     return round(first), round(first) + round(count) - 1
 
 
-def check(tpu_sim, args, tmp, engine):
+def counter_steps(events, title):
+    """(cycle, value) samples of the counter `title`, in time order."""
+    out = []
+    for e in events:
+        if e["ph"] == "C" and e["name"] == title:
+            (value,) = e["args"].values()
+            out.append((e["ts"], value))
+    return sorted(out)
+
+
+def check_fifo(events, clock, vcd_path, cycles):
+    """The timeline's weight FIFO occupancy against the model's own FIFO, the
+    systolic array's fifo_count in the detailed model's waveform (100 ps
+    units, 1 ns cycles), in cycles 0 .. cycles - 2 (the simulation stops in
+    the last cycle before SystemC samples it)."""
+    vcd = Vcd(str(vcd_path))
+    (ident,) = [i for name, i, _, _ in vcd.vars if name.endswith("systolic_array.fifo_count[31:0]")]
+    dumped = [(t // 10, int(v, 2)) for t, v in vcd.changes[ident]]
+    steps = [(round(ts * clock), v) for ts, v in counter_steps(events, "weight FIFO occupancy")]
+
+    def value_at(samples, c):
+        v = 0
+        for t, x in samples:
+            if t > c:
+                break
+            v = x
+        return v
+
+    changes = sorted({t for t, _ in dumped} | {t for t, _ in steps})
+    for c in [0] + changes:
+        if c <= cycles - 2:
+            assert value_at(steps, c) == value_at(dumped, c), (c, steps, dumped)
+    return max([v for _, v in steps] + [0])
+
+
+def check(tpu_sim, args, tmp, engine, vcd=False):
     t = tmp / "t.json"
-    r = subprocess.run([tpu_sim, "run", *args, "--trace", "--timeline", str(t), "--engine", engine],
-                       capture_output=True, text=True)
+    wave = ["--vcd", str(tmp / "w.vcd")] if vcd else []
+    r = subprocess.run([tpu_sim, "run", *args, "--trace", "--timeline", str(t), "--engine", engine, *wave,
+                        "--stats", str(tmp / "s.json")], capture_output=True, text=True)
     assert r.returncode in (0, 4), r.stderr
     instrs, stalls = [], []
     for line in r.stdout.splitlines():
@@ -89,6 +129,9 @@ def check(tpu_sim, args, tmp, engine):
         spans.sort()
         for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
             assert a1 < b0, spans
+    if vcd:
+        cycles = json.loads((tmp / "s.json").read_text())["cycles"]
+        check.fifo_peak = max(getattr(check, "fifo_peak", 0), check_fifo(events, clock, tmp / "w.vcd", cycles))
     return len(instrs), len(stalls), end
 
 
@@ -115,7 +158,7 @@ def main():
                 engines.append("rtl")
             for engine in engines:
                 extra = ["--preset", preset] if preset else []
-                i, s, _ = check(tpu_sim, args + extra, tmp, engine)
+                i, s, _ = check(tpu_sim, args + extra, tmp, engine, vcd=engine == "systemc")
                 print(f"{prog.stem} ({engine}): {i} instructions, {s} stall runs: slices match the trace")
                 checked += 1
             # A cycle limit in the middle of the run: the timeline ends there.
@@ -130,6 +173,7 @@ def main():
         assert r.returncode == 3 and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert not bad.exists() and not bad.parent.exists()
     assert checked >= 5, checked
+    assert check.fifo_peak >= 2, "no example program queues two tiles in the weight FIFO"
     print(f"{checked} timelines match their traces")
 
 

@@ -633,3 +633,105 @@ TEST_CASE("CNN layers on chip: depthwise, padded and average pools, adds", "[lay
     CHECK(o.plan.segments[0].chunk_units < 9);
   }
 }
+
+// --- Maps larger than the accumulators: bands of output rows ---
+
+namespace {
+
+// The same network run on the detailed path: same output, same retire
+// records as the fast path's (check_mode's) run.
+void check_detailed_agrees(const NetworkPlan& plan, const compiler::NetworkRun& fast, const Tensor& x,
+                           const ArchConfig& cfg) {
+  model::RunOptions opts;
+  opts.detail = model::Detail::Detailed;
+  const compiler::NetworkRun detailed = compiler::run_network(
+      plan, x, cfg, [&](std::size_t, const compiler::SegmentPlan& seg, model::Memories& mem) {
+        return model::run_program(cfg, seg.program, mem, opts);
+      });
+  REQUIRE_FALSE(detailed.fault);
+  CHECK(detailed.output.data == fast.output.data);
+  REQUIRE(detailed.logs.size() == fast.logs.size());
+  for (std::size_t s = 0; s < fast.logs.size(); ++s) {
+    CHECK(detailed.logs[s].stats.cycles == fast.logs[s].stats.cycles);
+    REQUIRE(detailed.logs[s].retired.size() == fast.logs[s].retired.size());
+    for (std::size_t r = 0; r < fast.logs[s].retired.size(); ++r) {
+      const auto& a = detailed.logs[s].retired[r];
+      const auto& b = fast.logs[s].retired[r];
+      INFO("retire record " << r);
+      CHECK((a.pc == b.pc && a.issue == b.issue && a.start == b.start && a.completion == b.completion));
+    }
+  }
+}
+
+// ACT and WHM.A instructions of a program (the bands' activations and
+// int32 outputs).
+std::size_t count_opcode(const compiler::SegmentPlan& seg, isa::Opcode op) {
+  std::size_t k = 0;
+  for (const auto& in : seg.program.code) k += in.opcode == op;
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("a sample whose maps exceed the accumulators is computed in bands of output rows",
+          "[layers][cnn][bands]") {
+  std::mt19937 rng(31);
+  const QuantParams in{0.04, -20};
+  for (unsigned n : {4u, 8u}) {
+    INFO("N = " << n);
+    ArchConfig cfg = config_for(n);
+    cfg.acc_rows = 24;  // 12 rows per band (half the accumulators)
+    {
+      INFO("im2col conv, strided conv, depthwise, pointwise, add, int32 pointwise output");
+      // 9x7x3 -> conv 3x3 pad 1 (the host's im2col; 63 pixels: bands of one
+      // 7-pixel row) -> conv 3x3 stride 2 pad 1 (5x4: bands of 3 rows and 2)
+      // -> depthwise 3x3 pad 1 -> pointwise 1x1; add(depthwise, pointwise)
+      // -> pointwise 1x1 with int32 output (WHM.A by bands).
+      const std::size_t c = 6;
+      Network net = single({9, 7, 3}, in, with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 3, c}, ActFunction::Relu, in, rng, -128), 1, 1, 1, 1));
+      Layer s2 = with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, c, c}, ActFunction::Relu, out_quant(net), rng, -128), 1, 1, 1, 1);
+      s2.stride_h = s2.stride_w = 2;
+      net.layers.push_back(s2);
+      net.layers.push_back(with_padding(depthwise(3, c, 1, out_quant(net), rng), 1, 1, 1, 1));
+      net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, c, c}, ActFunction::None, out_quant(net), rng, 3));
+      Layer add;
+      add.kind = LayerKind::Add;
+      add.name = "add";
+      add.inputs = {3, 4};
+      add.act = ActFunction::Relu;
+      add.output = {net.layers[3].output.scale * 1.5, -100};
+      net.layers.push_back(add);
+      Layer last = gemm_layer(LayerKind::Conv2d, {1, 1, c, 5}, ActFunction::None, out_quant(net), rng);
+      last.int32_output = true;
+      net.layers.push_back(last);
+      const Tensor x = random_input({3, 9, 7, 3}, rng);
+      const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+      const auto& seg = o.plan.segments[0];
+      CHECK(seg.chunk_units == 1);
+      CHECK(seg.in_im2col);
+      // Per sample and output group: 9 bands of the first conv, 2 of each
+      // 5x4 layer's (conv, depthwise, pointwise, add), 2 of the output's.
+      const std::size_t groups = (c + n - 1) / n;
+      CHECK(count_opcode(seg, isa::Opcode::ACT) == 3 * (groups * (9 + 4 * 2)) + 1);  // + the constant plane
+      CHECK(count_opcode(seg, isa::Opcode::WHM) == 3 * 2 * ((5 + n - 1) / n));
+      check_detailed_agrees(o.plan, o.run, x, cfg);
+    }
+    {
+      INFO("an int8 conv output written back by bands; a band of a partial last row set");
+      Network net = single({11, 5, 2}, in, with_padding(gemm_layer(LayerKind::Conv2d, {3, 2, 2, 3}, ActFunction::Relu, in, rng, -128), 2, 0, 1, 0));
+      net.layers.push_back(gemm_layer(LayerKind::Conv2d, {2, 2, 3, 3}, ActFunction::None, out_quant(net), rng, 11));
+      const Tensor x = random_input({2, 11, 5, 2}, rng);
+      const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+      CHECK(o.plan.segments[0].chunk_units == 1);
+      check_detailed_agrees(o.plan, o.run, x, cfg);
+    }
+    {
+      INFO("a row wider than a band is refused with its reason");
+      ArchConfig tiny = cfg;
+      tiny.acc_rows = 12;  // bands of 6 rows; the 7-pixel rows do not fit
+      Network net = single({9, 7, 3}, in, with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 3, 4}, ActFunction::Relu, in, rng, -128), 1, 1, 1, 1));
+      CHECK_THROWS_WITH(compiler::compile_network(net, 2, tiny, compiler::CompileMode::OnChip),
+                        Catch::Contains("one output row of 7 pixels needs more than the 6 accumulator rows of a band"));
+    }
+  }
+}

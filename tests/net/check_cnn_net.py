@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """An example CNN of programs/nets (graph form) on tpu-sim, checked exactly.
 
-  check_cnn_net.py BIN_DIR SOURCE_DIR NAME PRESET
+  check_cnn_net.py BIN_DIR SOURCE_DIR NAME PRESET [tpu-sim options...]
 
-Runs `tpu-sim net --preset PRESET --check` on the committed model and test
+Runs `tpu-sim net --preset PRESET --check` (and the options given, e.g.
+`--config` with fewer accumulator rows, so that the maps are computed in
+bands of output rows) on the committed model and test
 inputs and checks that the network runs as one program, that its output
 equals expected.npy (the NumPy int8 reference, tools/int8_reference.py) bit
 for bit, that --check (the C++ int8 reference) passes, that the layers'
@@ -18,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 
-def main(bin_dir, source_dir, name, preset):
+def main(bin_dir, source_dir, name, preset, *options):
     bin_dir, net = Path(bin_dir), Path(source_dir) / "programs" / "nets" / name
     expected = np.load(net / "expected.npy")
     problems = []
@@ -26,7 +28,7 @@ def main(bin_dir, source_dir, name, preset):
         tmp = Path(tmp)
         command = [str(bin_dir / "tpu-sim"), "net", str(net / "model.json"), "--input",
                    str(net / "test_x.npy"), "--out", str(tmp / "y.npy"), "--stats", str(tmp / "s.json"),
-                   "--check", "--emit-asm", str(tmp / "p.s"), "--preset", preset]
+                   "--check", "--emit-asm", str(tmp / "p.s"), "--preset", preset, *options]
         print("$", " ".join(command), flush=True)
         status = subprocess.run(command).returncode
         if status != 0:
@@ -48,13 +50,13 @@ def main(bin_dir, source_dir, name, preset):
         print(f"FAIL: {p}")
     if problems:
         return 1
-    print(f"ok: {name} on {preset}: one program, {stats['total']['cycles']} cycles, "
+    print(f"ok: {name} on {' '.join([preset, *options])}: one program, {stats['total']['cycles']} cycles, "
           f"output equal to the int8 references")
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 5:
+    if len(sys.argv) < 5:
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     sys.exit(main(*sys.argv[1:]))

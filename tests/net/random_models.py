@@ -8,8 +8,10 @@ that cover every layer type and every way of giving a conv2d's stride and
 padding ("valid", "same" with strides, an integer, [ph, pw], [t, b, l, r]),
 max-pool windows with their own strides, sigmoid/tanh/ReLU/none, input zero
 points, int32 output, and chains that stay in the unified buffer; runs each
-with `tpu-sim net --check` on arrays of 4, 8 and 16 and compares the output
-with tools/int8_reference.py bit for bit. Exit status 0 when all are equal.
+with `tpu-sim net --check` on arrays of 4, 8 and 16, and on 8 with 16
+accumulator rows (every map larger than 16 pixels computed in bands of
+output rows, on chip), and compares the output with tools/int8_reference.py
+bit for bit. Exit status 0 when all are equal.
 """
 import json
 import subprocess
@@ -137,14 +139,21 @@ def main(bin_dir, source_dir):
             x = rng.integers(-128, 128, [5] + input_shape, dtype=np.int8)
             np.save(tmp / "x.npy", x)
             want = int8_reference.run(model, x)
-            for n in (4, 8, 16):
-                out = tmp / "y.npy"
+            banded = tmp / "banded.json"
+            banded.write_text(json.dumps({"preset": "small8", "acc_rows": 16}))
+            for n in (4, 8, 16, "8 banded"):
+                out, stats = tmp / "y.npy", tmp / "stats.json"
+                machine = ["--config", str(banded)] if n == "8 banded" else ["--array", str(n)]
                 r = subprocess.run([tpu_sim, "net", str(model), "--input", str(tmp / "x.npy"), "--out", str(out),
-                                    "--check", "--array", str(n)], capture_output=True, text=True)
+                                    "--check", "--stats", str(stats), *machine], capture_output=True, text=True)
                 if r.returncode != 0:
                     print(f"FAIL: {name} on N={n}: tpu-sim net exited {r.returncode}\n{r.stdout}{r.stderr}")
                     failures += 1
                     continue
+                programs = len(json.loads(stats.read_text())["programs"])
+                if n == "8 banded" and programs != 1:
+                    print(f"FAIL: {name} on N={n}: {programs} programs, expected the network on chip")
+                    failures += 1
                 y = np.load(out)
                 if y.dtype != want.dtype or y.shape != want.shape or not np.array_equal(y, want):
                     print(f"FAIL: {name} on N={n}: output {y.dtype} {y.shape} differs from the NumPy "

@@ -1,0 +1,43 @@
+#include "model/weight_fifo.h"
+
+#include <algorithm>
+
+#include "model/timing.h"
+
+namespace tpu::model {
+
+std::vector<FifoStep> weight_fifo_steps(const ArchConfig& cfg, const isa::Program& prog, const RunLog& log) {
+  const Cycle n = cfg.array_n;
+  std::vector<Cycle> arrival;    // per RW, in issue order: in the FIFO from then (kNever: not arrived)
+  std::vector<Cycle> shadow_free;  // per switch k: the shadow is free for tile k + 1 from then
+  // The last UB-read cycle of the rows that used the active set so far (none yet).
+  bool used = false;
+  Cycle last_read = 0;
+  for (const RetireRecord& r : log.retired) {
+    const isa::Instruction& in = prog.code[r.pc];
+    if (in.opcode == isa::Opcode::RW) arrival.push_back(r.completed ? r.completion + 1 : kNever);
+    if (in.opcode != isa::Opcode::MMC) continue;
+    if (in.has(isa::kFlagMmcSwitch)) {
+      shadow_free.push_back(used ? std::max(r.issue + 1, last_read + n + 1) : r.issue + 1);
+      used = false;
+    }
+    const auto rows = static_cast<Cycle>(in.operands[2]);
+    if (rows > 0) {
+      // Rows are read at start .. start + rows - 1, one MMC after the other.
+      last_read = r.start + rows - 1;
+      used = true;
+    }
+  }
+  std::vector<FifoStep> steps;
+  for (std::size_t k = 0; k < arrival.size(); ++k) {
+    if (arrival[k] == kNever) continue;
+    steps.push_back({arrival[k], +1});
+    const Cycle free = k == 0 ? 0 : (k - 1 < shadow_free.size() ? shadow_free[k - 1] : kNever);
+    if (free != kNever) steps.push_back({std::max(arrival[k], free), -1});
+  }
+  std::stable_sort(steps.begin(), steps.end(),
+                   [](const FifoStep& a, const FifoStep& b) { return a.cycle < b.cycle; });
+  return steps;
+}
+
+}  // namespace tpu::model

@@ -1,0 +1,36 @@
+// The weight FIFO's occupancy over a run, derived from the run's retire
+// records by the rules of docs/microarchitecture.md ("Weight DMA and weight
+// FIFO", "Weight buffers: shadow and active"), so that both engines' runs
+// (which record the same retire records) give the same curve:
+// - RW number k's tile enters the FIFO at the end of its completion cycle d:
+//   it is in the FIFO from cycle d + 1;
+// - it leaves the FIFO in the cycle L its shift into the shadow starts: the
+//   first cycle at whose start it is in the FIFO and the shadow is free. The
+//   shadow is free at reset; after MMC.S number k - 1 (issued at c) took tile
+//   k - 1, it is free from max(c + 1, u + N + 1), u the cycle the last row
+//   that used the set active before that switch was read (c + 1 when no row
+//   used it).
+// Tiles move through the FIFO in order, and tile k waits for switch k - 1;
+// a tile that has not left by the end of the run stays.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "config/arch_config.h"
+#include "isa/program.h"
+#include "model/run_log.h"
+
+namespace tpu::model {
+
+// A change of the FIFO's occupancy: from `cycle` on, `delta` more tiles
+// (+1 an arrival, -1 a load start). In cycle order; an arrival and a load in
+// the same cycle (a tile that goes straight on) are both listed.
+struct FifoStep {
+  Cycle cycle = 0;
+  int delta = 0;
+};
+
+std::vector<FifoStep> weight_fifo_steps(const ArchConfig& cfg, const isa::Program& prog, const RunLog& log);
+
+}  // namespace tpu::model
