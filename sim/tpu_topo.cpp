@@ -192,10 +192,11 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
     status("building");
     compiler::RowNetwork rn = compiler::build_row_network(topo, index, opts);
     status("compiling");
-    // The row as one network, or, when a convolution's output plane does not
-    // fit (the on-chip compiler holds a sample's plane in the accumulators;
-    // the host-step compiler has no depthwise convolution), in horizontal
-    // bands, each its own network, halving the band height until they compile.
+    // The row as one network, or, when a convolution's maps do not fit (the
+    // on-chip compiler holds a sample's input and output maps in the unified
+    // buffer; the host-step compiler has no depthwise convolution), in
+    // horizontal bands, each its own network, halving the band height until
+    // they compile.
     std::vector<compiler::RowNetwork> pieces;
     std::vector<compiler::NetworkPlan> plans;
     try {

@@ -98,9 +98,9 @@ struct RowNetwork {
 
 // A convolution row's network cut into horizontal bands of at most
 // `band_rows` output rows, each a network of its own reading the input rows
-// its band needs (for a layer whose output plane does not fit the
-// accumulators: the on-chip compiler keeps a sample's whole output plane
-// there). The bands' outputs, stacked, are the row's output.
+// its band needs (for a layer whose maps do not fit the unified buffer:
+// the on-chip compiler keeps a sample's whole input and output maps there).
+// The bands' outputs, stacked, are the row's output.
 std::vector<RowNetwork> split_into_bands(const RowNetwork& row, std::uint64_t band_rows);
 
 // Throws TopologyError (at the row's line) for rows tpu-sim cannot represent.
