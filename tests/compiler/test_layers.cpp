@@ -541,6 +541,17 @@ Layer depthwise(unsigned k, std::size_t c, unsigned stride, const QuantParams& i
   return l;
 }
 
+// add(tensor a, tensor b) with activation `act` into `out`.
+Layer add_layer(std::size_t a, std::size_t b, ActFunction act, QuantParams out) {
+  Layer l;
+  l.kind = LayerKind::Add;
+  l.name = "add";
+  l.inputs = {a, b};
+  l.act = act;
+  l.output = out;
+  return l;
+}
+
 Layer avgpool(unsigned kh, unsigned kw, unsigned sh, unsigned sw, std::optional<QuantParams> out) {
   Layer l = maxpool(kh, kw, sh, sw);
   l.kind = LayerKind::AvgPool2d;
@@ -591,13 +602,7 @@ TEST_CASE("CNN layers on chip: depthwise, padded and average pools, adds", "[lay
         b.inputs = {0};
         b.name = "b";
         net.layers.push_back(b);
-        Layer add;
-        add.kind = LayerKind::Add;
-        add.name = "add";
-        add.inputs = {1, 2};
-        add.act = ActFunction::Relu;
-        add.output = {net.layers[0].output.scale * 1.5, -100};
-        net.layers.push_back(add);
+        net.layers.push_back(add_layer(1, 2, ActFunction::Relu, {net.layers[0].output.scale * 1.5, -100}));
         check_mode(net, random_input({3, 6, 6, c}, rng), cfg, compiler::CompileMode::OnChip);
       }
     }
@@ -624,11 +629,7 @@ TEST_CASE("CNN layers on chip: depthwise, padded and average pools, adds", "[lay
     const QuantParams in{0.04, -20};
     Network net = single({6, 6, 5}, in, with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 5, 6}, ActFunction::Relu, in, rng, -128), 1, 1, 1, 1));
     net.layers.push_back(with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 6, 6}, ActFunction::None, out_quant(net), rng, 4), 1, 1, 1, 1));
-    Layer add;
-    add.kind = LayerKind::Add;
-    add.inputs = {1, 2};
-    add.output = {0.05, 0};
-    net.layers.push_back(add);
+    net.layers.push_back(add_layer(1, 2, ActFunction::None, {0.05, 0}));
     const auto o = check_mode(net, random_input({9, 6, 6, 5}, rng), cfg, compiler::CompileMode::OnChip);
     CHECK(o.plan.segments[0].chunk_units < 9);
   }
@@ -694,13 +695,7 @@ TEST_CASE("a sample whose maps exceed the accumulators is computed in bands of o
       net.layers.push_back(s2);
       net.layers.push_back(with_padding(depthwise(3, c, 1, out_quant(net), rng), 1, 1, 1, 1));
       net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, c, c}, ActFunction::None, out_quant(net), rng, 3));
-      Layer add;
-      add.kind = LayerKind::Add;
-      add.name = "add";
-      add.inputs = {3, 4};
-      add.act = ActFunction::Relu;
-      add.output = {net.layers[3].output.scale * 1.5, -100};
-      net.layers.push_back(add);
+      net.layers.push_back(add_layer(3, 4, ActFunction::Relu, {net.layers[3].output.scale * 1.5, -100}));
       Layer last = gemm_layer(LayerKind::Conv2d, {1, 1, c, 5}, ActFunction::None, out_quant(net), rng);
       last.int32_output = true;
       net.layers.push_back(last);
