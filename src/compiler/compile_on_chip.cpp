@@ -44,10 +44,17 @@ struct Place {
   std::uint64_t rows(std::uint64_t samples) const { return groups * pixels * samples; }
 };
 
-// Pixels [p0, p0 + pixels) of one sample's output map, computed as one job
-// in the accumulators; pixels == 0: every pixel of every sample of the chunk.
+// Pixels [p0, p0 + pixels) of one sample's output map (pixels == 0: all).
 struct Band {
   std::uint64_t p0 = 0, pixels = 0;
+};
+
+// What one output group of a conv or add computes at a time in the
+// accumulators: every pixel of `samples` samples from n0, or one band of
+// output rows of sample n0.
+struct Job {
+  std::uint64_t n0 = 0, samples = 1;
+  Band band;
 };
 
 class OnChip {
@@ -70,7 +77,7 @@ class OnChip {
   // --- allocation ---
   std::uint64_t job_rows_per_sample() const;
   std::uint64_t job_acc_rows(std::uint64_t b) const;
-  std::vector<Band> bands(std::uint64_t pixels, std::uint64_t w, std::uint64_t bc) const;
+  std::vector<Job> jobs(std::uint64_t pixels, std::uint64_t w, std::uint64_t bc) const;
   std::uint64_t const_rows(std::uint64_t b) const { return needs_const_ ? job_acc_rows(b) : 0; }
   std::optional<std::uint64_t> allocate(std::uint64_t b, bool two_inputs, bool commit);
   std::string fits(std::uint64_t b, bool two_inputs);
@@ -99,8 +106,8 @@ class OnChip {
     return r;
   }
   // ACTs (and the output's WHMs) of samples [n0, n1] of output group g whose
-  // accumulators start at acc (sample-major, `pixels` rows each).
-  // A band (of one sample, bc == 1) activates only its pixels, from acc.
+  // accumulators start at acc (sample n0's first row; sample-major, `pixels`
+  // rows each), or of a band of sample n0 == n1.
   void activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uint64_t n1,
                 std::uint64_t acc, std::uint64_t bc, Band band = {});
   void write_out(std::uint64_t g, std::uint64_t n0, std::uint64_t n1, std::uint64_t bc,
@@ -234,26 +241,33 @@ std::uint64_t OnChip::job_rows_per_sample() const {
   return r;
 }
 
-// Accumulator rows one job may use. A job is one output group of a layer
-// over the chunk's samples while they fit in the accumulators; a sample
-// whose largest map alone does not fit is computed in bands of whole output
-// rows of at most half the accumulators each, so that one band's ACT runs
-// beside the next band's passes in the other half.
+// Accumulator rows one job may use: every output group of a chunk of b
+// samples is one job while the largest fits the accumulators; otherwise
+// jobs of at most half of them (samples, or bands of output rows of a
+// sample whose map alone exceeds that), so that one job's ACTs run beside
+// the next job's passes in the other half.
 std::uint64_t OnChip::job_acc_rows(std::uint64_t b) const {
   const std::uint64_t whole = b * job_rows_per_sample();
   return whole <= cfg_.acc_rows ? whole : std::max<std::uint64_t>(1, cfg_.acc_rows / 2);
 }
 
-// The bands of a conv's or add's output map of `pixels` pixels in rows of
-// w: one job of every pixel of the chunk when it fits (job_acc_rows), else,
-// for a chunk of one sample, bands of whole rows.
-std::vector<Band> OnChip::bands(std::uint64_t pixels, std::uint64_t w, std::uint64_t bc) const {
+// The jobs of a conv's or add's output group of `pixels` pixels per sample
+// in rows of w, over the chunk's bc samples: all at once when they fit
+// (job_acc_rows), else as many whole samples as fit per job, else each
+// sample in bands of whole output rows.
+std::vector<Job> OnChip::jobs(std::uint64_t pixels, std::uint64_t w, std::uint64_t bc) const {
   const std::uint64_t cap = job_acc_rows(chunk_);
-  if (bc * pixels <= cap) return {Band{}};
+  if (bc * pixels <= cap) return {Job{0, bc, {}}};
+  std::vector<Job> out;
+  if (pixels <= cap) {
+    const std::uint64_t per = cap / pixels;
+    for (std::uint64_t n0 = 0; n0 < bc; n0 += per) out.push_back({n0, std::min(per, bc - n0), {}});
+    return out;
+  }
   const std::uint64_t step = cap / w * w;
-  if (bc != 1 || step == 0) throw CompileError("internal error: an output map that cannot be banded");
-  std::vector<Band> out;
-  for (std::uint64_t p0 = 0; p0 < pixels; p0 += step) out.push_back({p0, std::min(step, pixels - p0)});
+  if (step == 0) throw CompileError("internal error: an output map that cannot be banded");
+  for (std::uint64_t n = 0; n < bc; ++n)
+    for (std::uint64_t p0 = 0; p0 < pixels; p0 += step) out.push_back({n, 1, {p0, std::min(step, pixels - p0)}});
   return out;
 }
 
@@ -312,20 +326,23 @@ std::optional<std::uint64_t> OnChip::allocate(std::uint64_t b, bool two_inputs, 
 
 // Empty when a chunk of b samples fits, else why not.
 std::string OnChip::fits(std::uint64_t b, bool two_inputs) {
-  const std::uint64_t acc = b * job_rows_per_sample();
-  if (acc > cfg_.acc_rows && b > 1)
-    return fmt::format("{} need {} (the largest layer's output for {})", plural(acc, "accumulator row"),
-                       cfg_.acc_rows, plural(b, "sample"));
-  if (acc > cfg_.acc_rows) {
-    // One sample in bands of whole output rows: a row must fit in a band.
+  if (b * job_rows_per_sample() > cfg_.acc_rows) {
+    // Jobs of half the accumulators: a dense layer's job is the chunk's
+    // samples, a map larger than that is computed in bands of whole output
+    // rows, so an output row must fit.
+    const bool dense = std::any_of(net_.layers.begin(), net_.layers.end(),
+                                   [](const Layer& l) { return l.kind == LayerKind::Dense; });
+    if (dense && b > job_acc_rows(b))
+      return fmt::format("a dense layer's {} need more than the {} of a job (half the accumulators)",
+                         plural(b, "output row"), plural(job_acc_rows(b), "accumulator row"));
     for (std::size_t i = 0; i < net_.layers.size(); ++i) {
       const LayerKind k = net_.layers[i].kind;
       const Place& y = places_[i + 1];
-      if ((k == LayerKind::Conv2d || k == LayerKind::Add) && y.pixels > job_acc_rows(1) &&
-          y.w > job_acc_rows(1))
+      if ((k == LayerKind::Conv2d || k == LayerKind::Add) && y.pixels > job_acc_rows(b) &&
+          y.w > job_acc_rows(b))
         return fmt::format("{}: one output row of {} needs more than the {} of a band (half the accumulators)",
                            layer_label(net_.layers[i], i), plural(y.w, "pixel"),
-                           plural(job_acc_rows(1), "accumulator row"));
+                           plural(job_acc_rows(b), "accumulator row"));
     }
   }
   if (!allocate(b, two_inputs, false))
@@ -483,13 +500,13 @@ void OnChip::activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uin
   const std::uint64_t pixels = places_[i + 1].pixels;
   const bool out = base_of(net_.layers.size()) == i + 1;
   if (l.int32_output) {
-    write_out(g, n0, n1, bc, std::nullopt, acc + n0 * pixels, band);
+    write_out(g, n0, n1, bc, std::nullopt, acc, band);
     return;
   }
   Op op;
   op.opcode = Opcode::ACT;
   op.flags = act_flags(l.act);
-  op.a = static_cast<std::int64_t>(acc + n0 * pixels);
+  op.a = static_cast<std::int64_t>(acc);
   op.b = static_cast<std::int64_t>(plane(i + 1, g, n0, bc) + band.p0);
   op.c = static_cast<std::int64_t>(band.pixels ? band.pixels : (n1 - n0 + 1) * pixels);
   op.requant = l.kind == LayerKind::Add
@@ -536,11 +553,16 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
         }
         tiles.push_back(tile(std::move(t)));
       }
-    for (const Band& band : bands(op_pixels, yp.w, bc)) {
-      const bool banded = band.pixels != 0;
-      const std::uint64_t p0 = band.p0, band_pixels = banded ? band.pixels : op_pixels;
-      const std::uint64_t acc = next_acc(bc * band_pixels);
-      bias_passes(btiles, acc, bc, band_pixels, i);
+    for (const Job& job : jobs(op_pixels, yp.w, bc)) {
+      const Band band = job.band;
+      const std::uint64_t n_end = job.n0 + job.samples, p0 = band.p0;
+      const std::uint64_t pixels = band.pixels ? band.pixels : op_pixels;  // per sample of the job
+      const std::uint64_t acc = next_acc(job.samples * pixels);
+      bias_passes(btiles, acc, job.samples, pixels, i);
+      // The ACTs of samples [a, n] of the job once their last pass is in.
+      const auto act = [&](std::uint64_t a, std::uint64_t n) {
+        activate(i, go, a, n, acc + (a - job.n0) * pixels, bc, band);
+      };
       bool first = btiles.empty();
       const auto mmc = [&](std::uint64_t t, bool sw, std::uint64_t ub, std::uint64_t acc_row,
                            std::uint64_t rows, std::optional<isa::ConvGeometry> geo) {
@@ -557,14 +579,12 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
         push(op);
       };
       if (host_im2col || pointwise) {
-        // K tiles of consecutive rows: every sample (or the band) at once.
+        // K tiles of consecutive rows: the job's samples (or band) at once.
         for (std::uint64_t gi = 0; gi < gin; ++gi) {
-          mmc(tiles[gi], true, plane(x, gi, 0, bc) + p0, acc, bc * band_pixels, std::nullopt);
+          mmc(tiles[gi], true, plane(x, gi, job.n0, bc) + p0, acc, job.samples * pixels, std::nullopt);
           first = false;
         }
-        if (banded) activate(i, go, 0, 0, acc, bc, band);
-        else
-          for (std::uint64_t n0 = 0; n0 < bc; n0 += per) activate(i, go, n0, std::min(bc, n0 + per) - 1, acc, bc);
+        for (std::uint64_t a = job.n0; a < n_end; a += per) act(a, std::min(n_end, a + per) - 1);
         continue;
       }
       // One pass per kernel offset and input group, sample by sample; a
@@ -584,14 +604,12 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
           g.origin_y = static_cast<std::int32_t>(static_cast<std::int64_t>(dy) - l.pad_top + y0 * l.stride_h);
           g.origin_x = static_cast<std::int32_t>(dx) - static_cast<std::int32_t>(l.pad_left);
           const bool last_round = tap + 1 == taps && gj + 1 == gin;
-          std::uint64_t n0 = 0;
-          for (std::uint64_t n = 0; n < bc; ++n) {
-            mmc(tiles[tap * gin + gj], n == 0, plane(x, gi, n, bc), acc + n * band_pixels, band_pixels, g);
-            if (last_round && banded) {
-              activate(i, go, 0, 0, acc, bc, band);
-            } else if (last_round && (n + 1 - n0 == per || n + 1 == bc)) {
-              activate(i, go, n0, n, acc, bc);
-              n0 = n + 1;
+          std::uint64_t a = job.n0;
+          for (std::uint64_t n = job.n0; n < n_end; ++n) {
+            mmc(tiles[tap * gin + gj], n == job.n0, plane(x, gi, n, bc), acc + (n - job.n0) * pixels, pixels, g);
+            if (last_round && (n + 1 - a == per || n + 1 == n_end)) {
+              act(a, n);
+              a = n + 1;
             }
           }
           first = false;
@@ -643,7 +661,7 @@ void OnChip::lower_dense(std::size_t i, std::uint64_t bc) {
         push(op);
         first = false;
       }
-    for (std::uint64_t n0 = 0; n0 < bc; n0 += per) activate(i, go, n0, std::min(bc, n0 + per) - 1, acc, bc);
+    for (std::uint64_t n0 = 0; n0 < bc; n0 += per) activate(i, go, n0, std::min(bc, n0 + per) - 1, acc + n0, bc);
   }
 }
 
@@ -664,27 +682,26 @@ void OnChip::lower_add(std::size_t i, std::uint64_t bc) {
         t[k * n_ + k] = static_cast<std::int8_t>(side == 0 ? f.a : f.b);
       tiles.push_back(tile(std::move(t)));
     }
-    for (const Band& band : bands(yp.pixels, yp.w, bc)) {
-      const bool banded = band.pixels != 0;
-      const std::uint64_t p0 = band.p0, band_pixels = banded ? band.pixels : yp.pixels;
-      const std::uint64_t acc = next_acc(bc * band_pixels);
-      bias_passes(btiles, acc, bc, band_pixels, i);
+    for (const Job& job : jobs(yp.pixels, yp.w, bc)) {
+      const std::uint64_t n_end = job.n0 + job.samples;
+      const std::uint64_t pixels = job.band.pixels ? job.band.pixels : yp.pixels;  // per sample of the job
+      const std::uint64_t acc = next_acc(job.samples * pixels);
+      bias_passes(btiles, acc, job.samples, pixels, i);
       bool first = btiles.empty();
       for (int side = 0; side < 2; ++side) {
         Op op;
         op.opcode = Opcode::MMC;
         op.flags = isa::kFlagMmcSwitch | (first ? isa::kFlagMmcOverwrite : 0);
-        op.a = static_cast<std::int64_t>(plane(ids[side], g, 0, bc) + p0);
+        op.a = static_cast<std::int64_t>(plane(ids[side], g, job.n0, bc) + job.band.p0);
         op.b = static_cast<std::int64_t>(acc);
-        op.c = static_cast<std::int64_t>(bc * band_pixels);
+        op.c = static_cast<std::int64_t>(job.samples * pixels);
         op.tile = tiles[side];
         op.layer = i;
         push(op);
         first = false;
       }
-      if (banded) activate(i, g, 0, 0, acc, bc, band);
-      else
-        for (std::uint64_t n0 = 0; n0 < bc; n0 += per) activate(i, g, n0, std::min(bc, n0 + per) - 1, acc, bc);
+      for (std::uint64_t a = job.n0; a < n_end; a += per)
+        activate(i, g, a, std::min(n_end, a + per) - 1, acc + (a - job.n0) * pixels, bc, job.band);
     }
   }
 }
