@@ -721,6 +721,30 @@ TEST_CASE("a sample whose maps exceed the accumulators is computed in bands of o
       check_detailed_agrees(o.plan, o.run, x, cfg);
     }
     {
+      INFO("jobs of several samples: a chunk of more samples than the accumulators take at once");
+      // 6x6 maps (36 rows a sample) exceed the 12 rows of a job: bands of 2
+      // output rows; the 2x2 maps after the strided conv (4 rows a sample)
+      // run in jobs of 3 samples, the 1x1 conv's and the add's too, so the
+      // heavy weights of the later layers are loaded once per 3 samples.
+      const std::size_t c = 6 * n;
+      Network net = single({6, 6, 5}, in, with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 5, c}, ActFunction::Relu, in, rng, -128), 1, 1, 1, 1));
+      Layer s3 = gemm_layer(LayerKind::Conv2d, {3, 3, c, c}, ActFunction::Relu, out_quant(net), rng, -128);
+      s3.stride_h = s3.stride_w = 3;
+      net.layers.push_back(s3);
+      net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, c, c}, ActFunction::None, out_quant(net), rng, 2));
+      net.layers.push_back(add_layer(2, 3, ActFunction::Relu, {net.layers[1].output.scale * 2, -60}));
+      const Tensor x = random_input({7, 6, 6, 5}, rng);
+      const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+      CHECK(o.plan.segments[0].chunk_units >= 4);
+      // The samples' outputs differ (a job that read another job's samples
+      // would show).
+      const std::size_t per_sample = o.run.output.data.size() / 7;
+      for (std::size_t k = 1; k < 7; ++k)
+        CHECK_FALSE(std::equal(o.run.output.data.begin(), o.run.output.data.begin() + per_sample,
+                               o.run.output.data.begin() + k * per_sample));
+      check_detailed_agrees(o.plan, o.run, x, cfg);
+    }
+    {
       INFO("a row wider than a band is refused with its reason");
       ArchConfig tiny = cfg;
       tiny.acc_rows = 12;  // bands of 6 rows; the 7-pixel rows do not fit
