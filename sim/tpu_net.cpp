@@ -134,7 +134,7 @@ class Net final : public NetCommand {
                    "instead of the whole network on chip");
     cmd_->add_option("--calibrate", args_.calibrate,
                      "MODEL.onnx: calibration batch (.npy, float32 in the model's layout, e.g. NCHW) "
-                     "whose ranges quantize the float model");
+                     "whose ranges quantize the float model (a QDQ model needs none)");
     cmd_->add_option("--save-model", args_.save_model,
                      "MODEL.onnx: write the quantized network to this folder as a model file "
                      "(model.json and .npy files)");
@@ -160,7 +160,7 @@ int Net::run() {
   const bool is_onnx = std::filesystem::path(args_.model).extension() == ".onnx";
   if (!is_onnx && !(args_.calibrate.empty() && args_.save_model.empty() && args_.float_out.empty()))
     throw CLI::ValidationError("--calibrate, --save-model and --float-out", "only for an .onnx model");
-  if (is_onnx && args_.calibrate.empty())
+  if (is_onnx && args_.calibrate.empty() && onnximport::onnx_needs_calibration(args_.model))  // not QDQ
     throw CLI::ValidationError("--calibrate", "an .onnx model needs a calibration set");
   onnximport::OnnxRun onnx_run;
   if (is_onnx)

@@ -34,6 +34,17 @@ struct FloatLayer {
   unsigned groups = 1;
   // Tensor ids: 0 the network input, i + 1 the output of layer i.
   std::vector<std::size_t> inputs;
+  // A QDQ model's quantized weights (dense, conv2d): their per-tensor scale;
+  // `weights` then hold the dequantized values scale * q (0: a float model's
+  // weights, quantized by tpu-sim).
+  double weight_scale = 0.0;
+};
+
+// A QDQ model's quantization of one tensor (a QuantizeLinear on it), in
+// tpu-sim's int8 terms (a uint8 zero point z becomes z - 128).
+struct TensorQuant {
+  bool set = false;
+  compiler::QuantParams quant;
 };
 
 struct FloatNet {
@@ -45,6 +56,13 @@ struct FloatNet {
   // For a 1-D output that came from flattening a map: output_perm[i] is the
   // tpu-layout index of the model's feature i (empty: the identity).
   std::vector<std::size_t> output_perm;
+  // A QDQ model (QuantizeLinear/DequantizeLinear nodes) brings its own
+  // quantization: per tensor id, and needs no calibration.
+  bool qdq = false;
+  std::vector<TensorQuant> tensor_quant;
+  // One-line warnings of the import (what tpu-sim computes differently from
+  // the model), printed by `tpu-sim net`.
+  std::vector<std::string> warnings;
 };
 
 // One sample's shape of every tensor (tensor ids as FloatLayer::inputs),

@@ -8,12 +8,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
 
 #include "common/file_io.h"
+#include "compiler/quant.h"
 #include "onnx/float_exec.h"
 
 namespace tpu::onnximport {
@@ -35,7 +38,20 @@ std::string one_line(std::string s) {
 struct Const {
   std::vector<std::int64_t> dims;
   std::vector<double> values;
+  int type = onnx::TensorProto::FLOAT;  // the ONNX element type
+  // A DequantizeLinear of integer constants (QDQ weights and biases):
+  // `values` are the real values (q - zero) * scale, from these.
+  bool dequantized = false;
+  std::string dq_node;              // the DequantizeLinear
+  int qtype = 0;                    // the integers' type (INT8, UINT8, INT32)
+  std::vector<double> scales, zeros;  // one (per tensor) or one per index of `axis`
+  std::size_t axis = 0;
 };
+
+// Where a computed tensor stands in a QDQ graph: as computed (float), as the
+// integers of a QuantizeLinear, or as their DequantizeLinear (float again,
+// every value on the int8 grid).
+enum class QState { Float, Int, Deq };
 
 // A tensor computed by the network: a tpu tensor id, possibly with a pending
 // constant padding (a Pad node waiting for its Conv or pool) or, for a
@@ -46,6 +62,9 @@ struct Value {
   std::string pad_node;
   unsigned pad[4] = {0, 0, 0, 0};  // top, bottom, left, right
   std::vector<std::size_t> perm;   // perm[model index] = tpu index; empty: identity
+  QState state = QState::Float;
+  compiler::QuantParams q;  // Int, Deq: the quantization (int8 terms)
+  int qtype = 0;            // Int: the integers' ONNX type (INT8 or UINT8)
 };
 
 class Importer {
@@ -102,7 +121,7 @@ class Importer {
     return it->second;
   }
   // A computed input; a pending Pad only where `allow_pad` (Conv and pools).
-  Value need_value(const onnx::NodeProto& n, int i, bool allow_pad = false) const {
+  Value need_value(const onnx::NodeProto& n, int i, bool allow_pad = false, bool allow_int = false) const {
     if (i >= n.input_size() || n.input(i).empty()) fail(n, fmt::format("input {} is missing", i));
     const auto it = values_.find(n.input(i));
     if (it == values_.end()) {
@@ -113,9 +132,21 @@ class Importer {
     if (it->second.padded && !allow_pad)
       fail(n, fmt::format("reads the output of Pad '{}': a Pad can only feed a Conv, MaxPool or AveragePool",
                           it->second.pad_node));
+    if (it->second.state == QState::Int && !allow_int)
+      fail(n, fmt::format("reads the integers of a QuantizeLinear ('{}'): only a DequantizeLinear (or a Cast to "
+                          "their own type) may read them", n.input(i)));
     return it->second;
   }
   const Shape& shape(const Value& v) const { return shapes_.at(v.tensor); }
+  // An input of a layer (Conv, Gemm, MatMul, pools, Add, Flatten): in a QDQ
+  // model, the DequantizeLinear of a quantized tensor.
+  Value need_input(const onnx::NodeProto& n, int i, bool allow_pad = false) const {
+    Value v = need_value(n, i, allow_pad);
+    if (qdq_ && v.state != QState::Deq)
+      fail(n, fmt::format("input '{}' is not quantized: in a QDQ model every Conv, Gemm, MatMul, pool, Add and "
+                          "Flatten must read a DequantizeLinear (tpu-sim computes in int8)", n.input(i)));
+    return v;
+  }
   // The layer that computes `v` when a node may fold into it: `v` its output
   // as computed (no pending pad, no permutation), read by this node alone.
   FloatLayer* foldable(const onnx::NodeProto& n, const Value& v, const std::string& what);
@@ -147,6 +178,18 @@ class Importer {
   void flatten(const onnx::NodeProto& n);
   void pad(const onnx::NodeProto& n);
   void node(const onnx::NodeProto& n);
+  // QDQ (docs/onnx.md, "QDQ models").
+  void quantize_linear(const onnx::NodeProto& n);
+  void dequantize_linear(const onnx::NodeProto& n);
+  void cast(const onnx::NodeProto& n);
+  void constant_of_shape(const onnx::NodeProto& n);
+  compiler::QuantParams act_quant(const onnx::NodeProto& n, int& type) const;
+  Const qdq_weights(const onnx::NodeProto& n, const Const& w, std::size_t out_axis, double& scale);
+  void finish_qdq();
+  void warn(const std::string& what) { net_.warnings.push_back(one_line(fmt::format("{}: {}", where_, what))); }
+  void warn(const onnx::NodeProto& n, const std::string& what) {
+    warn(fmt::format("node '{}' ({}): {}", n.name(), n.op_type(), what));
+  }
 
   const onnx::GraphProto& g_;
   std::string where_;
@@ -158,12 +201,16 @@ class Importer {
   std::set<std::string> names_;
   std::vector<Shape> shapes_;  // per tensor id, tpu layout
   FloatNet net_;
+  bool qdq_ = false;  // the model has QuantizeLinear or DequantizeLinear nodes
+  std::map<std::size_t, compiler::QuantParams> tq_;  // QDQ: per tensor id, its quantization
+  std::vector<std::string> layer_op_;  // per layer, the ONNX operator that made it
 };
 
 Const Importer::read_tensor(const onnx::TensorProto& t, const std::string& what) const {
   if (t.data_location() == onnx::TensorProto::EXTERNAL)
     fail(fmt::format("{} '{}' keeps its data in an external file, which tpu-sim does not read", what, t.name()));
   Const c;
+  c.type = t.data_type();
   std::size_t count = 1;
   for (std::int64_t d : t.dims()) {
     if (d < 0) fail(fmt::format("{} '{}' has a negative dimension", what, t.name()));
@@ -199,15 +246,28 @@ Const Importer::read_tensor(const onnx::TensorProto& t, const std::string& what)
       else c.values.assign(t.int32_data().begin(), t.int32_data().end());
       break;
     case onnx::TensorProto::BOOL:
+    case onnx::TensorProto::UINT8:
       if (t.has_raw_data()) from_raw(std::uint8_t{0});
       else c.values.assign(t.int32_data().begin(), t.int32_data().end());
       break;
+    case onnx::TensorProto::INT8:
+      if (t.has_raw_data()) from_raw(std::int8_t{0});
+      else c.values.assign(t.int32_data().begin(), t.int32_data().end());
+      break;
     default:
-      fail(fmt::format("{} '{}' has data type {}, which tpu-sim does not read (float, double, int32, int64, bool)",
+      fail(fmt::format("{} '{}' has data type {}, which tpu-sim does not read (float, double, int8, uint8, int32, "
+                       "int64, bool)",
                        what, t.name(), onnx::TensorProto::DataType_Name(t.data_type())));
   }
   if (c.values.size() != count)
     fail(fmt::format("{} '{}' has {} values for {} elements", what, t.name(), c.values.size(), count));
+  if (c.type == onnx::TensorProto::INT8 || c.type == onnx::TensorProto::UINT8) {
+    const double lo = c.type == onnx::TensorProto::INT8 ? -128 : 0;
+    for (double v : c.values)
+      if (v < lo || v > lo + 255)
+        fail(fmt::format("{} '{}' holds {}, outside its type {}", what, t.name(), v,
+                         onnx::TensorProto::DataType_Name(t.data_type())));
+  }
   return c;
 }
 
@@ -227,6 +287,7 @@ std::size_t Importer::add_layer(const onnx::NodeProto& n, FloatLayer l) {
     fail(n, e.what());
   }
   net_.layers.push_back(std::move(l));
+  layer_op_.push_back(n.op_type());
   return net_.layers.size();  // the new tensor's id
 }
 
@@ -292,11 +353,13 @@ void Importer::window(const onnx::NodeProto& n, FloatLayer& l, const Shape& in, 
 
 void Importer::conv(const onnx::NodeProto& n) {
   only_attrs(n, {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"});
-  const Value x = need_value(n, 0, true);
+  const Value x = need_input(n, 0, true);
   const Shape in = shape(x);  // a copy: add_layer grows shapes_
   if (in.size() != 3) fail(n, "needs a 4-D (N, C, H, W) input");
-  const Const& w = need_const(n, 1, "the weights");
-  if (w.dims.size() != 4) fail(n, "only 2-D convolutions (4-D weights) are supported");
+  const Const& w0 = need_const(n, 1, "the weights");
+  if (w0.dims.size() != 4) fail(n, "only 2-D convolutions (4-D weights) are supported");
+  double weight_scale = 0.0;
+  const Const w = qdq_ ? qdq_weights(n, w0, 0, weight_scale) : w0;
   const auto O = static_cast<std::size_t>(w.dims[0]), I = static_cast<std::size_t>(w.dims[1]),
              KH = static_cast<std::size_t>(w.dims[2]), KW = static_cast<std::size_t>(w.dims[3]);
   const std::int64_t group = attr_int(n, "group", 1);
@@ -304,6 +367,7 @@ void Importer::conv(const onnx::NodeProto& n) {
   FloatLayer l;
   l.kind = LayerKind::Conv2d;
   l.inputs = {x.tensor};
+  l.weight_scale = weight_scale;
   if (group == 1) {
     if (I != C) fail(n, fmt::format("weights for {} input channels on {}", I, C));
   } else if (!(static_cast<std::size_t>(group) == C && O == C && I == 1)) {
@@ -340,14 +404,17 @@ void Importer::conv(const onnx::NodeProto& n) {
 void Importer::gemm(const onnx::NodeProto& n, bool matmul) {
   if (matmul) only_attrs(n, {});
   else only_attrs(n, {"alpha", "beta", "transA", "transB"});
-  const Value x = need_value(n, 0);
+  const Value x = need_input(n, 0);
   const Shape in = shape(x);  // a copy: add_layer grows shapes_
   if (in.size() != 1) fail(n, "needs a 2-D (N, features) input: flatten the map first");
-  const Const& b = need_const(n, 1, "the weights (B)");
-  if (b.dims.size() != 2) fail(n, "the weights must be a matrix");
+  const Const& b0 = need_const(n, 1, "the weights (B)");
+  if (b0.dims.size() != 2) fail(n, "the weights must be a matrix");
   if (!matmul && attr_int(n, "transA", 0) != 0) fail(n, "transA = 1 is not supported");
   const bool trans_b = !matmul && attr_int(n, "transB", 0) != 0;
   const double alpha = matmul ? 1.0 : attr_float(n, "alpha", 1.0f);
+  double weight_scale = 0.0;
+  const Const b = qdq_ ? qdq_weights(n, b0, trans_b ? 0 : 1, weight_scale) : b0;
+  if (qdq_ && alpha != 1.0) fail(n, fmt::format("alpha {} with quantized weights is not supported", alpha));
   const double beta = matmul ? 1.0 : attr_float(n, "beta", 1.0f);
   const auto K = static_cast<std::size_t>(trans_b ? b.dims[1] : b.dims[0]);
   const auto N = static_cast<std::size_t>(trans_b ? b.dims[0] : b.dims[1]);
@@ -355,6 +422,7 @@ void Importer::gemm(const onnx::NodeProto& n, bool matmul) {
   FloatLayer l;
   l.kind = LayerKind::Dense;
   l.inputs = {x.tensor};
+  l.weight_scale = weight_scale;
   l.weight_shape = {K, N};
   l.weights.resize(K * N);
   for (std::size_t k = 0; k < K; ++k) {
@@ -380,6 +448,9 @@ void Importer::batchnorm(const onnx::NodeProto& n) {
   if (attr_int(n, "training_mode", 0) != 0) fail(n, "training_mode = 1 is not supported (inference only)");
   if (attr_int(n, "spatial", 1) != 1) fail(n, "spatial = 0 is not supported");
   no_extra_outputs(n, 1);
+  if (qdq_)
+    fail(n, "cannot be folded in a QDQ model: it would change the quantized weights (fold it before quantizing, as "
+            "torch.ao.quantization does)");
   const Value x = need_value(n, 0);
   FloatLayer* l = foldable(n, x, "a Conv, Gemm or MatMul (batch normalization is folded into it)");
   if ((l->kind != LayerKind::Conv2d && l->kind != LayerKind::Dense) || l->act != model::ActFunction::None)
@@ -408,6 +479,9 @@ void Importer::activation(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   if (op == "Clip") only_attrs(n, {"min", "max"});
   else only_attrs(n, {});
+  if (qdq_ && (op == "Sigmoid" || op == "Tanh"))
+    fail(n, "is not supported in a QDQ model: tpu-sim's sigmoid and tanh tables give a fixed output quantization "
+            "(scale 1/127), not the model's");
   const Value x = need_value(n, 0);
   FloatLayer* l = foldable(n, x, "a Conv, Gemm, MatMul or Add (the activation is fused into it)");
   const bool gemm_like = l->kind == LayerKind::Conv2d || l->kind == LayerKind::Dense;
@@ -446,7 +520,7 @@ void Importer::pool(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   if (op == "GlobalAveragePool") {
     only_attrs(n, {});
-    const Value x = need_value(n, 0);
+    const Value x = need_input(n, 0);
     if (shape(x).size() != 3) fail(n, "needs a 4-D (N, C, H, W) input");
     FloatLayer l;
     l.kind = LayerKind::GlobalAvgPool2d;
@@ -460,7 +534,7 @@ void Importer::pool(const onnx::NodeProto& n) {
   if (max) only_attrs(n, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "auto_pad", "storage_order"});
   else only_attrs(n, {"kernel_shape", "strides", "pads", "ceil_mode", "auto_pad", "count_include_pad"});
   if (max) no_extra_outputs(n, 1);
-  const Value x = need_value(n, 0, true);
+  const Value x = need_input(n, 0, true);
   const Shape in = shape(x);  // a copy: add_layer grows shapes_
   if (in.size() != 3) fail(n, "needs a 4-D (N, C, H, W) input");
   FloatLayer l;
@@ -488,6 +562,11 @@ void Importer::pool(const onnx::NodeProto& n) {
   window(n, l, in, true);
   Value out;
   out.tensor = add_layer(n, std::move(l));
+  if (max && x.state == QState::Deq) {  // the maximum of dequantized values is dequantized
+    out.state = QState::Deq;
+    out.q = x.q;
+    out.qtype = x.qtype;
+  }
   set_output(n, out);
 }
 
@@ -500,6 +579,9 @@ void Importer::add(const onnx::NodeProto& n) {
     // A bias: folded into the Conv, Gemm or MatMul before it.
     const int vi = c0 ? 1 : 0;
     const Value x = need_value(n, vi);
+    if (x.state != QState::Float)
+      fail(n, "adds a constant to a quantized tensor: only a bias before the QuantizeLinear is supported (folded into "
+              "the Conv, Gemm or MatMul)");
     const Const& b = consts_.at(n.input(1 - vi));
     if (x.tensor == 0 || !x.perm.empty() || reads_[x.tensor] - renames_[x.tensor] != 1)
       fail(n, "an Add of a constant must follow a Conv, Gemm or MatMul that only it reads (it is folded into the bias)");
@@ -524,7 +606,7 @@ void Importer::add(const onnx::NodeProto& n) {
     set_output(n, x);
     return;
   }
-  const Value a = need_value(n, 0), b = need_value(n, 1);
+  const Value a = need_input(n, 0), b = need_input(n, 1);
   if (shape(a) != shape(b)) fail(n, "adds tensors of different shapes (broadcasting is not supported)");
   if (a.perm != b.perm) fail(n, "adds a flattened map to a tensor of another layout");
   FloatLayer l;
@@ -537,7 +619,7 @@ void Importer::add(const onnx::NodeProto& n) {
 }
 
 void Importer::flatten(const onnx::NodeProto& n) {
-  const Value x = need_value(n, 0);
+  const Value x = need_input(n, 0);
   const Shape in = shape(x);  // a copy: add_layer grows shapes_
   const std::size_t rank = in.size() + 1;  // with the batch
   if (n.op_type() == "Flatten") {
@@ -563,6 +645,9 @@ void Importer::flatten(const onnx::NodeProto& n) {
   Value out;
   out.tensor = add_layer(n, std::move(l));
   out.perm = x.perm;
+  out.state = x.state;  // a view: a dequantized map stays dequantized
+  out.q = x.q;
+  out.qtype = x.qtype;
   // The model flattens (C, H, W) as c*H*W + h*W + w; tpu-sim NHWC as (h*W + w)*C + c.
   const std::size_t H = in[0], W = in[1], C = in[2];
   if (H * W > 1) {
@@ -603,6 +688,398 @@ void Importer::pad(const onnx::NodeProto& n) {
   set_output(n, x);
 }
 
+// ---- QDQ models (docs/onnx.md, "QDQ models") ----
+
+namespace {
+
+double round_even(double v) { return std::nearbyint(v); }  // the default rounding mode: ties to even
+
+std::string type_name(int t) {
+  return onnx::TensorProto::DataType_IsValid(t)
+             ? onnx::TensorProto::DataType_Name(static_cast<onnx::TensorProto::DataType>(t))
+             : fmt::format("type {}", t);
+}
+
+// A zero point in the model's own terms (uint8: 0..255).
+std::int32_t model_zero(const compiler::QuantParams& q, int type) {
+  return type == onnx::TensorProto::UINT8 ? q.zero_point + 128 : q.zero_point;
+}
+
+bool same_quant(const compiler::QuantParams& a, const compiler::QuantParams& b) {
+  return a.zero_point == b.zero_point && std::fabs(a.scale - b.scale) <= 1e-6 * b.scale;
+}
+
+// Scales and zero points of a QuantizeLinear or DequantizeLinear on a
+// constant: per tensor, or one per index of `axis`.
+struct AxisQuant {
+  std::vector<double> scales, zeros;
+  int type = onnx::TensorProto::UINT8;
+  std::size_t axis = 0, inner = 1;
+  std::size_t channel(std::size_t i) const { return scales.size() == 1 ? 0 : (i / inner) % scales.size(); }
+};
+
+}  // namespace
+
+compiler::QuantParams Importer::act_quant(const onnx::NodeProto& n, int& type) const {
+  const Const& s = need_const(n, 1, "the scale");
+  if (s.values.size() != 1)
+    fail(n, "per-axis quantization of a computed tensor is not supported (tpu-sim quantizes an activation with one "
+            "scale and zero point)");
+  compiler::QuantParams q;
+  q.scale = s.values[0];
+  if (!(std::isfinite(q.scale) && q.scale > 0))
+    fail(n, fmt::format("scale {} is not supported (a positive finite number)", q.scale));
+  double z = 0.0;
+  if (n.input_size() > 2 && !n.input(2).empty()) {
+    const Const& zc = need_const(n, 2, "the zero point");
+    if (zc.values.size() != 1)
+      fail(n, "per-axis quantization of a computed tensor is not supported (tpu-sim quantizes an activation with one "
+              "scale and zero point)");
+    type = zc.type;
+    z = zc.values[0];
+  }
+  if (type == onnx::TensorProto::UINT8) z -= 128;  // the same real values on tpu-sim's int8 grid
+  else if (type != onnx::TensorProto::INT8)
+    fail(n, fmt::format("{} activations are not supported (int8 or uint8)", type_name(type)));
+  if (!(z >= -128 && z <= 127)) fail(n, "the zero point is out of its type's range");
+  q.zero_point = static_cast<std::int32_t>(z);
+  return q;
+}
+
+void Importer::quantize_linear(const onnx::NodeProto& n) {
+  only_attrs(n, {"axis"});
+  if (n.input_size() < 2) fail(n, "needs an input and a scale");
+  if (is_const(n.input(0))) {
+    // Float weights quantized in the graph: folded, as the ONNX operator
+    // computes it (x / scale in float32, rounded to even, saturated).
+    const Const x = consts_.at(n.input(0));
+    const Const& s = need_const(n, 1, "the scale");
+    AxisQuant a;
+    a.scales = s.values;
+    if (n.input_size() > 2 && !n.input(2).empty()) {
+      const Const& z = need_const(n, 2, "the zero point");
+      a.zeros = z.values;
+      a.type = z.type;
+    } else {
+      a.zeros.assign(a.scales.size(), 0.0);
+    }
+    if (a.type != onnx::TensorProto::INT8 && a.type != onnx::TensorProto::UINT8)
+      fail(n, fmt::format("quantizing to {} is not supported (int8 or uint8)", type_name(a.type)));
+    if (a.scales.empty() || a.zeros.size() != a.scales.size()) fail(n, "the scale and the zero point differ in size");
+    if (a.scales.size() > 1) {
+      std::int64_t axis = attr_int(n, "axis", 1);
+      const auto rank = static_cast<std::int64_t>(x.dims.size());
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank || x.dims[static_cast<std::size_t>(axis)] != static_cast<std::int64_t>(a.scales.size()))
+        fail(n, fmt::format("{} scales do not match axis {} of a constant of shape [{}]", a.scales.size(),
+                            attr_int(n, "axis", 1), fmt::join(x.dims, ", ")));
+      a.axis = static_cast<std::size_t>(axis);
+      for (std::size_t d = a.axis + 1; d < x.dims.size(); ++d) a.inner *= static_cast<std::size_t>(x.dims[d]);
+    }
+    const double lo = a.type == onnx::TensorProto::INT8 ? -128.0 : 0.0;
+    Const q;
+    q.dims = x.dims;
+    q.type = a.type;
+    for (std::size_t i = 0; i < x.values.size(); ++i) {
+      const std::size_t c = a.channel(i);
+      if (!(std::fabs(x.values[i]) <= FLT_MAX && a.scales[c] > 0 && a.scales[c] <= FLT_MAX))
+        fail(n, "quantizes a value that is not a finite float, or with a scale that is not a positive float");
+      const double v = static_cast<float>(x.values[i]) / static_cast<float>(a.scales[c]);
+      q.values.push_back(std::clamp(round_even(v) + a.zeros[c], lo, lo + 255.0));
+    }
+    consts_[n.output(0)] = std::move(q);
+    return;
+  }
+  Value x = need_value(n, 0);
+  int type = onnx::TensorProto::UINT8;
+  const compiler::QuantParams q = act_quant(n, type);
+  if (x.state == QState::Deq) {
+    if (!same_quant(q, x.q)) {
+      // Layer -> Q1 -> DQ [-> Relu] -> Q2, as PyTorch exports a ReLU it could
+      // not fuse (quantized::linear_relu has no ONNX export in 1.13): the
+      // layer requantizes its accumulators once, to Q2. Only where Q1's
+      // values go nowhere else.
+      const FloatLayer* l = x.tensor > 0 ? &net_.layers[x.tensor - 1] : nullptr;
+      const bool keeps = l && (l->kind == LayerKind::MaxPool2d || l->kind == LayerKind::Flatten);
+      if (keeps)
+        fail(n, fmt::format("quantizes the output of {} '{}' with scale {} and zero point {}, its input with {} and "
+                            "{}: tpu-sim's max-pool and flatten keep their input's quantization",
+                            layer_op_.at(x.tensor - 1), l->name, q.scale, model_zero(q, type), x.q.scale,
+                            model_zero(x.q, x.qtype)));
+      if (!l || reads_[x.tensor] - renames_[x.tensor] != 1)
+        fail(n, fmt::format("requantizes a quantized tensor from scale {} and zero point {} to {} and {}: not "
+                            "supported (tpu-sim requantizes only in a Conv, Gemm, MatMul, Add or AveragePool, once)",
+                            x.q.scale, model_zero(x.q, x.qtype), q.scale, model_zero(q, type)));
+      warn(n, fmt::format("requantizes the output of {} '{}'{} from scale {:.6g} and zero point {} to {:.6g} and {}: "
+                          "tpu-sim requantizes the layer's accumulators once, to the second, without the first "
+                          "rounding (values may differ by one)",
+                          layer_op_.at(x.tensor - 1), l->name, l->act == model::ActFunction::Relu ? " after its Relu" : "",
+                          x.q.scale, model_zero(x.q, x.qtype), q.scale, model_zero(q, type)));
+      tq_[x.tensor] = q;
+    }
+  } else {
+    const auto it = tq_.find(x.tensor);
+    if (it != tq_.end() && !same_quant(q, it->second))
+      fail(n, fmt::format("quantizes with scale {} and zero point {} a tensor already quantized with {} and {}", q.scale,
+                          model_zero(q, type), it->second.scale, model_zero(it->second, type)));
+    if (x.tensor > 0) {
+      const FloatLayer& l = net_.layers[x.tensor - 1];
+      const auto in = tq_.find(l.inputs.at(0));
+      if ((l.kind == LayerKind::MaxPool2d || l.kind == LayerKind::Flatten) && in != tq_.end() &&
+          !same_quant(q, in->second))
+        fail(n, fmt::format("quantizes the output of {} '{}' with scale {} and zero point {}, its input with {} and "
+                            "{}: tpu-sim's max-pool and flatten keep their input's quantization",
+                            layer_op_.at(x.tensor - 1), l.name, q.scale, model_zero(q, type), in->second.scale,
+                            model_zero(in->second, type)));
+    }
+    tq_[x.tensor] = q;
+  }
+  x.state = QState::Int;
+  x.q = q;
+  x.qtype = type;
+  bind(n.output(0), x);
+}
+
+void Importer::dequantize_linear(const onnx::NodeProto& n) {
+  only_attrs(n, {"axis"});
+  if (n.input_size() < 2) fail(n, "needs an input and a scale");
+  if (is_const(n.input(0))) {
+    // Quantized weights or biases: their real values, (q - zero) * scale in
+    // float32 as the operator computes them; the integers stay recoverable.
+    const Const& x = consts_.at(n.input(0));
+    if (x.type != onnx::TensorProto::INT8 && x.type != onnx::TensorProto::UINT8 && x.type != onnx::TensorProto::INT32)
+      fail(n, fmt::format("dequantizes {} values (int8, uint8 or int32 are supported)", type_name(x.type)));
+    Const d;
+    d.dims = x.dims;
+    d.dequantized = true;
+    d.dq_node = n.name();
+    d.qtype = x.type;
+    d.scales = need_const(n, 1, "the scale").values;
+    if (n.input_size() > 2 && !n.input(2).empty()) {
+      const Const& z = need_const(n, 2, "the zero point");
+      if (z.type != x.type)
+        fail(n, fmt::format("the zero point is {}, the values {}", type_name(z.type), type_name(x.type)));
+      d.zeros = z.values;
+    } else {
+      d.zeros.assign(d.scales.size(), 0.0);
+    }
+    if (d.scales.empty() || d.zeros.size() != d.scales.size()) fail(n, "the scale and the zero point differ in size");
+    std::size_t inner = 1;
+    if (d.scales.size() > 1) {
+      std::int64_t axis = attr_int(n, "axis", 1);
+      const auto rank = static_cast<std::int64_t>(x.dims.size());
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank || x.dims[static_cast<std::size_t>(axis)] != static_cast<std::int64_t>(d.scales.size()))
+        fail(n, fmt::format("{} scales do not match axis {} of a constant of shape [{}]", d.scales.size(),
+                            attr_int(n, "axis", 1), fmt::join(x.dims, ", ")));
+      d.axis = static_cast<std::size_t>(axis);
+      for (std::size_t k = d.axis + 1; k < x.dims.size(); ++k) inner *= static_cast<std::size_t>(x.dims[k]);
+    }
+    for (double s : d.scales)
+      if (!(s > 0 && s <= FLT_MAX)) fail(n, fmt::format("scale {} is not supported (a positive finite number)", s));
+    for (std::size_t i = 0; i < x.values.size(); ++i) {
+      const std::size_t c = d.scales.size() == 1 ? 0 : (i / inner) % d.scales.size();
+      const float v = static_cast<float>(x.values[i] - d.zeros[c]) * static_cast<float>(d.scales[c]);
+      d.values.push_back(v);
+    }
+    consts_[n.output(0)] = std::move(d);
+    return;
+  }
+  Value x = need_value(n, 0, false, true);
+  if (x.state != QState::Int)
+    fail(n, "dequantizes a computed tensor that no QuantizeLinear quantized (tpu-sim takes a float input and "
+            "quantizes it)");
+  int type = x.qtype;
+  const compiler::QuantParams q = act_quant(n, type);
+  if (type != x.qtype || !same_quant(q, x.q))
+    fail(n, fmt::format("dequantizes with scale {} and zero point {} ({}) what a QuantizeLinear quantized with {} and "
+                        "{} ({}): not supported",
+                        q.scale, model_zero(q, type), type_name(type), x.q.scale, model_zero(x.q, x.qtype),
+                        type_name(x.qtype)));
+  x.state = QState::Deq;
+  bind(n.output(0), x);
+}
+
+void Importer::cast(const onnx::NodeProto& n) {
+  only_attrs(n, {"to"});
+  const std::int64_t to = attr_int(n, "to", 0);
+  if (n.input_size() < 1) fail(n, "needs an input");
+  if (is_const(n.input(0))) {
+    Const c = consts_.at(n.input(0));
+    double lo = 0, hi = 0;
+    switch (to) {
+      case onnx::TensorProto::FLOAT:
+        for (double& v : c.values)
+          v = std::fabs(v) <= FLT_MAX || std::isnan(v) ? static_cast<double>(static_cast<float>(v))
+                                                       : std::copysign(INFINITY, v);
+        break;
+      case onnx::TensorProto::DOUBLE:
+        break;
+      case onnx::TensorProto::BOOL:
+        for (double& v : c.values) v = v != 0.0;
+        break;
+      case onnx::TensorProto::INT8: lo = -128, hi = 127; break;
+      case onnx::TensorProto::UINT8: lo = 0, hi = 255; break;
+      case onnx::TensorProto::INT32: lo = -2147483648.0, hi = 2147483647.0; break;
+      case onnx::TensorProto::INT64: lo = -9.2e18, hi = 9.2e18; break;
+      default:
+        fail(n, fmt::format("a Cast of a constant to {} is not supported", type_name(static_cast<int>(to))));
+    }
+    if (hi > lo)
+      for (double& v : c.values) {
+        v = std::trunc(v);
+        if (!(v >= lo && v <= hi))
+          fail(n, fmt::format("casts {} to {}, out of its range", v, type_name(static_cast<int>(to))));
+      }
+    c.type = static_cast<int>(to);
+    c.dequantized = false;
+    consts_[n.output(0)] = std::move(c);
+    return;
+  }
+  const Value x = need_value(n, 0, false, true);
+  if (x.state != QState::Int || to != x.qtype)
+    fail(n, fmt::format("a Cast of a computed tensor to {} is not supported (only of a QuantizeLinear's integers to "
+                        "their own type)", type_name(static_cast<int>(to))));
+  bind(n.output(0), x);
+}
+
+void Importer::constant_of_shape(const onnx::NodeProto& n) {
+  only_attrs(n, {"value"});
+  const Const& shp = need_const(n, 0, "the shape");
+  Const c;
+  std::size_t count = 1;
+  for (double d : shp.values) {
+    if (!(d >= 0 && d <= 16777216.0)) fail(n, fmt::format("dimension {} is not supported", d));
+    c.dims.push_back(static_cast<std::int64_t>(d));
+    count *= static_cast<std::size_t>(d);
+    if (count > 16777216) fail(n, "makes a constant of more than 16777216 values");
+  }
+  double value = 0.0;
+  if (const auto* a = attr(n, "value")) {
+    const Const v = read_tensor(a->t(), "the value");
+    if (v.values.size() != 1) fail(n, "the value must hold one element");
+    value = v.values[0];
+    c.type = v.type;
+  }
+  c.values.assign(count, value);
+  consts_[n.output(0)] = std::move(c);
+}
+
+// The weights of a Conv, Gemm or MatMul in a QDQ model as tpu-sim computes
+// with them: symmetric int8 at one `scale` (values scale * q). Per-channel
+// scales (along `out_axis`, the output channels) are re-quantized per tensor
+// with a warning: the activation unit requantizes a whole layer with one
+// multiplier.
+Const Importer::qdq_weights(const onnx::NodeProto& n, const Const& w, std::size_t out_axis, double& scale) {
+  if (!w.dequantized)
+    fail(n, "the weights are float: in a QDQ model tpu-sim takes quantized weights (a DequantizeLinear of int8 "
+            "values)");
+  const double zero = w.qtype == onnx::TensorProto::INT8 ? 0.0 : w.qtype == onnx::TensorProto::UINT8 ? 128.0 : -1.0;
+  if (zero < 0)
+    fail(n, fmt::format("{} weights (DequantizeLinear '{}') are not supported (int8, or uint8 with zero point 128)",
+                        type_name(w.qtype), w.dq_node));
+  for (double z : w.zeros)
+    if (z != zero)
+      fail(n, fmt::format("the weights (DequantizeLinear '{}', {}) have zero point {}: not supported (tpu-sim's "
+                          "weights are symmetric, int8 with zero point 0 or uint8 with 128: the array has no weight "
+                          "zero point)", w.dq_node, type_name(w.qtype), z));
+  const auto [lo, hi] = std::minmax_element(w.scales.begin(), w.scales.end());
+  if (*lo == *hi) {
+    scale = w.scales[0];
+    return w;
+  }
+  if (w.axis != out_axis)
+    fail(n, fmt::format("per-channel weight scales along axis {} (DequantizeLinear '{}') are not supported (only "
+                        "along the output channels, axis {})", w.axis, w.dq_node, out_axis));
+  double m = 0.0;
+  for (double v : w.values) m = std::max(m, std::fabs(v));
+  scale = m > 0 ? m / 127.0 : 1.0;
+  Const out = w;
+  double change = 0.0;
+  for (double& v : out.values) {
+    const double q = std::clamp(round_even(v / scale), -127.0, 127.0);
+    const double nv = static_cast<float>(q * scale);
+    change = std::max(change, std::fabs(nv - v));
+    v = nv;
+  }
+  if (change > 0)
+    warn(n, fmt::format("per-channel weight scales ({} channels, {:.3g} to {:.3g}) re-quantized to one per-tensor "
+                        "scale {:.3g} (tpu-sim requantizes a layer with one multiplier): the finest channel's step "
+                        "grows {:.2g} times, weights change by up to {:.3g} (docs/onnx.md measures the effect)",
+                        w.scales.size(), *lo, *hi, scale, scale / *lo, change));
+  return out;
+}
+
+// After the graph: every layer's output quantization, checked against what
+// tpu-sim can compute; warnings where it rounds differently.
+void Importer::finish_qdq() {
+  net_.qdq = true;
+  net_.tensor_quant.assign(net_.layers.size() + 1, TensorQuant{});
+  for (const auto& [t, q] : tq_) net_.tensor_quant.at(t) = TensorQuant{true, q};
+  if (!net_.tensor_quant[0].set) fail("the model's input is not quantized (no QuantizeLinear reads it)");
+  bool requantizes = false;
+  for (std::size_t i = 0; i < net_.layers.size(); ++i) {
+    const FloatLayer& l = net_.layers[i];
+    TensorQuant& tq = net_.tensor_quant[i + 1];
+    const std::string node = fmt::format("node '{}' ({})", l.name, layer_op_.at(i));
+    const bool last = i + 1 == net_.layers.size();
+    switch (l.kind) {
+      case LayerKind::MaxPool2d:
+      case LayerKind::Flatten:
+        if (!tq.set) tq = net_.tensor_quant.at(l.inputs.at(0));
+        break;
+      case LayerKind::Dense:
+      case LayerKind::Conv2d:
+        if (!tq.set && !(last && l.act == model::ActFunction::None))
+          fail(fmt::format("{}: its output is not quantized (no QuantizeLinear follows it): tpu-sim computes in int8 "
+                           "(only the last layer, without activation, may give its int32 accumulators)", node));
+        if (tq.set && std::isfinite(l.clip_hi)) {
+          const double top = round_even(l.clip_hi / tq.quant.scale) + tq.quant.zero_point;
+          if (top < 127)
+            fail(fmt::format("{}: Clip at {} is inside its output's quantized range (up to {:.6g}): tpu-sim clips "
+                             "only where int8 saturates", node, l.clip_hi, tq.quant.scale * (127 - tq.quant.zero_point)));
+        }
+        if (tq.set) {
+          // The compiler's (M, S) needs m < 2^31 (docs/quantization.md, section 1).
+          const double m = net_.tensor_quant.at(l.inputs.at(0)).quant.scale * l.weight_scale / tq.quant.scale;
+          if (!(m < 2147483648.0))
+            fail(fmt::format("{}: the requantization multiplier s_in * s_w / s_out = {:.6g} is 2^31 or more, which "
+                             "tpu-sim cannot apply (check the scales)", node, m));
+        }
+        requantizes = requantizes || tq.set;
+        break;
+      case LayerKind::Add:
+      case LayerKind::AvgPool2d:
+      case LayerKind::GlobalAvgPool2d:
+        if (!tq.set)
+          fail(fmt::format("{}: its output is not quantized (no QuantizeLinear follows it): tpu-sim computes in int8",
+                           node));
+        requantizes = true;
+        if (l.kind == LayerKind::Add) {
+          const double sa = net_.tensor_quant.at(l.inputs.at(0)).quant.scale;
+          const double sb = net_.tensor_quant.at(l.inputs.at(1)).quant.scale;
+          const double m = std::max(sa, sb) / 127.0 / tq.quant.scale;
+          if (!(m < 2147483648.0))
+            fail(fmt::format("{}: the requantization multiplier (s_hi / 127) / s_out = {:.6g} is 2^31 or more, "
+                             "which tpu-sim cannot apply (check the scales)", node, m));
+          const compiler::AddFactors f = compiler::add_factors(sa, sb);
+          // The operand of the smaller scale is weighted d_lo / 127 for s_lo / s_hi.
+          const double ratio = std::min(sa, sb) / std::max(sa, sb);
+          const double got = static_cast<double>(std::min(f.a, f.b)) / 127.0;
+          if (got != ratio)
+            warn(fmt::format("{}: the operands' scales {:.6g} and {:.6g} are matched by integer factors {} and {}: the "
+                             "operand of the smaller scale is weighted {:.6g} instead of {:.6g} ({:+.2g}%)",
+                             node, sa, sb, f.a, f.b, got, ratio, 100.0 * (got / ratio - 1.0)));
+        }
+        break;
+    }
+  }
+  if (requantizes)
+    warn("requantization: tpu-sim multiplies by a 31-bit fixed-point M / 2^S and rounds ties up, where the model's "
+         "QuantizeLinear rounds a float quotient ties to even; an int8 value can differ by one (docs/onnx.md, \"QDQ "
+         "models\", measures how often)");
+}
+
 void Importer::node(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   if (!n.domain().empty() && n.domain() != "ai.onnx")
@@ -626,7 +1103,7 @@ void Importer::node(const onnx::NodeProto& n) {
     }
     if (n.input_size() < 1) fail(n, "needs an input");
     if (is_const(n.input(0))) consts_[n.output(0)] = consts_.at(n.input(0));
-    else bind(n.output(0), need_value(n, 0, true));
+    else bind(n.output(0), need_value(n, 0, true, true));
   } else if (op == "Conv") {
     conv(n);
   } else if (op == "Gemm" || op == "MatMul") {
@@ -643,6 +1120,22 @@ void Importer::node(const onnx::NodeProto& n) {
     flatten(n);
   } else if (op == "Pad") {
     pad(n);
+  } else if (op == "QuantizeLinear") {
+    quantize_linear(n);
+  } else if (op == "DequantizeLinear") {
+    dequantize_linear(n);
+  } else if (op == "Cast") {
+    cast(n);
+  } else if (op == "ConstantOfShape") {
+    constant_of_shape(n);
+  } else if (op == "QLinearConv" || op == "QLinearMatMul" || op == "ConvInteger" || op == "MatMulInteger" ||
+             op == "QLinearAdd" || op == "QLinearMul" || op == "QLinearAveragePool" ||
+             op == "QLinearGlobalAveragePool" || op == "QGemm") {
+    fail(n, "the QOperator form is not supported: tpu-sim imports quantized models in QDQ form (QuantizeLinear and "
+            "DequantizeLinear around float Conv, Gemm, MatMul)");
+  } else if (op == "DynamicQuantizeLinear") {
+    fail(n, "dynamic quantization is not supported (tpu-sim takes static QDQ models: QuantizeLinear with constant "
+            "scales and zero points)");
   } else {
     fail(n, "operator not supported (docs/onnx.md lists the supported ones)");
   }
@@ -684,8 +1177,10 @@ FloatNet Importer::run() {
                      tt.shape().dim_size()));
   }
   shapes_.push_back(net_.input_shape);
-  for (const auto& n : g_.node())
+  for (const auto& n : g_.node()) {
     for (const auto& i : n.input()) ++uses_[i];
+    if (n.op_type() == "QuantizeLinear" || n.op_type() == "DequantizeLinear") qdq_ = true;
+  }
   for (const auto& o : g_.output()) ++uses_[o.name()];
   first_new_tensor_ = 1;
   bind(input->name(), Value{});
@@ -706,6 +1201,7 @@ FloatNet Importer::run() {
   const Shape& s = shapes_.back();
   net_.model_output_shape = s.size() == 3 ? Shape{s[2], s[0], s[1]} : s;
   net_.output_perm = out.perm;
+  if (qdq_) finish_qdq();
   return std::move(net_);
 }
 
@@ -732,6 +1228,17 @@ FloatNet import_onnx(const std::string& path) {
       !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     throw FileError(fmt::format("{}: not an ONNX model (the protobuf does not parse)", path));
   return import_onnx_model(std::move(model), path);
+}
+
+std::optional<bool> onnx_has_qdq_nodes(const std::string& path) {
+  const std::vector<std::uint8_t> bytes = read_file_bytes(path);
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<std::size_t>(INT32_MAX) ||
+      !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return std::nullopt;
+  for (const auto& n : model.graph().node())
+    if (n.op_type() == "QuantizeLinear" || n.op_type() == "DequantizeLinear") return true;
+  return false;
 }
 
 }  // namespace tpu::onnximport

@@ -14,11 +14,18 @@
 //   become HWIO; Gemm weights K x N; the rows of a dense layer that reads a
 //   flattened map are permuted from the model's (c, h, w) order to tpu-sim's
 //   (h, w, c).
+// - QDQ models (QuantizeLinear/DequantizeLinear nodes): each tensor a layer
+//   reads keeps the model's scale and zero point (uint8 as int8 - 128), the
+//   weights their int8 values and scale (FloatNet::qdq, tensor_quant,
+//   FloatLayer::weight_scale); per-channel weight scales are re-quantized
+//   per tensor. What tpu-sim computes differently from the model goes into
+//   FloatNet::warnings (docs/onnx.md, "QDQ models").
 //
 // Everything else (an operator, an attribute value, a data type, a graph
 // shape) is one FileError line "MODEL: node 'NAME' (OP): what is unsupported".
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "onnx/float_net.h"
@@ -32,6 +39,11 @@ namespace tpu::onnximport {
 // Reads, checks and imports MODEL.onnx. Throws FileError (one line, starting
 // with the path).
 FloatNet import_onnx(const std::string& path);
+
+// Whether the model at `path` has QuantizeLinear or DequantizeLinear nodes
+// (a QDQ model); nothing when it does not parse. Throws FileError when the
+// file cannot be read.
+std::optional<bool> onnx_has_qdq_nodes(const std::string& path);
 
 // Imports a model already in memory (checked and shape-inferred here);
 // `where` starts every error message.

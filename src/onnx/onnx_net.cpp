@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <optional>
 
 #include "common/file_io.h"
 #include "common/npy.h"
@@ -67,6 +68,15 @@ std::vector<float> to_model_layout(const FloatNet& net, const std::vector<std::s
   return out;
 }
 
+bool onnx_needs_calibration(const std::string& path) {
+  try {
+    const std::optional<bool> qdq = onnx_has_qdq_nodes(path);
+    return qdq && !*qdq;
+  } catch (const std::exception&) {
+    return false;  // reported when the model is read for good
+  }
+}
+
 namespace {
 
 void write_model_layout(const FloatNet& fnet, const std::vector<std::size_t>& shape, const std::vector<double>& v,
@@ -84,11 +94,22 @@ OnnxRun prepare_onnx(const std::string& model, const std::string& calibrate, con
   run.fnet = import_onnx(model);
   // Exporters name graphs generically ("torch_jit", "main_graph"): the file says more.
   run.fnet.name = std::filesystem::path(model).stem().string();
-  std::size_t calib_batch = 0, batch = 0;
-  const std::vector<float> calib = read_model_batch(calibrate, run.fnet, calib_batch);
+  for (const std::string& w : run.fnet.warnings) fmt::print(stderr, "tpu-sim: warning: {}\n", w);
+  if (run.fnet.qdq && !calibrate.empty())
+    fmt::print(stderr, "tpu-sim: warning: {}: --calibrate is ignored: the QDQ model brings its own quantization\n",
+               model);
+  if (!run.fnet.qdq && calibrate.empty())
+    throw FileError(fmt::format("{}: a float model needs a calibration set (--calibrate)", model));
+  std::size_t batch = 0;
   const std::vector<float> x = read_model_batch(input, run.fnet, batch);
   try {
-    run.net = calibrate_and_quantize(run.fnet, calib, calib_batch).net;
+    if (run.fnet.qdq) {
+      run.net = quantize_float(run.fnet, {});
+    } else {
+      std::size_t calib_batch = 0;
+      const std::vector<float> calib = read_model_batch(calibrate, run.fnet, calib_batch);
+      run.net = calibrate_and_quantize(run.fnet, calib, calib_batch).net;
+    }
   } catch (const compiler::CompileError& e) {
     throw FileError(fmt::format("{}: {}", model, e.what()));
   }

@@ -51,6 +51,11 @@ struct OnnxRun {
 OnnxRun prepare_onnx(const std::string& model, const std::string& calibrate, const std::string& input,
                      const std::string& save_model, const std::string& float_out);
 
+// Whether MODEL.onnx is a float model, which needs a calibration set: false
+// for a QDQ model (quantized already) and for a file that does not read or
+// parse (prepare_onnx then says what is wrong with it).
+bool onnx_needs_calibration(const std::string& path);
+
 // Writes the network's output `y` to `path` as float32 in the model's layout.
 void write_onnx_output(const OnnxRun& run, const compiler::Tensor& y, const std::string& path);
 

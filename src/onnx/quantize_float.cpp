@@ -46,6 +46,7 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
   net.name = fnet.name;
   net.input_shape = fnet.input_shape;
   const auto range_quant = [&](std::size_t id, bool relu) {
+    if (fnet.qdq) return fnet.tensor_quant.at(id).quant;  // the model's own
     const Range& r = ranges.at(id);
     if (!r.all_finite)
       throw compiler::CompileError(fmt::format(
@@ -79,7 +80,16 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
       case LayerKind::Conv2d: {
         l.weight_shape = f.weight_shape;
         try {
-          l.weights = quantize_weights(f.weights, l.weight_scale);
+          if (f.weight_scale > 0.0) {
+            // A QDQ model's weights: the integers back from scale * q.
+            l.weight_scale = f.weight_scale;
+            l.weights.resize(f.weights.size());
+            for (std::size_t k = 0; k < f.weights.size(); ++k)
+              l.weights[k] = static_cast<std::int8_t>(
+                  std::clamp(round_even(static_cast<double>(f.weights[k]) / f.weight_scale), -128.0, 127.0));
+          } else {
+            l.weights = quantize_weights(f.weights, l.weight_scale);
+          }
         } catch (const compiler::CompileError& e) {
           throw compiler::CompileError(fmt::format("layer '{}': {}", f.name, e.what()));
         }
@@ -90,7 +100,8 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
           l.bias.push_back(static_cast<std::int32_t>(
               std::clamp(round_even(static_cast<double>(b) / acc_scale), -2147483648.0, 2147483647.0)));
         }
-        if (i + 1 == fnet.layers.size() && f.act == model::ActFunction::None) {
+        if (fnet.qdq ? !fnet.tensor_quant.at(i + 1).set
+                     : i + 1 == fnet.layers.size() && f.act == model::ActFunction::None) {
           l.int32_output = true;
           out = {acc_scale, 0};
         } else if (f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh) {
@@ -103,7 +114,12 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
       }
       case LayerKind::AvgPool2d:
       case LayerKind::GlobalAvgPool2d:
-        l.output_is_input = true;
+        if (fnet.qdq) {
+          out = range_quant(i + 1, false);
+          l.output = out;
+        } else {
+          l.output_is_input = true;
+        }
         break;
       case LayerKind::Add:
         out = range_quant(i + 1, relu);

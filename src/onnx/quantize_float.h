@@ -24,7 +24,10 @@ compiler::QuantParams activation_quant(double lo, double hi);
 // q = clamp(round_half_even(w / scale), -127, 127).
 std::vector<std::int8_t> quantize_weights(const std::vector<float>& w, double& scale);
 
-// `ranges` per tensor id, from run_float over the calibration set.
+// `ranges` per tensor id, from run_float over the calibration set. A QDQ
+// network (net.qdq) keeps its own quantization instead: activations as its
+// QuantizeLinear nodes give them, weights at their scale (ranges unused);
+// a dense or conv2d layer without a QuantizeLinear (the last) writes int32.
 compiler::Network quantize_float(const FloatNet& net, const std::vector<Range>& ranges);
 
 }  // namespace tpu::onnximport

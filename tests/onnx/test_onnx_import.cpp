@@ -1,8 +1,9 @@
 // The ONNX importer's folding and layout rules against values worked out by
 // hand: batch normalization into the conv before it, constant Pad into the
 // next conv or pool, conv weights OIHW -> HWIO, a flattened map's features
-// from the model's (c, h, w) order to tpu-sim's (h, w, c); and the quantizer's
-// rounding. Models are built here with the ONNX protobuf API.
+// from the model's (c, h, w) order to tpu-sim's (h, w, c); the quantizer's
+// rounding; QDQ models' scales, zero points and per-channel weights. Models
+// are built here with the ONNX protobuf API.
 #include <onnx/onnx_pb.h>  // first: see src/onnx/onnx_import.cpp
 
 #include <catch2/catch.hpp>
@@ -272,4 +273,89 @@ TEST_CASE("the quantizer follows docs/quantization.md", "[onnx]") {
   const auto w = tpu::onnximport::quantize_weights({254.0f, -254.0f, 5.0f, 7.0f, -1.0f}, s);
   CHECK(s == 2.0);
   CHECK(w == std::vector<std::int8_t>{127, -127, 2, 4, 0});
+}
+
+namespace {
+
+// A 1-D constant of ONNX type `type` (int8, uint8, int32 or float), raw data.
+template <typename T>
+void add_raw(onnx::GraphProto& g, const std::string& name, int type, std::vector<std::int64_t> dims,
+             const std::vector<T>& values) {
+  onnx::TensorProto* t = g.add_initializer();
+  t->set_name(name);
+  t->set_data_type(type);
+  for (std::int64_t d : dims) t->add_dims(d);
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)));
+}
+
+// x (N, 2) -> Q(0.5, uint8 130) -> DQ -> MatMul(DQ(w)) -> Q(2, int8 -3) -> DQ -> y.
+onnx::ModelProto qdq_dense(const std::vector<std::uint8_t>& w_uint8, const std::vector<float>& w_scales) {
+  onnx::ModelProto m = model({1, 2}, {1, 2});
+  onnx::GraphProto& g = *m.mutable_graph();
+  add_raw<float>(g, "sx", onnx::TensorProto::FLOAT, {}, {0.5f});
+  add_raw<std::uint8_t>(g, "zx", onnx::TensorProto::UINT8, {}, {130});
+  add_raw<std::uint8_t>(g, "w", onnx::TensorProto::UINT8, {2, 2}, w_uint8);
+  const auto n = static_cast<std::int64_t>(w_scales.size());
+  add_raw<float>(g, "sw", onnx::TensorProto::FLOAT, {n}, w_scales);
+  add_raw<std::uint8_t>(g, "zw", onnx::TensorProto::UINT8, {n}, std::vector<std::uint8_t>(w_scales.size(), 128));
+  add_raw<float>(g, "sy", onnx::TensorProto::FLOAT, {}, {2.0f});
+  add_raw<std::int8_t>(g, "zy", onnx::TensorProto::INT8, {}, {-3});
+  add_node(g, "QuantizeLinear", "qx", {"x", "sx", "zx"}, "xq");
+  add_node(g, "DequantizeLinear", "dqx", {"xq", "sx", "zx"}, "xd");
+  onnx::NodeProto* dqw = add_node(g, "DequantizeLinear", "dqw", {"w", "sw", "zw"}, "wd");
+  onnx::AttributeProto* axis = dqw->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  add_node(g, "MatMul", "mm", {"xd", "wd"}, "h");
+  add_node(g, "QuantizeLinear", "qy", {"h", "sy", "zy"}, "yq");
+  add_node(g, "DequantizeLinear", "dqy", {"yq", "sy", "zy"}, "y");
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("a QDQ layer keeps the model's scales and zero points", "[onnx][qdq]") {
+  // uint8 weights at zero point 128 are int8 at zero point 0; the uint8 input
+  // zero point 130 is int8 2; the output keeps (2, -3) instead of int32.
+  const FloatNet f = import(qdq_dense({131, 126, 129, 255}, {0.25f}));
+  REQUIRE(f.qdq);
+  CHECK(f.warnings.size() == 1);  // the rounding note
+  const tpu::compiler::Network net = tpu::onnximport::quantize_float(f, {});
+  CHECK(net.input.scale == 0.5);
+  CHECK(net.input.zero_point == 2);
+  REQUIRE(net.layers.size() == 1);
+  const auto& l = net.layers[0];
+  CHECK(l.weight_scale == 0.25);
+  CHECK(l.weights == std::vector<std::int8_t>{3, -2, 1, 127});
+  CHECK_FALSE(l.int32_output);
+  CHECK(l.output.scale == 2.0);
+  CHECK(l.output.zero_point == -3);
+}
+
+TEST_CASE("per-channel weight scales are re-quantized per tensor, with a warning", "[onnx][qdq]") {
+  // int8 weights [[10, 100], [-25, 127]] (stored as uint8 + 128), column
+  // scales [0.1, 0.03]: real [[1, 3], [-2.5, 3.81]]; max 3.81 gives one scale
+  // 3.81 / 127 = 0.03, so the weights become [[33, 100], [-83, 127]]
+  // (1 / 0.03 = 33.3, -2.5 / 0.03 = -83.3).
+  const FloatNet f = import(qdq_dense({138, 228, 103, 255}, {0.1f, 0.03f}));
+  REQUIRE(f.warnings.size() == 2);
+  CHECK(f.warnings[0].find("m.onnx: node 'mm' (MatMul): per-channel weight scales (2 channels, 0.03 to 0.1) "
+                           "re-quantized to one per-tensor scale 0.03") != std::string::npos);
+  const tpu::compiler::Network net = tpu::onnximport::quantize_float(f, {});
+  CHECK(std::fabs(net.layers[0].weight_scale - 0.03) < 1e-8);
+  CHECK(net.layers[0].weights == std::vector<std::int8_t>{33, 100, -83, 127});
+  // Scales that re-quantize exactly ([0.1, 0.02]: 0.1 is 5 steps of 0.02) need no warning.
+  CHECK(import(qdq_dense({138, 228, 103, 255}, {0.1f, 0.02f})).warnings.size() == 1);
+}
+
+TEST_CASE("QDQ weights with a zero point are refused", "[onnx][qdq]") {
+  onnx::ModelProto m = qdq_dense({131, 126, 129, 255}, {0.25f});
+  auto* zw = m.mutable_graph()->mutable_initializer(4);
+  REQUIRE(zw->name() == "zw");
+  zw->set_raw_data(std::string(1, static_cast<char>(120)));
+  CHECK(import_error(m) ==
+        "m.onnx: node 'mm' (MatMul): the weights (DequantizeLinear 'dqw', UINT8) have zero point 120: not supported "
+        "(tpu-sim's weights are symmetric, int8 with zero point 0 or uint8 with 128: the array has no weight zero "
+        "point)");
 }
