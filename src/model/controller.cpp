@@ -100,7 +100,7 @@ std::optional<StallCause> Controller::stall_cause(const isa::Instruction& in, Cy
   return std::nullopt;
 }
 
-void Controller::issue(const isa::Instruction& in, Cycle now) {
+void Controller::issue(const isa::Instruction& in, Cycle now, Cycle reported) {
   const isa::InstrSpec& spec = isa::spec_of(in.opcode);
   const auto seq = static_cast<std::uint32_t>(log_.retired.size());
   RetireRecord rec;
@@ -134,13 +134,15 @@ void Controller::issue(const isa::Instruction& in, Cycle now) {
   cmd.requant = requant_;
   cmd.conv = geometry_;
   port_for(spec.unit)->write(cmd);
-  Cycle completion = now + duration(cfg_, in, geometry_);
-  if (in.opcode == isa::Opcode::RW) {
-    completion = rw_completion(cfg_, now + 1, last_rw_completion_);
-    last_rw_completion_ = completion;
-  }
+  // The DMAs' completions are the ones they reported; the other units run at
+  // a fixed rate.
+  const bool reports = spec.unit == isa::Unit::HostDma || spec.unit == isa::Unit::WeightDma;
+  const Cycle completion = reports ? reported : now + duration(cfg_, in, geometry_);
   scoreboard_.push_back({spec.unit, isa::accesses(in, geometry_), completion});
-  unit_free_at_[static_cast<unsigned>(spec.unit)] = now + occupancy(cfg_, in, geometry_);
+  // The host DMA accepts again in its completion cycle, the weight DMA in the
+  // next cycle; the others after their occupancy.
+  unit_free_at_[static_cast<unsigned>(spec.unit)] =
+      spec.unit == isa::Unit::HostDma ? completion : now + occupancy(cfg_, in, geometry_);
   if (in.opcode == isa::Opcode::RW) ++rw_issued_;
   if (in.opcode == isa::Opcode::MMC && in.has(isa::kFlagMmcSwitch)) ++switches_issued_;
   if (in.opcode == isa::Opcode::MMC)
@@ -192,7 +194,17 @@ void Controller::tick() {
     stall_out.write(true);
     return;
   }
-  issue(in, now);
+  // A DMA sends its transactions now and reports the completion.
+  Cycle reported = 0;
+  TransferUnit* dma = in.opcode == isa::Opcode::RW ? weight_dma_
+                      : in.opcode == isa::Opcode::RHM || in.opcode == isa::Opcode::WHM ? host_dma_
+                                                                                         : nullptr;
+  if (dma) {
+    const Accepted a = dma->accept(in, static_cast<std::uint32_t>(log_.retired.size()), now);
+    if (!a.error.empty()) return fault(now, a.error);
+    reported = a.completion;
+  }
+  issue(in, now, reported);
   issue_out.write(true);
   ++pc_;
 }

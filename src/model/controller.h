@@ -2,7 +2,10 @@
 // hardware interlocks (docs/microarchitecture.md, "Controller").
 //
 // It keeps a scoreboard of in-flight instructions with the completion cycle
-// each will have (model/timing.h) and stalls issue on RAW/WAR/WAW hazards
+// each will have: for MMC, ACT and POOL from the closed forms of
+// model/timing.h; for RHM, WHM and RW as the DMA reports it when it is handed
+// the instruction, from its memory target's answer (model/memory_ports.h).
+// It stalls issue on RAW/WAR/WAW hazards
 // between units, a busy unit, a full weight FIFO, weights not yet loaded for
 // MMC.S, and SYNC/HLT drains. Faults (bad address, deadlock, running past the
 // program, the cycle limit) stop the simulation.
@@ -15,6 +18,7 @@
 
 #include "config/arch_config.h"
 #include "isa/program.h"
+#include "model/memory_ports.h"
 #include "model/run_log.h"
 #include "model/signals.h"
 
@@ -36,6 +40,12 @@ SC_MODULE(Controller) {
              Cycle max_cycles);
   SC_HAS_PROCESS(Controller);
 
+  // The DMAs, which report their instructions' completions (before the run).
+  void connect(TransferUnit& host_dma, TransferUnit& weight_dma) {
+    host_dma_ = &host_dma;
+    weight_dma_ = &weight_dma;
+  }
+
   // The fast path's clock (model/tpu.cpp): after the tick of cycle `now`, the
   // first later cycle in which the controller may do something else than
   // stall again for the same cause. Until then nothing it looks at changes:
@@ -54,7 +64,7 @@ SC_MODULE(Controller) {
   void tick();
   bool check_bounds(const isa::Instruction& in, Cycle now);
   std::optional<StallCause> stall_cause(const isa::Instruction& in, Cycle now);
-  void issue(const isa::Instruction& in, Cycle now);
+  void issue(const isa::Instruction& in, Cycle now, Cycle reported);
   void fault(Cycle now, std::string reason);
   sc_out<UnitCommand>* port_for(isa::Unit unit);
 
@@ -68,7 +78,8 @@ SC_MODULE(Controller) {
   std::vector<InFlight> scoreboard_;
   std::array<Cycle, 5> unit_free_at_{};  // by isa::Unit: first cycle it accepts again
   std::uint32_t rw_issued_ = 0;
-  Cycle last_rw_completion_ = 0;  // the weight memory channel's last tile (0: none)
+  TransferUnit* host_dma_ = nullptr;
+  TransferUnit* weight_dma_ = nullptr;
   std::uint32_t switches_issued_ = 0;
   bool stopped_ = false;
   // The last cycle ticked and, if it stalled, the cause: a cycle the fast

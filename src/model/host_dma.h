@@ -1,28 +1,46 @@
 // host_dma: executes RHM (host memory -> UB) and WHM (UB or ACC -> host
-// memory), one at a time. After host_latency cycles it moves
-// host_bytes_per_cycle bytes per cycle; a row is written in the cycle its last
-// byte arrives (docs/microarchitecture.md, "Host DMA").
+// memory), one at a time, through its TLM-2.0 initiator socket `memory`
+// (docs/microarchitecture.md, "Host DMA" and "Memory ports"). In the issue
+// cycle the controller hands it the instruction (accept): it sends one
+// transaction per row, all requested at the start of the next cycle, and
+// reports the cycle the last row lands. Row r lands at
+// l_r = max(a_r, l_{r-1}), a_r its transaction's landing cycle; an RHM writes
+// the UB row then. With the default target (HostMemoryTarget) a row lands
+// at s + Lh + ceil((r + 1) * b / Bh) - 1.
 #pragma once
 
 #include <systemc.h>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
 
+#include <deque>
 #include <optional>
+#include <vector>
 
 #include "config/arch_config.h"
+#include "model/byte_pool.h"
 #include "model/memories.h"
+#include "model/memory_ports.h"
 #include "model/run_log.h"
 #include "model/signals.h"
 #include "model/timing.h"
 
 namespace tpu::model {
 
-SC_MODULE(HostDma) {
+SC_MODULE(HostDma), public TransferUnit {
   sc_in<bool> clk;
   sc_in<UnitCommand> cmd;
   sc_out<bool> busy;
+  tlm_utils::simple_initiator_socket<HostDma> memory;
 
   HostDma(sc_module_name name, const ArchConfig& cfg, Memories& mem, RunLog& log);
   SC_HAS_PROCESS(HostDma);
+
+  // Called by the controller in the cycle `now` it issues `in` (RHM or WHM),
+  // once the unit has completed its previous transfer (in `now` at the
+  // latest): sends the transfer's transactions and returns the cycle its last
+  // row lands. The transfer starts when the command arrives, at now + 1.
+  Accepted accept(const isa::Instruction& in, std::uint32_t seq, Cycle now) override;
 
   // The fast path's clock: the completion cycle of the transfer in flight.
   // A tick moves every row due by then, so the rows of a transfer land at the
@@ -32,19 +50,29 @@ SC_MODULE(HostDma) {
 
  private:
   struct Job {
-    UnitCommand cmd;
-    Cycle start;
-    std::uint64_t rows_done;
-    Cycle completion;
+    std::uint32_t seq = 0;
+    isa::Instruction in;
+    std::vector<Cycle> lands;         // l_r for each row
+    ByteBuffer data;                  // RHM: the rows read, written to the UB as they land
+    std::uint64_t rows_done = 0;
+    Cycle completion = 0;
   };
   void tick();
-  void move_row(const isa::Instruction& in, std::uint64_t r);
+  // Writes the rows of `j` that land by `now` (RHM: into the UB).
+  void land(Job& j, Cycle now);
 
   const ArchConfig& cfg_;
   Memories& mem_;
   RunLog& log_;
   UnitStats& stats_;
-  std::optional<Job> job_;
+  // Accepted, each starting in the cycle after its acceptance. Two at most:
+  // the controller may hand over the next transfer in the cycle the previous
+  // one starts, when that one completes in its first cycle.
+  std::deque<Job> planned_;
+  std::optional<Job> job_;      // in flight
+  std::vector<std::uint8_t> scratch_;  // WHM.A on a big-endian host: one row as bytes
+  std::vector<Cycle> spare_lands_;     // a completed job's, reused
+  tlm::tlm_generic_payload trans_;
   Cycle last_tick_ = 0;
 };
 

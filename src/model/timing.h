@@ -1,6 +1,9 @@
 // The closed-form latencies of docs/microarchitecture.md, in one place. The
-// controller's scoreboard predicts completion cycles with them; the units move
-// data cycle by cycle and check that they finish exactly then.
+// controller's scoreboard predicts the array's and the activation unit's
+// completion cycles with them. The DMAs' completions come from their memory
+// targets (model/memory_ports.h); with the default targets they are the
+// closed forms here (host DMA: duration; weight DMA: rw_completion), which
+// the compiler's scheduler and the tests use as predictions.
 #pragma once
 
 #include <algorithm>

@@ -11,10 +11,12 @@
 #include "model/activation_unit.h"
 #include "model/controller.h"
 #include "model/host_dma.h"
+#include "model/host_memory_target.h"
 #include "model/perf_counters.h"
 #include "model/systolic_array.h"
 #include "model/waveform.h"
 #include "model/weight_dma.h"
+#include "model/weight_memory_target.h"
 
 namespace tpu::model {
 namespace {
@@ -45,11 +47,16 @@ SC_MODULE(Tpu) {
   WeightDma weight_dma;
   SystolicArray systolic_array;
   ActivationUnit activation_unit;
+  // The memory targets bound to the DMAs' sockets, and the default host
+  // target when it is the one (it stores its held writes at the end).
+  std::shared_ptr<void> host_memory, weight_memory;
+  HostMemoryTarget* default_host_memory = nullptr;
 
   SC_HAS_PROCESS(Tpu);
   Tpu(sc_module_name name, const ArchConfig& cfg, const isa::Program& prog, Memories& mem,
       RunLog& log, Cycle max_cycles, bool fast_path, GemmKernel kernel,
-      const GemmThreading& threading)
+      const GemmThreading& threading, const MemoryTargetFactory& host_target,
+      const MemoryTargetFactory& weight_target)
       : sc_module(name),
         fast(fast_path),
         controller("controller", cfg, prog, log, max_cycles),
@@ -91,6 +98,21 @@ SC_MODULE(Tpu) {
     activation_unit.clk(clk);
     activation_unit.cmd(act_cmd);
     activation_unit.busy(act_busy);
+    controller.connect(host_dma, weight_dma);
+    if (host_target) {
+      host_memory = host_target(cfg, mem, host_dma.memory);
+    } else {
+      host_memory = HostMemoryTarget::factory()(cfg, mem, host_dma.memory);
+      default_host_memory = static_cast<HostMemoryTarget*>(host_memory.get());
+    }
+    weight_memory = (weight_target ? weight_target : WeightMemoryTarget::factory())(cfg, mem,
+                                                                                  weight_dma.memory);
+  }
+
+  // The end of a run in `last`: the default host target stores the writes
+  // that have landed by then.
+  void finish(Cycle last) {
+    if (default_host_memory) default_host_memory->store_through(last);
   }
 
   void drive_clock() {
@@ -186,7 +208,8 @@ RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, Memories& me
   fresh_simcontext();
   {
     Tpu top("tpu", cfg, prog, mem, log, opts.max_cycles, fast,
-            opts.gemm_kernel.value_or(best_gemm_kernel()), opts.gemm_threading);
+            opts.gemm_kernel.value_or(best_gemm_kernel()), opts.gemm_threading, opts.host_memory,
+            opts.weight_memory);
     std::unique_ptr<Waveform> wave;
     if (!opts.vcd_path.empty()) {
       wave = std::make_unique<Waveform>(opts.vcd_path);
@@ -194,6 +217,7 @@ RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, Memories& me
       wave->write_save_file();
     }
     sc_start();
+    top.finish(log.fault ? log.fault->cycle : kNever);
     if (fast && log.fault) top.systolic_array.flush_partial(log.fault->cycle);
     log.stats.tpuv1 = count_perf(cfg, prog, log, mem.weights.row(0));
     if (wave) wave->close();  // the VCD and .gtkw appear only now, whole

@@ -11,6 +11,7 @@
 #include "isa/program.h"
 #include "model/int8_gemm.h"
 #include "model/memories.h"
+#include "model/memory_ports.h"
 #include "model/run_log.h"
 
 namespace tpu::model {
@@ -40,6 +41,13 @@ struct RunOptions {
   // so that each kernel and the threaded split run on any machine.
   std::optional<GemmKernel> gemm_kernel;
   GemmThreading gemm_threading;
+  // The targets bound to the DMAs' TLM-2.0 memory ports
+  // (docs/microarchitecture.md, "Memory ports"); empty: the default ones,
+  // HostMemoryTarget and WeightMemoryTarget with the configuration's latency
+  // and bandwidth. Both levels of detail run with any target and give the
+  // same results. (The RTL engine has the default timing built in.)
+  MemoryTargetFactory host_memory;
+  MemoryTargetFactory weight_memory;
 };
 
 // The level of detail a run with `opts` uses: never Auto. Throws
