@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole benchmark in one command: builds tpu-bench with the RTL core
 # Verilated for the tpuv1 preset at N = 16, 64, 128 and 256 (in build-bench/,
-# about ten minutes the first time; without waveform tracing, which would slow
-# the RTL by some 17%), runs it and writes bench/results.csv and the Markdown
-# tables (bench/results.md) that docs/performance.md quotes.
+# about ten minutes the first time; without waveform tracing, which would
+# nearly double the RTL's CPU time at N = 64), runs it and writes
+# bench/results.csv and the Markdown tables (bench/results.md) that
+# docs/performance.md quotes.
 #
 #   bench/run.sh [tpu-bench options]     e.g. bench/run.sh --sizes 16,64
 set -euo pipefail

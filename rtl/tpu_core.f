@@ -4,10 +4,9 @@
 // (tools/synth.sh). A configuration package, rtl/config/NAME/tpu_config_pkg.sv,
 // comes before them on the command line. Other lines are Verilator options.
 
-// Loops Verilator must unroll to schedule them: the resets of the row slots
-// (2N + 2) and of the scoreboard (2N + ActLatency + 8), and the ACC banks' write
-// ports (N), past the default limit of 64 from N = 32. Loops with more
-// statements than --unroll-stmts (the N x N PEs) still stay loops.
+// Loops Verilator must unroll to schedule them: the reset of the scoreboard
+// (2N + ActLatency + 8), the ACC banks' write ports and the array's
+// accumulator ports (N), past the default limit of 64 from N = 32.
 --unroll-count 1024
 
 tpu_isa_pkg.sv
@@ -17,6 +16,8 @@ tpu_core_pkg.sv
 tpu_controller.sv
 tpu_host_dma.sv
 tpu_weight_dma.sv
+tpu_pe.sv
+tpu_systolic_row.sv
 tpu_systolic_array.sv
 tpu_activation_unit.sv
 tpu_core.sv

@@ -74,6 +74,21 @@ package tpu_core_pkg;
     logic [7:0]  conv_win_w;
   } unit_cmd_t;
 
+  // A UB row on its way through the systolic array, beside its data: valid,
+  // its MMC's overwrite flag (.O), the weight set it uses, whether it is its
+  // MMC's last row, the MMC's sequence number and the row's ACC row.
+  typedef struct packed {
+    logic        valid;
+    logic        overwrite;
+    logic        weight_set;
+    logic        last;
+    logic [31:0] seq;
+    logic [31:0] acc_row;
+  } array_row_t;
+  // Its width, for the vectors that carry it between the array's rows
+  // (Verilator's lint warns on a width mismatch if this drifts).
+  localparam int unsigned ArrayRowBits = 4 + 32 + 32;
+
   // A completion reported by a unit in its completion cycle.
   typedef struct packed {
     logic        valid;

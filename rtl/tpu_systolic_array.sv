@@ -1,14 +1,24 @@
 // tpu_systolic_array: the matrix unit. An N x N weight-stationary array of
-// int8 MACs with int32 partial sums, the weight FIFO that feeds it, and two
-// weight register sets per PE (active and shadow). Executes MMC
-// (docs/microarchitecture.md, "Weight buffers" and "Systolic array").
-// Mirrors src/model/systolic_array.cpp.
+// int8 MACs with int32 partial sums (tpu_pe, N rows of tpu_systolic_row), the
+// weight FIFO that feeds it, and two weight register sets per PE (active and
+// shadow). Executes MMC (docs/microarchitecture.md, "Weight buffers" and
+// "Systolic array"). Mirrors src/model/systolic_array.cpp.
 //
-// Row i of an MMC started at s: UB row read at u = s + i; x[k] enters PE
-// (k, 0) at u + 1 + k; PE (k, j) works at u + 1 + k + j; column j's sum is
-// written to the accumulators at u + N + j + 1. Rows are remembered by the
-// cycle they were read in a ring of 2N + 2 slots; the PE registers are flat
-// vectors updated in loops, not one instance per PE.
+// Row i of an MMC started at s: UB row read at u = s + i and registered in
+// the lane register; x[k] enters PE (k, 0) at u + 1 + k (the input skew,
+// stage by stage down the rows); PE (k, j) works at u + 1 + k + j; column j's
+// sum leaves PE (N - 1, j) at u + N + j and is written to the accumulators at
+// u + N + j + 1. The row's metadata (ACC row, .O, sequence number) moves down
+// the rows with it and then along the output de-skew register, one column per
+// cycle, so each column's write port finds its row beside its sum.
+//
+// Weights. A tile leaves the FIFO at L into the tile row register, which
+// feeds tile rows N - 1, N - 2, ..., 0 to PE row 0 in cycles L .. L + N - 1;
+// they shift down the columns through the shadow registers, PE row k shifting
+// from L + k (a wave down the rows) to L + N - 1 (tpu_systolic_row). The
+// shadow set is free for a load once N + 1 cycles have passed since the last
+// row using it was read: a down-counter per set, restarted by every row read
+// with that set, stands for that bound.
 //
 // MMC.C (convolution) changes only which row enters the array at u: row i is
 // output pixel (oy, ox) = (i / out_w, i % out_w), which reads UB row
@@ -24,7 +34,10 @@ module tpu_systolic_array
 (
   input  logic                        clk_i,
   input  logic                        rst_ni,
+  // The cycle number, for the assertions' messages only.
+  /* verilator lint_off UNUSEDSIGNAL */
   input  logic [CycleW-1:0]           cycle_i,
+  /* verilator lint_on UNUSEDSIGNAL */
   input  unit_cmd_t                   cmd_i,
   input  logic                        tile_push_valid_i,
   input  logic [ArrayN*ArrayN*8-1:0]  tile_push_data_i,
@@ -45,111 +58,57 @@ module tpu_systolic_array
 
   localparam int unsigned N = ArrayN;
   localparam int unsigned TileBits = N * N * 8;
-  localparam int unsigned Slots = 2 * N + 2;
-  localparam int unsigned SlotW = $clog2(Slots);
+  localparam int unsigned RowBits = N * 8;       // a UB row, a tile row
+  localparam int unsigned MetaW = ArrayRowBits;  // array_row_t
+  localparam int unsigned DrainW = $clog2(N + 1);
+  localparam int unsigned LoadW = $clog2(N);
+  localparam int unsigned InFlightW = $clog2(2 * N + 2);
   localparam logic [1:0] ShadowFree = 2'd0, ShadowLoading = 2'd1, ShadowLoaded = 2'd2;
 
-  // ---- Weight FIFO, shadow and active sets --------------------------------------
+  // ---- Weight FIFO, tile row register, shadow state ------------------------------
   logic [TileBits-1:0] fifo_q [FifoDepth];
   logic [$clog2(FifoDepth+1)-1:0] fifo_count_q;
   logic [$clog2(FifoDepth)-1:0]   fifo_head_q;
-  logic [TileBits-1:0] weights_q [2];
   logic                active_q;
   logic [1:0]          shadow_q;
-  logic [CycleW-1:0]   shadow_free_from_q, load_start_q;
-  logic [TileBits-1:0] loading_q;
-  logic [CycleW-1:0]   last_use_q [2];
-  logic                used_q [2];
+  logic [LoadW-1:0]    load_row_q;     // the tile rows shifted so far in a load
+  // The tile being loaded, its next row to shift at the top (rows move up one
+  // per cycle; the first, row N - 1, goes straight from the FIFO).
+  logic [TileBits-1:0] tile_rows_q;
+  // Per weight set: cycles until no row in the array uses it any more.
+  logic [DrainW-1:0]   drain_q [2];
   logic [31:0]         popped_q, loaded_q;
 
-  // ---- Rows in the array ----------------------------------------------------------
-  typedef struct packed {
-    logic        valid;
-    logic        overwrite;
-    logic        weight_set;
-    logic        last;       // the last row of its MMC
-    logic [31:0] seq;
-    logic [31:0] acc_row;
-    logic [N*8-1:0] x;
-  } slot_t;
-  // Yosys takes an unpacked array of structs for a single struct: the slots
-  // are plain vectors of $bits(slot_t) (a WIDTH warning if this drifts).
-  localparam int unsigned SlotEntryBits = 4 + 32 + 32 + N * 8;
-  logic [SlotEntryBits-1:0] slots_q [Slots];
-
-  // The MMC whose rows are being read.
-  unit_cmd_t         job_q;
-  logic              reading_q;
-  logic [31:0]       row_q;
-
-  // PE registers, PE (k, j) at index k * N + j.
-  logic [N*N*8-1:0]  x_q;
-  logic [N*N-1:0]    set_q;
-  logic [N*N*32-1:0] psum_q;
-
-  // Ring slot of the row read `back` cycles before this one (back < Slots);
-  // ptr_q is the current cycle modulo Slots. Slots start invalid, so rows
-  // "before cycle 0" read as empty.
-  // The pointer is an argument, not read from ptr_q inside, so that Yosys
-  // does not take the function for a constant one.
-  logic [SlotW-1:0] ptr_q;
-  function automatic logic [SlotW-1:0] slot_at(logic [SlotW-1:0] ptr, int unsigned back);
-    slot_at = ptr >= SlotW'(back) ? ptr - SlotW'(back) : ptr + SlotW'(Slots - back);
-  endfunction
-
-  // Slots are read whole; each reader uses the fields it needs.
-  /* verilator lint_off UNUSEDSIGNAL */
-  // Yosys reads struct members only of module-level scalars: each loop below
-  // copies the slots it reads to its own temporary.
-  slot_t wr_slot, pe_slot, busy_slot;
-
-  // ---- Accumulator writes: column j's sum for the row read at now - 1 - N - j ----
-  always_comb begin
-    acc_wr_valid_o = '0;
-    acc_wr_overwrite_o = '0;
-    acc_wr_row_o = '0;
-    acc_wr_data_o = '0;
-    retire_o = '0;
-    wr_slot = '0;
-    for (int unsigned j = 0; j < N; j++) begin
-      wr_slot = slots_q[slot_at(ptr_q, 1 + N + j)];
-      acc_wr_valid_o[j] = wr_slot.valid;
-      acc_wr_overwrite_o[j] = wr_slot.overwrite;
-      acc_wr_row_o[32*j +: 32] = wr_slot.acc_row;
-      acc_wr_data_o[32*j +: 32] = psum_q[32*((N-1)*N + j) +: 32];
-      if (j == N - 1 && wr_slot.valid && wr_slot.last) begin
-        retire_o.valid = 1'b1;
-        retire_o.seq = wr_slot.seq;
-      end
-    end
-  end
+  // ---- The MMC whose rows are being read -------------------------------------------
+  unit_cmd_t           job_q;
+  logic                reading_q;
+  logic [31:0]         row_q;
+  logic [InFlightW-1:0] in_flight_q;  // rows read and not yet written out
 
   // ---- Command, FIFO, loader ---------------------------------------------------------
   logic              switch_now, push_now, pop_now, load_done;
   logic              active_d;
   logic [1:0]        shadow_after_switch;
-  logic [CycleW-1:0] free_from_after_switch;
   logic [$clog2(FifoDepth+1)-1:0] count_after_push;
+  logic [TileBits-1:0] head_tile;
 
   assign switch_now = cmd_i.valid && cmd_i.flags[FlagMmcS];
   assign push_now   = tile_push_valid_i;
   assign count_after_push = fifo_count_q + (push_now ? 1 : 0);
   assign active_d   = switch_now ? !active_q : active_q;
+  // A switch frees the shadow; the set it frees is the one that was active.
+  assign shadow_after_switch = switch_now ? ShadowFree : shadow_q;
+  assign load_done  = shadow_after_switch == ShadowLoading && load_row_q == LoadW'(N - 1);
+  // The shadow set (!active_d) takes a tile once its last row has left (its
+  // drain count is 0).
+  assign pop_now    = shadow_after_switch == ShadowFree && drain_q[!active_d] == '0 &&
+                      count_after_push != 0;
+  // The head is the pushed tile itself when the FIFO was empty.
+  assign head_tile  = fifo_count_q == 0 ? tile_push_data_i : fifo_q[fifo_head_q];
 
-  always_comb begin
-    shadow_after_switch = shadow_q;
-    free_from_after_switch = shadow_free_from_q;
-    if (switch_now) begin
-      shadow_after_switch = ShadowFree;
-      free_from_after_switch =
-          used_q[active_q] && last_use_q[active_q] + CycleW'(N) + 1 > cycle_i
-              ? last_use_q[active_q] + CycleW'(N) + 1 : cycle_i;
-    end
-  end
-
-  assign load_done = shadow_after_switch == ShadowLoading && cycle_i == load_start_q + CycleW'(N) - 1;
-  assign pop_now   = shadow_after_switch == ShadowFree && cycle_i >= free_from_after_switch &&
-                     count_after_push != 0;
+  // The tile row entering PE row 0's shadow registers this cycle.
+  logic [RowBits-1:0] shift_row;
+  assign shift_row = pop_now ? head_tile[TileBits-1 -: RowBits] : tile_rows_q[TileBits-1 -: RowBits];
 
   // ---- Row read ----------------------------------------------------------------------
   unit_cmd_t   job;
@@ -191,101 +150,129 @@ module tpu_systolic_array
   assign ub_rd_row_o = job.op0 + offset;
   assign row_valid_o = reading;
 
-  // ---- One clock of every PE -----------------------------------------------------------
-  logic [N*N*8-1:0]  x_d;
-  logic [N*N-1:0]    set_d;
-  logic [N*N*32-1:0] psum_d;
+  // The row read this cycle, beside its data (all zero when none is read).
+  array_row_t read_row;
   always_comb begin
-    pe_slot = '0;
-    for (int unsigned k = 0; k < N; k++) begin
-      logic [7:0] x_in;
-      logic       set_in;
-      pe_slot = slots_q[slot_at(ptr_q, 1 + k)];
-      x_in = pe_slot.valid ? pe_slot.x[8*k +: 8] : 8'd0;
-      set_in = pe_slot.valid && pe_slot.weight_set;
-      for (int unsigned j = 0; j < N; j++) begin
-        logic [7:0]  x;
-        logic        set;
-        logic [7:0]  w;
-        logic [31:0] above;
-        x = j == 0 ? x_in : x_q[8*(k*N + j - 1) +: 8];
-        set = j == 0 ? set_in : set_q[k*N + j - 1];
-        w = weights_q[set][8*(k*N + j) +: 8];
-        above = k == 0 ? 32'd0 : psum_q[32*((k-1)*N + j) +: 32];
-        x_d[8*(k*N + j) +: 8] = x;
-        set_d[k*N + j] = set;
-        // int8 x int8 in 32 bits, wrapping like the model's uint32 arithmetic.
-        psum_d[32*(k*N + j) +: 32] = above + 32'($signed({{24{x[7]}}, x}) * $signed({{24{w[7]}}, w}));
+    read_row = '0;
+    if (reading) begin
+      read_row.valid = 1'b1;
+      read_row.overwrite = job.flags[FlagMmcO];
+      read_row.weight_set = active_d;
+      read_row.last = row + 1 == job.op2;
+      read_row.seq = job.seq;
+      read_row.acc_row = job.op1 + row;
+    end
+  end
+
+  // ---- The grid: lane register, N PE rows, output de-skew --------------------------
+  // Between rows: entry k of each chain is row k's input, entry k + 1 its
+  // output (entry 0 from the lane register and the loader, entry N the
+  // bottom edge).
+  logic [RowBits-1:0]        lanes_q;
+  array_row_t                lane_row_q;
+  logic [(N+1)*RowBits-1:0]  lanes_chain;
+  logic [(N+1)*MetaW-1:0]    row_chain;
+  logic [(N+1)*N*32-1:0]     psum_chain;
+  logic [(N+1)*RowBits-1:0]  w_chain;
+  logic [N:0]                wave_chain;
+
+  assign lanes_chain[RowBits-1:0] = lanes_q;
+  assign row_chain[MetaW-1:0] = lane_row_q;
+  assign psum_chain[N*32-1:0] = '0;
+  assign w_chain[RowBits-1:0] = shift_row;
+  assign wave_chain[0] = pop_now;
+
+  for (genvar k = 0; k < N; k++) begin : g_row
+    tpu_systolic_row pe_row (
+      .clk_i, .rst_ni,
+      .lanes_i(lanes_chain[k*RowBits +: RowBits]), .row_i(row_chain[k*MetaW +: MetaW]),
+      .lanes_o(lanes_chain[(k+1)*RowBits +: RowBits]), .row_o(row_chain[(k+1)*MetaW +: MetaW]),
+      .psum_i(psum_chain[k*N*32 +: N*32]), .psum_o(psum_chain[(k+1)*N*32 +: N*32]),
+      .wave_i(wave_chain[k]), .shift_done_i(load_done), .shift_set_i(!active_d),
+      .w_i(w_chain[k*RowBits +: RowBits]), .w_o(w_chain[(k+1)*RowBits +: RowBits]),
+      .wave_o(wave_chain[k+1])
+    );
+  end
+
+  // Output de-skew: column j's row is the bottom row's output delayed j
+  // cycles, col_rows[j * MetaW +: MetaW].
+  logic [N*MetaW-1:0]      col_rows;
+  logic [(N-1)*MetaW-1:0]  deskew_q;
+  assign col_rows = {deskew_q, row_chain[N*MetaW +: MetaW]};
+
+  // Yosys reads struct members only of module-level scalars: the loop copies
+  // each column's row to this temporary (whose weight set is spent).
+  /* verilator lint_off UNUSEDSIGNAL */
+  array_row_t col_row;
+  /* verilator lint_on UNUSEDSIGNAL */
+  always_comb begin
+    acc_wr_valid_o = '0;
+    acc_wr_overwrite_o = '0;
+    acc_wr_row_o = '0;
+    retire_o = '0;
+    col_row = '0;
+    for (int unsigned j = 0; j < N; j++) begin
+      col_row = col_rows[j*MetaW +: MetaW];
+      acc_wr_valid_o[j] = col_row.valid;
+      acc_wr_overwrite_o[j] = col_row.overwrite;
+      acc_wr_row_o[32*j +: 32] = col_row.acc_row;
+      if (j == N - 1 && col_row.valid && col_row.last) begin
+        retire_o.valid = 1'b1;
+        retire_o.seq = col_row.seq;
       end
     end
   end
+  assign acc_wr_data_o = psum_chain[N*N*32 +: N*32];
 
   // Busy while a row is read or still in the array (read in the last 2N cycles).
-  always_comb begin
-    busy_o = reading;
-    busy_slot = '0;
-    for (int unsigned back = 1; back <= 2 * N; back++) begin
-      busy_slot = slots_q[slot_at(ptr_q, back)];
-      if (busy_slot.valid) busy_o = 1'b1;
-    end
-  end
-
-  /* verilator lint_on UNUSEDSIGNAL */
+  logic row_out;
+  assign row_out = col_rows[(N-1)*MetaW + MetaW - 1];  // the last column's valid
+  assign busy_o = reading || in_flight_q != '0;
 
   // ---- State --------------------------------------------------------------------------------
-  // The weight tiles and the PE state are N*N*8 to N*N*32-bit vectors by
-  // design; from N = 32 their '0 resets exceed the 8k-bit replication that
-  // WIDTHCONCAT takes for a likely mistake.
+  // The weight tiles are N*N*8-bit vectors by design; from N = 32 their '0
+  // resets exceed the 8k-bit replication that WIDTHCONCAT takes for a likely
+  // mistake.
   /* verilator lint_off WIDTHCONCAT */
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
       for (int unsigned d = 0; d < FifoDepth; d++) fifo_q[d] <= '0;
       fifo_count_q <= '0;
       fifo_head_q <= '0;
-      weights_q[0] <= '0;
-      weights_q[1] <= '0;
       active_q <= 1'b0;
       shadow_q <= ShadowFree;
-      shadow_free_from_q <= '0;
-      load_start_q <= '0;
-      loading_q <= '0;
-      last_use_q[0] <= '0;
-      last_use_q[1] <= '0;
-      used_q[0] <= 1'b0;
-      used_q[1] <= 1'b0;
+      load_row_q <= '0;
+      tile_rows_q <= '0;
+      drain_q[0] <= '0;
+      drain_q[1] <= '0;
       popped_q <= '0;
       loaded_q <= '0;
-      for (int unsigned i = 0; i < Slots; i++) slots_q[i] <= '0;
-      ptr_q <= '0;
       job_q <= '0;
       reading_q <= 1'b0;
       row_q <= '0;
+      in_flight_q <= '0;
       ox_q <= '0;
       iy_q <= '0;
       ix_q <= '0;
-      x_q <= '0;
-      set_q <= '0;
-      psum_q <= '0;
+      lanes_q <= '0;
+      lane_row_q <= '0;
+      deskew_q <= '0;
     end else begin
-      // FIFO: push at the tail, pop the head into the shadow.
+      // FIFO: push at the tail, pop the head into the tile row register.
       if (push_now) begin
         fifo_q[(32'(fifo_head_q) + 32'(fifo_count_q)) % FifoDepth] <= tile_push_data_i;
       end
       if (pop_now) begin
-        // The head is the pushed tile itself when the FIFO was empty.
-        loading_q <= fifo_count_q == 0 ? tile_push_data_i : fifo_q[fifo_head_q];
         fifo_head_q <= $clog2(FifoDepth)'((32'(fifo_head_q) + 1) % FifoDepth);
         popped_q <= popped_q + 1;
-        load_start_q <= cycle_i;
       end
       fifo_count_q <= count_after_push - (pop_now ? 1 : 0);
+      if (pop_now) tile_rows_q <= head_tile << RowBits;
+      else if (shadow_q == ShadowLoading) tile_rows_q <= tile_rows_q << RowBits;
 
-      // Shadow state.
+      // Shadow state: free -> loading (N cycles) -> loaded -> (switch) free.
       active_q <= active_d;
-      shadow_free_from_q <= free_from_after_switch;
       if (load_done) begin
-        weights_q[!active_d] <= loading_q;
-        used_q[!active_d] <= 1'b0;
         loaded_q <= loaded_q + 1;
         shadow_q <= ShadowLoaded;
       end else if (pop_now) begin
@@ -293,19 +280,15 @@ module tpu_systolic_array
       end else begin
         shadow_q <= shadow_after_switch;
       end
+      load_row_q <= pop_now ? LoadW'(1) : load_row_q + LoadW'(1);
 
-      // Row read: the slot of this cycle.
-      // A concatenation in field order, not an assignment pattern '{...}, which
-      // Yosys cannot parse.
-      if (reading) begin
-        slots_q[ptr_q] <= {1'b1, job.flags[FlagMmcO], active_d, row + 1 == job.op2,
-                           job.seq, job.op1 + row, x_row};
-        last_use_q[active_d] <= cycle_i;
-        used_q[active_d] <= 1'b1;
-      end else begin
-        slots_q[ptr_q] <= '0;
+      // A row read with a set keeps it busy for N + 1 more cycles.
+      for (int s = 0; s < 2; s++) begin
+        if (reading && active_d == s[0]) drain_q[s] <= DrainW'(N);
+        else if (drain_q[s] != '0) drain_q[s] <= drain_q[s] - DrainW'(1);
       end
-      ptr_q <= ptr_q == SlotW'(Slots - 1) ? '0 : ptr_q + 1;
+
+      // Row read.
       job_q <= job;
       reading_q <= reading && row + 1 != job.op2;
       row_q <= reading ? row + 1 : row;
@@ -314,16 +297,25 @@ module tpu_systolic_array
         iy_q <= line_end ? iy + stride_y : iy;
         ix_q <= line_end ? x0 : ix + stride_x;
       end
+      lanes_q <= reading ? x_row : '0;
+      lane_row_q <= read_row;
+      in_flight_q <= in_flight_q + InFlightW'(reading) - InFlightW'(row_out);
 
-      x_q <= x_d;
-      set_q <= set_d;
-      psum_q <= psum_d;
+      deskew_q <= col_rows[(N-1)*MetaW-1:0];
     end
   end
   /* verilator lint_on WIDTHCONCAT */
 
   assign tiles_popped_o = popped_q;
   assign tiles_loaded_o = loaded_q;
+
+  // The bottom edge's lanes, weights and wave leave the grid unused (all zero
+  // or the shadow's last row).
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [2*RowBits:0] past_bottom;
+  assign past_bottom = {lanes_chain[N*RowBits +: RowBits], w_chain[N*RowBits +: RowBits],
+                        wave_chain[N]};
+  /* verilator lint_on UNUSEDSIGNAL */
 
 `ifndef SYNTHESIS
   always_ff @(posedge clk_i) begin

@@ -4,8 +4,11 @@
 #   tools/synth.sh [PRESET] [OUT_DIR]
 # PRESET names rtl/config/PRESET (default small4). OUT_DIR (default: a
 # temporary directory, removed) receives the log, the Yosys script and the
-# statistics as JSON: PRESET.rtl.json (after proc, per module, before any
-# optimization: one $mul per multiplication written in the RTL),
+# statistics as JSON: PRESET.rtl.json (after proc, per unit, before any
+# optimization: one $mul per multiplication written in the RTL; the array's
+# PE rows and PEs are flattened into tpu_systolic_array, whose count then
+# includes one $mul per PE, and Yosys 0.23 writes no valid JSON for a
+# hierarchy three modules deep),
 # PRESET.coarse.json (word-level cells) and PRESET.gates.json (gates).
 #
 # What is synthesized: the whole core, flattened, with generic gates (no
@@ -49,6 +52,8 @@ cat >"$out/$preset.ys" <<EOF
 read_verilog -sv $flat
 hierarchy -check -top tpu_core
 proc
+flatten tpu_systolic_array
+hierarchy -top tpu_core
 opt_clean
 tee -q -o $out/$preset.rtl.json stat -json
 synth -top tpu_core -flatten -run begin:fine
