@@ -22,10 +22,13 @@ module tpu_core
   output logic [31:0]                 host_wr_row_o,
   output logic                        host_wr_acc_o,
   output logic [4*ArrayN*8-1:0]       host_wr_data_o,
-  // Weight memory.
+  // Weight memory: rows row .. row + count - 1 of a tile, row + i in bits
+  // [i*N*8 +: N*8] (tpu_weight_dma).
   output logic                        wmem_rd_valid_o,
   output logic [31:0]                 wmem_rd_tile_o,
-  input  logic [ArrayN*ArrayN*8-1:0]  wmem_rd_data_i,
+  output logic [$clog2(ArrayN)-1:0]   wmem_rd_row_o,
+  output logic [$clog2(WeightRowsPerCycle+1)-1:0] wmem_rd_count_o,
+  input  logic [WeightRowsPerCycle*ArrayN*8-1:0]  wmem_rd_data_i,
   // Observation.
   output logic [CycleW-1:0]           cycle_o,
   output logic                        issue_o,
@@ -116,18 +119,24 @@ module tpu_core
     .retire_o(host_dma_retire_o), .busy_o(busy_o[0])
   );
 
-  logic                 tile_push_valid;
-  logic [N*N*8-1:0]     tile_push_data;
+  // The weight DMA writes the tile rows streaming in into the array's weight
+  // FIFO memory, WeightRowsPerCycle rows of N bytes wide.
+  logic                                 fifo_wr_valid, tile_done;
+  logic [$clog2(N)-1:0]                 fifo_wr_row;
+  logic [$clog2(WeightRowsPerCycle+1)-1:0] fifo_wr_count;
+  logic [WeightRowsPerCycle*N*8-1:0]    fifo_wr_data;
   tpu_weight_dma weight_dma (
     .clk_i, .rst_ni, .cycle_i(cycle_q), .cmd_i(weight_dma_cmd),
-    .wmem_rd_valid_o, .wmem_rd_tile_o, .wmem_rd_data_i,
-    .tile_push_valid_o(tile_push_valid), .tile_push_data_o(tile_push_data),
+    .wmem_rd_valid_o, .wmem_rd_tile_o, .wmem_rd_row_o, .wmem_rd_count_o, .wmem_rd_data_i,
+    .fifo_wr_valid_o(fifo_wr_valid), .fifo_wr_row_o(fifo_wr_row),
+    .fifo_wr_count_o(fifo_wr_count), .fifo_wr_data_o(fifo_wr_data), .tile_done_o(tile_done),
     .retire_o(weight_dma_retire_o), .busy_o(busy_o[1])
   );
 
   tpu_systolic_array systolic_array (
     .clk_i, .rst_ni, .cycle_i(cycle_q), .cmd_i(array_cmd),
-    .tile_push_valid_i(tile_push_valid), .tile_push_data_i(tile_push_data),
+    .fifo_wr_valid_i(fifo_wr_valid), .fifo_wr_row_i(fifo_wr_row),
+    .fifo_wr_count_i(fifo_wr_count), .fifo_wr_data_i(fifo_wr_data), .tile_done_i(tile_done),
     .tiles_popped_o(tiles_popped), .tiles_loaded_o(tiles_loaded),
     .ub_rd_row_o(ub_rd_array_row), .ub_rd_data_i(ub_q[ub_rd_array_row[$clog2(UbRows)-1:0]]),
     .acc_wr_valid_o(acc_wr_valid), .acc_wr_overwrite_o(acc_wr_overwrite),

@@ -12,10 +12,20 @@
 // the rows with it and then along the output de-skew register, one column per
 // cycle, so each column's write port finds its row beside its sum.
 //
-// Weights. A tile leaves the FIFO at L into the tile row register, which
-// feeds tile rows N - 1, N - 2, ..., 0 to PE row 0 in cycles L .. L + N - 1;
-// they shift down the columns through the shadow registers, PE row k shifting
-// from L + k (a wave down the rows) to L + N - 1 (tpu_systolic_row). The
+// Weights. The weight FIFO is a memory of tile rows (N bytes each) in
+// FifoDepth + 1 tile slots used as a ring. The weight DMA writes a tile's
+// rows into the slot after the FIFO's last tile as they stream in (up to
+// WeightRowsPerCycle a cycle) and reports the tile complete in its arrival
+// cycle; the FIFO counts it from the next. A tile leaves the FIFO at L, and
+// its slot feeds tile rows N - 1, N - 2, ..., 0 to PE row 0 in cycles
+// L .. L + N - 1, one row read per cycle; they shift down the columns through
+// the shadow registers, PE row k shifting from L + k (a wave down the rows)
+// to L + N - 1 (tpu_systolic_row). The extra slot is the tile being loaded:
+// it has left the FIFO, so by the controller's FIFO rule (tiles in the FIFO
+// plus RWs in flight at most FifoDepth) an RW may issue from L + 1 and stream
+// rows into the room it left before L + N - 1. With FifoDepth + 1 slots they
+// land in a slot that holds no tile and is not being read (the assertions
+// check it); the next load starts only after this one. The
 // shadow set is free for a load once N + 1 cycles have passed since the last
 // row using it was read: a down-counter per set, restarted by every row read
 // with that set, stands for that bound.
@@ -39,8 +49,13 @@ module tpu_systolic_array
   input  logic [CycleW-1:0]           cycle_i,
   /* verilator lint_on UNUSEDSIGNAL */
   input  unit_cmd_t                   cmd_i,
-  input  logic                        tile_push_valid_i,
-  input  logic [ArrayN*ArrayN*8-1:0]  tile_push_data_i,
+  // The weight DMA's rows (first .. first + count - 1 of the tile streaming
+  // in, row first + i in bits [i*N*8 +: N*8]) and its tile's completion.
+  input  logic                        fifo_wr_valid_i,
+  input  logic [$clog2(ArrayN)-1:0]   fifo_wr_row_i,
+  input  logic [$clog2(WeightRowsPerCycle+1)-1:0] fifo_wr_count_i,
+  input  logic [WeightRowsPerCycle*ArrayN*8-1:0]  fifo_wr_data_i,
+  input  logic                        tile_done_i,
   output logic [31:0]                 tiles_popped_o,
   output logic [31:0]                 tiles_loaded_o,
   // Unified buffer read port.
@@ -57,24 +72,29 @@ module tpu_systolic_array
 );
 
   localparam int unsigned N = ArrayN;
-  localparam int unsigned TileBits = N * N * 8;
   localparam int unsigned RowBits = N * 8;       // a UB row, a tile row
+  localparam int unsigned WrRows = WeightRowsPerCycle;
+  localparam int unsigned WrCountW = $clog2(WrRows + 1);
+  // The FIFO memory: FifoDepth slots for the FIFO's tiles and the RWs in
+  // flight, one for the tile being loaded into the shadow.
+  localparam int unsigned FifoRows = (FifoDepth + 1) * N;
+  localparam int unsigned FifoAddrW = $clog2(FifoRows);
   localparam int unsigned MetaW = ArrayRowBits;  // array_row_t
   localparam int unsigned DrainW = $clog2(N + 1);
   localparam int unsigned LoadW = $clog2(N);
   localparam int unsigned InFlightW = $clog2(2 * N + 2);
   localparam logic [1:0] ShadowFree = 2'd0, ShadowLoading = 2'd1, ShadowLoaded = 2'd2;
 
-  // ---- Weight FIFO, tile row register, shadow state ------------------------------
-  logic [TileBits-1:0] fifo_q [FifoDepth];
+  // ---- Weight FIFO memory, shadow state ---------------------------------------------
+  // Slots are addressed by their first row (0, N, 2N, ...): the FIFO's oldest
+  // tile (head) and the slot of the tile streaming in (tail).
+  logic [RowBits-1:0]  fifo_mem [FifoRows];
   logic [$clog2(FifoDepth+1)-1:0] fifo_count_q;
-  logic [$clog2(FifoDepth)-1:0]   fifo_head_q;
+  logic [FifoAddrW-1:0] fifo_head_q, fifo_tail_q;
+  logic [FifoAddrW-1:0] load_addr_q;   // the next tile row a load reads
   logic                active_q;
   logic [1:0]          shadow_q;
   logic [LoadW-1:0]    load_row_q;     // the tile rows shifted so far in a load
-  // The tile being loaded, its next row to shift at the top (rows move up one
-  // per cycle; the first, row N - 1, goes straight from the FIFO).
-  logic [TileBits-1:0] tile_rows_q;
   // Per weight set: cycles until no row in the array uses it any more.
   logic [DrainW-1:0]   drain_q [2];
   logic [31:0]         popped_q, loaded_q;
@@ -86,29 +106,33 @@ module tpu_systolic_array
   logic [InFlightW-1:0] in_flight_q;  // rows read and not yet written out
 
   // ---- Command, FIFO, loader ---------------------------------------------------------
-  logic              switch_now, push_now, pop_now, load_done;
+  logic              switch_now, pop_now, load_done;
   logic              active_d;
   logic [1:0]        shadow_after_switch;
-  logic [$clog2(FifoDepth+1)-1:0] count_after_push;
-  logic [TileBits-1:0] head_tile;
 
   assign switch_now = cmd_i.valid && cmd_i.flags[FlagMmcS];
-  assign push_now   = tile_push_valid_i;
-  assign count_after_push = fifo_count_q + (push_now ? 1 : 0);
   assign active_d   = switch_now ? !active_q : active_q;
   // A switch frees the shadow; the set it frees is the one that was active.
   assign shadow_after_switch = switch_now ? ShadowFree : shadow_q;
   assign load_done  = shadow_after_switch == ShadowLoading && load_row_q == LoadW'(N - 1);
   // The shadow set (!active_d) takes a tile once its last row has left (its
-  // drain count is 0).
+  // drain count is 0). A tile the DMA completed in the previous cycle is
+  // counted already.
   assign pop_now    = shadow_after_switch == ShadowFree && drain_q[!active_d] == '0 &&
-                      count_after_push != 0;
-  // The head is the pushed tile itself when the FIFO was empty.
-  assign head_tile  = fifo_count_q == 0 ? tile_push_data_i : fifo_q[fifo_head_q];
+                      fifo_count_q != 0;
 
-  // The tile row entering PE row 0's shadow registers this cycle.
-  logic [RowBits-1:0] shift_row;
-  assign shift_row = pop_now ? head_tile[TileBits-1 -: RowBits] : tile_rows_q[TileBits-1 -: RowBits];
+  // The tile row entering PE row 0's shadow registers this cycle, read
+  // combinationally (the pop is decided in the cycle it happens): the head
+  // tile's row N - 1 at L, then one row lower per cycle.
+  logic [FifoAddrW-1:0] load_addr;
+  logic [RowBits-1:0]   shift_row;
+  assign load_addr = pop_now ? fifo_head_q + FifoAddrW'(N - 1) : load_addr_q;
+  assign shift_row = fifo_mem[load_addr];
+
+  // The slot after a slot (their first rows) in the ring.
+  function automatic logic [FifoAddrW-1:0] next_slot(logic [FifoAddrW-1:0] slot);
+    next_slot = (32'(slot) + N == FifoRows) ? '0 : slot + FifoAddrW'(N);
+  endfunction
 
   // ---- Row read ----------------------------------------------------------------------
   unit_cmd_t   job;
@@ -230,19 +254,29 @@ module tpu_systolic_array
   assign busy_o = reading || in_flight_q != '0;
 
   // ---- State --------------------------------------------------------------------------------
-  // The weight tiles are N*N*8-bit vectors by design; from N = 32 their '0
-  // resets exceed the 8k-bit replication that WIDTHCONCAT takes for a likely
-  // mistake.
+  // The FIFO memory has no reset, like a RAM: a load reads only rows of a
+  // complete tile.
+  always_ff @(posedge clk_i) begin
+    for (int unsigned i = 0; i < WrRows; i++) begin
+      if (fifo_wr_valid_i && WrCountW'(i) < fifo_wr_count_i)
+        fifo_mem[fifo_tail_q + FifoAddrW'(fifo_wr_row_i) + FifoAddrW'(i)] <=
+            fifo_wr_data_i[i*RowBits +: RowBits];
+    end
+  end
+
+  // The output de-skew register is (N - 1) * ArrayRowBits wide by design:
+  // from N = 128 its '0 reset exceeds the 8k-bit replication that
+  // WIDTHCONCAT takes for a likely mistake.
   /* verilator lint_off WIDTHCONCAT */
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
-      for (int unsigned d = 0; d < FifoDepth; d++) fifo_q[d] <= '0;
       fifo_count_q <= '0;
       fifo_head_q <= '0;
+      fifo_tail_q <= '0;
+      load_addr_q <= '0;
       active_q <= 1'b0;
       shadow_q <= ShadowFree;
       load_row_q <= '0;
-      tile_rows_q <= '0;
       drain_q[0] <= '0;
       drain_q[1] <= '0;
       popped_q <= '0;
@@ -258,17 +292,16 @@ module tpu_systolic_array
       lane_row_q <= '0;
       deskew_q <= '0;
     end else begin
-      // FIFO: push at the tail, pop the head into the tile row register.
-      if (push_now) begin
-        fifo_q[(32'(fifo_head_q) + 32'(fifo_count_q)) % FifoDepth] <= tile_push_data_i;
-      end
+      // FIFO: a completed tile joins at the tail, a load takes the head and
+      // reads its slot's rows downwards.
+      if (tile_done_i) fifo_tail_q <= next_slot(fifo_tail_q);
       if (pop_now) begin
-        fifo_head_q <= $clog2(FifoDepth)'((32'(fifo_head_q) + 1) % FifoDepth);
+        fifo_head_q <= next_slot(fifo_head_q);
         popped_q <= popped_q + 1;
       end
-      fifo_count_q <= count_after_push - (pop_now ? 1 : 0);
-      if (pop_now) tile_rows_q <= head_tile << RowBits;
-      else if (shadow_q == ShadowLoading) tile_rows_q <= tile_rows_q << RowBits;
+      fifo_count_q <= fifo_count_q + (tile_done_i ? 1 : 0) - (pop_now ? 1 : 0);
+      if (pop_now) load_addr_q <= load_addr - FifoAddrW'(1);
+      else if (shadow_q == ShadowLoading && !load_done) load_addr_q <= load_addr_q - FifoAddrW'(1);
 
       // Shadow state: free -> loading (N cycles) -> loaded -> (switch) free.
       active_q <= active_d;
@@ -320,10 +353,18 @@ module tpu_systolic_array
 `ifndef SYNTHESIS
   always_ff @(posedge clk_i) begin
     if (rst_ni) begin
-      assert (!(push_now && fifo_count_q == FifoDepth[$bits(fifo_count_q)-1:0] && !pop_now))
+      assert (!(tile_done_i && fifo_count_q == FifoDepth[$bits(fifo_count_q)-1:0] && !pop_now))
         else $error("weight FIFO overflow at cycle %0d", cycle_i);
-      assert (!(pop_now && count_after_push == 0))
-        else $error("weight FIFO underflow at cycle %0d", cycle_i);
+      // The rows streaming in land in a free slot: the FIFO has room for
+      // their tile (it is an RW in flight), so the tail slot holds no tile of
+      // it, and the slot being loaded is the one before the head.
+      assert (!(fifo_wr_valid_i && fifo_count_q == FifoDepth[$bits(fifo_count_q)-1:0]))
+        else $error("weight FIFO: rows stream into a full FIFO at cycle %0d", cycle_i);
+      assert (!(fifo_wr_valid_i && shadow_q == ShadowLoading &&
+                next_slot(fifo_tail_q) == fifo_head_q))
+        else $error("weight FIFO: rows stream into the slot being loaded at cycle %0d", cycle_i);
+      assert (!(fifo_wr_valid_i && 32'(fifo_wr_row_i) + 32'(fifo_wr_count_i) > N))
+        else $error("weight FIFO: rows past the tile's last at cycle %0d", cycle_i);
       assert (!(switch_now && shadow_q != ShadowLoaded))
         else $error("MMC.S without loaded weights at cycle %0d", cycle_i);
     end

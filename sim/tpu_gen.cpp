@@ -200,6 +200,8 @@ std::string config_package(const tpu::ArchConfig& cfg) {
                    tpu::model::duration(cfg, rw));
   s += fmt::format("  localparam int unsigned WeightTileCycles = {};  // cycles the weight channel streams a tile\n",
                    tpu::model::weight_tile_cycles(cfg));
+  s += fmt::format("  localparam int unsigned WeightRowsPerCycle = {};  // most tile rows the channel completes in a cycle\n",
+                   tpu::model::weight_rows_per_cycle(cfg));
   s += "\nendpackage\n";
   return s;
 }

@@ -141,9 +141,13 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
     if (top->host_rd_valid_o)
       put_bytes(top->host_rd_data_i,
                 reinterpret_cast<const std::uint8_t*>(mem.host.row(top->host_rd_row_o)), n);
+    // Rows wmem_rd_row_o .. + wmem_rd_count_o - 1 of a tile, row-major in
+    // the weight memory.
     if (top->wmem_rd_valid_o)
       put_bytes(top->wmem_rd_data_i,
-                reinterpret_cast<const std::uint8_t*>(mem.weights.row(top->wmem_rd_tile_o)), n * n);
+                reinterpret_cast<const std::uint8_t*>(mem.weights.row(top->wmem_rd_tile_o)) +
+                    std::size_t{top->wmem_rd_row_o} * n,
+                std::size_t{top->wmem_rd_count_o} * n);
     top->eval();
 
     // The units' work of cycle t happens even in a cycle the controller faults in.

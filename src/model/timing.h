@@ -33,6 +33,14 @@ inline std::uint64_t weight_tile_cycles(const ArchConfig& c) {
   return ceil_div(c.array_n * c.array_n, c.weight_bytes_per_cycle);
 }
 
+// The most tile rows (N bytes each) the weight channel completes in one cycle
+// of a tile's stream: ceil(Bw / N), at most the tile's N. The RTL's weight
+// memory port and FIFO write port are that many rows wide
+// (docs/microarchitecture.md, "RTL").
+inline std::uint64_t weight_rows_per_cycle(const ArchConfig& c) {
+  return std::min<std::uint64_t>(c.array_n, ceil_div(c.weight_bytes_per_cycle, c.array_n));
+}
+
 // The completion cycle of an RW that starts at `start` when the previous RW
 // completed at `previous` (0: none). The weight memory is a pipelined channel:
 // a request's latency overlaps the transfers ahead of it, and the channel

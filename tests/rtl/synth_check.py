@@ -16,7 +16,10 @@
   a different number of multiplications (a shared multiplier, say): then
   update them with the design.
 - tpu_core holds exactly two memories, the unified buffer and the
-  accumulators, of their configured sizes; memory cells survive synthesis.
+  accumulators, of their configured sizes, and the systolic array one, the
+  weight FIFO: FifoDepth + 1 tile slots of N rows of N bytes (the tiles the
+  FIFO holds or has room reserved for, and the one being loaded into the
+  shadow weights); memory cells survive synthesis.
 """
 import json
 import re
@@ -56,6 +59,11 @@ def main():
     if core["num_memories"] != 2 or core["num_memory_bits"] != want_bits:
         fail(f"tpu_core: {core['num_memories']} memories of {core['num_memory_bits']} bits, "
              f"want 2 of {want_bits} (unified buffer, accumulators)")
+    array = rtl["\\tpu_systolic_array"]
+    want_bits = (int(cfg["FifoDepth"]) + 1) * n * n * 8
+    if array["num_memories"] != 1 or array["num_memory_bits"] != want_bits:
+        fail(f"tpu_systolic_array: {array['num_memories']} memories of {array['num_memory_bits']} "
+             f"bits, want 1 of {want_bits} (the weight FIFO)")
     if "$mem_v2" not in kinds:
         fail("no memory cells left after synthesis")
     print(f"ok: {gates['num_cells']} cells; {n * n} array, 2 address and {n} activation multipliers")

@@ -12,6 +12,7 @@
 #include "common/file_io.h"
 #include "common/npy.h"
 #include "compiler/gemm.h"
+#include "model/timing.h"
 #include "rtl_engine.h"
 
 namespace {
@@ -189,4 +190,55 @@ TEST_CASE("a configuration without an RTL build is refused clearly", "[rtl]") {
   isa::Program prog;
   prog.array_n = 8;
   CHECK_THROWS_WITH(rtl::run_program(cfg, prog, mem), Catch::Contains("no RTL build"));
+}
+
+// The weight FIFO's memory (docs/microarchitecture.md, "RTL"): an RW that
+// issues in the room a load's pop left streams its tile's rows while that
+// load still reads the slot of the tile it took, so the FIFO has a slot more
+// than the FIFO rule's F. small16 (Lw = 4, one row a cycle): the array is
+// kept busy until the FIFO holds F complete tiles, then the pop of tile 2
+// lets RW 6 issue; its row 0 is written 9 cycles before the load reads tile
+// 2's row 0. The MMCs on tiles 2 and 3 show they arrived intact.
+TEST_CASE("the RTL weight FIFO takes a tile streaming in while the previous one loads", "[rtl]") {
+  using isa::Opcode;
+  const auto make = [](Opcode op, std::uint8_t flags = 0, std::int64_t a = 0, std::int64_t b = 0,
+                       std::int64_t c = 0) {
+    isa::Instruction in;
+    in.opcode = op;
+    in.flags = flags;
+    in.operands = {a, b, c};
+    return in;
+  };
+  const ArchConfig cfg = preset_config("small16");
+  const std::uint8_t switch_o = isa::kFlagMmcSwitch | isa::kFlagMmcOverwrite;
+  isa::Program prog;
+  prog.array_n = 16;
+  prog.code = {make(Opcode::RW, 0, 0), make(Opcode::RW, 0, 1), make(Opcode::RW, 0, 2),
+               make(Opcode::RW, 0, 3), make(Opcode::RW, 0, 4),
+               make(Opcode::MMC, switch_o, 0, 0, 1),                       // tile 0
+               make(Opcode::MMC, isa::kFlagMmcOverwrite, 0, 16, 200),      // busy on tile 0
+               make(Opcode::RW, 0, 5),
+               make(Opcode::MMC, switch_o, 0, 256, 16),                    // tile 1; pops tile 2
+               make(Opcode::RW, 0, 6),                                     // waits for that pop
+               make(Opcode::MMC, switch_o, 16, 512, 16),                   // tile 2
+               make(Opcode::MMC, switch_o, 32, 768, 16),                   // tile 3
+               make(Opcode::HLT)};
+  model::Memories init(cfg);
+  std::mt19937 rng(16);
+  std::uniform_int_distribution<int> d(-128, 127);
+  for (std::size_t i = 0; i < 7 * init.weights.width(); ++i)
+    init.weights.data()[i] = static_cast<std::int8_t>(d(rng));
+  for (std::size_t i = 0; i < 256 * init.ub.width(); ++i)
+    init.ub.data()[i] = static_cast<std::int8_t>(d(rng));
+  check_both(cfg, prog, init);
+
+  // RW 6's first row (the first cycle of its stream: Bw = N) lands before
+  // the load of tile 2 reads that slot's row 0, in the cycle before tile 2's
+  // MMC.S issues (the shadow is loaded at L + N).
+  model::Memories mem = init;
+  const model::RunLog log = model::run_program(cfg, prog, mem);
+  const model::RetireRecord& rw6 = log.retired.at(9);
+  const model::RetireRecord& mmc2 = log.retired.at(10);
+  const model::Cycle first_row = rw6.completion - model::weight_tile_cycles(cfg) + 1;
+  CHECK(first_row + 9 == mmc2.issue - 1);
 }

@@ -19,5 +19,6 @@ package tpu_config_pkg;
   // Derived by the model's closed forms (src/model/timing.h).
   localparam int unsigned WeightDmaCycles = 106;  // cycles of one RW on an idle channel
   localparam int unsigned WeightTileCycles = 6;  // cycles the weight channel streams a tile
+  localparam int unsigned WeightRowsPerCycle = 4;  // most tile rows the channel completes in a cycle
 
 endpackage
