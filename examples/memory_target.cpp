@@ -6,7 +6,10 @@
 // memory: each transaction waits for the previous one and pays the whole
 // latency, so a transaction of n bytes requested in cycle t lands at
 //     a = max(t, a' + 1) + L + ceil(n / B) - 1      (a': the previous one's)
-// and binds it to both ports through model::RunOptions. It runs the same
+// A host transfer is one transaction of R rows; the memory answers its
+// model::RowLandings extension as if each row were such a transaction (a
+// target that ignores the extension lands all the rows with the last byte).
+// It binds the memory to both ports through model::RunOptions. It runs the same
 // program with the default targets and with its own, and checks the cycle
 // counts the contract predicts:
 //   default:  RHM of R rows issued at c completes at c + Lh + ceil(R*N/Bh)
@@ -57,8 +60,16 @@ class SerialMemory : public sc_core::sc_module {
       trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
       return;
     }
-    const Cycle a = std::max(t, last_ + 1) + latency_ + ceil_div(n, bpc_) - 1;
-    last_ = a;
+    // Row by row when the DMA asks for the rows' cycles; a is the last one's.
+    tpu::model::RowLandings* rows = trans.get_extension<tpu::model::RowLandings>();
+    if (rows && (rows->rows == 0 || rows->rows * rows->row_bytes != n)) rows = nullptr;
+    const std::uint64_t parts = rows ? rows->rows : 1;
+    for (std::uint64_t r = 0; r < parts; ++r) {
+      last_ = std::max(t, last_ + 1) + latency_ + ceil_div(n / parts, bpc_) - 1;
+      if (rows) rows->lands[r] = last_;
+    }
+    if (rows) rows->filled = true;
+    const Cycle a = last_;
     auto* bytes = reinterpret_cast<unsigned char*>(store_.data().data()) + address;
     if (trans.is_read()) std::memcpy(trans.get_data_ptr(), bytes, n);
     if (trans.is_write()) std::memcpy(bytes, trans.get_data_ptr(), n);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -9,9 +10,26 @@
 
 namespace tpu::model {
 
+namespace {
+
+// ACC rows of N int32 as the host sees them: little-endian bytes.
+void acc_to_host(const std::int32_t* src, unsigned char* dst, std::uint64_t values) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  std::memcpy(dst, src, values * 4);  // the host's own int32 layout
+#else
+  for (std::uint64_t j = 0; j < values; ++j) {
+    const auto v = static_cast<std::uint32_t>(src[j]);
+    for (unsigned b = 0; b < 4; ++b) dst[4 * j + b] = static_cast<unsigned char>(v >> (8 * b));
+  }
+#endif
+}
+
+}  // namespace
+
 HostDma::HostDma(sc_module_name name, const ArchConfig& cfg, Memories& mem, RunLog& log)
     : sc_module(name), memory("memory"), cfg_(cfg), mem_(mem), log_(log),
       stats_(log.stats.units["host_dma"]) {
+  memory.bind(port_);  // the backward path
   SC_METHOD(tick);
   sensitive << clk.pos();
   dont_initialize();
@@ -25,7 +43,6 @@ Accepted HostDma::accept(const isa::Instruction& in, std::uint32_t seq, Cycle no
   const bool read = in.opcode == isa::Opcode::RHM;
   const bool acc = !read && in.has(isa::kFlagWhmAcc);
   const std::uint64_t row_bytes = host_row_bytes(cfg_, in);
-  const Cycle start = now + 1;
 
   // The transfer this one follows may land its last rows in this very cycle
   // (it completes in `now` at the latest): they are written first, so that a
@@ -38,52 +55,34 @@ Accepted HostDma::accept(const isa::Instruction& in, std::uint32_t seq, Cycle no
   job.in = in;
   job.lands = std::move(spare_lands_);
   job.lands.resize(rows);
-  if (read) job.data = BytePool::take(rows * n);
-  Cycle landed = start;
-  for (std::uint64_t r = 0; r < rows; ++r) {
-    unsigned char* data = nullptr;
-    std::uint64_t host_row = op1 + r;
+  const std::uint64_t bytes = rows * row_bytes;
+  if (bytes > std::numeric_limits<unsigned>::max())  // a generic payload's length is 32 bits
+    return {0, fmt::format("a host transfer of {} bytes exceeds a TLM transaction's 4 GiB", bytes)};
+  // The rows are contiguous in host memory and on chip: one transaction. If
+  // it is sent (no DMI), a read goes to a staging buffer until its rows land,
+  // and a write sends the rows as they are now (the hazard interlocks keep
+  // them until completion).
+  const std::uint64_t host_row = read ? op0 : op1;
+  auto stage = [&]() -> unsigned char* {
     if (read) {
-      data = job.data.data() + r * n;
-      host_row = op0 + r;
-    } else if (!acc) {
-      // The UB row as it is now: the hazard interlocks keep it until completion.
-      data = reinterpret_cast<unsigned char*>(mem_.ub.row(op0 + r));
-    } else {
-      // One ACC row of N int32, little-endian, fills kHostRowsPerAccRow host rows.
-      host_row = op1 + r * isa::kHostRowsPerAccRow;
-      std::int32_t* src = mem_.acc.row(op0 + r);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-      data = reinterpret_cast<unsigned char*>(src);  // the host's own int32 layout
-#else
-      scratch_.resize(row_bytes);
-      for (std::uint64_t j = 0; j < n; ++j) {
-        const auto v = static_cast<std::uint32_t>(src[j]);
-        for (unsigned b = 0; b < 4; ++b) scratch_[4 * j + b] = static_cast<std::uint8_t>(v >> (8 * b));
-      }
-      data = scratch_.data();
-#endif
+      job.data = BytePool::take(bytes);
+      return job.data.data();
     }
-    trans_.set_command(read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
-    trans_.set_address(host_row * n);
-    trans_.set_data_ptr(data);
-    trans_.set_data_length(static_cast<unsigned>(row_bytes));
-    trans_.set_streaming_width(static_cast<unsigned>(row_bytes));
-    trans_.set_byte_enable_ptr(nullptr);
-    trans_.set_byte_enable_length(0);
-    trans_.set_dmi_allowed(false);
-    trans_.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    sc_core::sc_time delay = kClockPeriod;  // requested at the start of `start`
-    memory->b_transport(trans_, delay);
-    if (trans_.is_response_error())
-      return {0, fmt::format("host memory target answered {} for row {} (host byte {}, {} bytes)",
-                             trans_.get_response_string(), r, host_row * n, row_bytes)};
-    landed = std::max(landed, arrival_cycle(now, delay, start));
-    job.lands[r] = landed;
-  }
-  job.completion = landed;
+    if (!acc) return reinterpret_cast<unsigned char*>(mem_.ub.row(op0));
+    job.data = BytePool::take(bytes);
+    acc_to_host(mem_.acc.row(op0), job.data.data(), rows * n);
+    return job.data.data();
+  };
+  const PortClient::Sent sent =
+      port_.send(*memory.operator->(), read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND, host_row * n,
+                 stage, rows, row_bytes, job.lands.data(), now);
+  if (!sent.refused.empty())
+    return {0, fmt::format("host memory target answered {} for {} rows from host byte {} ({} bytes)",
+                           sent.refused, rows, host_row * n, bytes)};
+  job.direct = sent.direct;
+  job.completion = sent.last;
   planned_.push_back(std::move(job));
-  return {landed, {}};
+  return {sent.last, {}};
 }
 
 void HostDma::tick() {
@@ -115,12 +114,25 @@ void HostDma::tick() {
 
 void HostDma::land(Job& j, Cycle now) {
   const std::uint64_t rows = j.lands.size();
-  const bool read = j.in.opcode == isa::Opcode::RHM;
-  const std::uint64_t n = cfg_.array_n;
-  const auto ub_row = static_cast<std::uint64_t>(j.in.operands[1]);
   std::uint64_t r = j.rows_done;
-  for (; r < rows && j.lands[r] <= now; ++r)
-    if (read) std::memcpy(mem_.ub.row(ub_row + r), j.data.data() + r * n, n);
+  while (r < rows && j.lands[r] <= now) ++r;
+  if (r == j.rows_done) return;
+  // Rows [rows_done, r) land now. They are contiguous on chip, in host
+  // memory and in the staging buffer.
+  const std::uint64_t n = cfg_.array_n, first = j.rows_done, count = r - first;
+  const auto op0 = static_cast<std::uint64_t>(j.in.operands[0]);
+  const auto op1 = static_cast<std::uint64_t>(j.in.operands[1]);
+  if (j.in.opcode == isa::Opcode::RHM) {
+    const unsigned char* src = j.direct ? port_.direct((op0 + first) * n) : j.data.data() + first * n;
+    std::memcpy(mem_.ub.row(op1 + first), src, count * n);
+  } else if (j.direct) {  // WHM: the DMA stores the rows itself
+    if (j.in.has(isa::kFlagWhmAcc)) {
+      acc_to_host(mem_.acc.row(op0 + first), port_.direct((op1 + first * isa::kHostRowsPerAccRow) * n),
+                  count * n);
+    } else {
+      std::memcpy(port_.direct((op1 + first) * n), mem_.ub.row(op0 + first), count * n);
+    }
+  }
   j.rows_done = r;
 }
 

@@ -1,17 +1,19 @@
 // host_dma: executes RHM (host memory -> UB) and WHM (UB or ACC -> host
 // memory), one at a time, through its TLM-2.0 initiator socket `memory`
 // (docs/microarchitecture.md, "Host DMA" and "Memory ports"). In the issue
-// cycle the controller hands it the instruction (accept): it sends one
-// transaction per row, all requested at the start of the next cycle, and
-// reports the cycle the last row lands. Row r lands at
-// l_r = max(a_r, l_{r-1}), a_r its transaction's landing cycle; an RHM writes
-// the UB row then. With the default target (HostMemoryTarget) a row lands
-// at s + Lh + ceil((r + 1) * b / Bh) - 1.
+// cycle the controller hands it the instruction (accept): it sends the
+// transfer as one transaction, requested at the start of the next cycle,
+// and reports the cycle its last byte lands. Row r lands when the target's
+// RowLandings answer says (in order, l_r = max(a_r, l_{r-1})), or with the
+// last byte if the target does not answer it; an RHM writes the UB row then.
+// When the target grants DMI over the transfer's bytes and answers a timing
+// query (RowLandings), the DMA moves the rows itself, each as it lands.
+// With the default target (HostMemoryTarget) a row lands at
+// s + Lh + ceil((r + 1) * b / Bh) - 1.
 #pragma once
 
 #include <systemc.h>
 #include <tlm>
-#include <tlm_utils/simple_initiator_socket.h>
 
 #include <deque>
 #include <optional>
@@ -31,14 +33,14 @@ SC_MODULE(HostDma), public TransferUnit {
   sc_in<bool> clk;
   sc_in<UnitCommand> cmd;
   sc_out<bool> busy;
-  tlm_utils::simple_initiator_socket<HostDma> memory;
+  MemoryInitiatorSocket memory;
 
   HostDma(sc_module_name name, const ArchConfig& cfg, Memories& mem, RunLog& log);
   SC_HAS_PROCESS(HostDma);
 
   // Called by the controller in the cycle `now` it issues `in` (RHM or WHM),
   // once the unit has completed its previous transfer (in `now` at the
-  // latest): sends the transfer's transactions and returns the cycle its last
+  // latest): sends the transfer's transaction and returns the cycle its last
   // row lands. The transfer starts when the command arrives, at now + 1.
   Accepted accept(const isa::Instruction& in, std::uint32_t seq, Cycle now) override;
 
@@ -53,12 +55,14 @@ SC_MODULE(HostDma), public TransferUnit {
     std::uint32_t seq = 0;
     isa::Instruction in;
     std::vector<Cycle> lands;         // l_r for each row
-    ByteBuffer data;                  // RHM: the rows read, written to the UB as they land
+    ByteBuffer data;                  // sent as a transaction: RHM's staging, WHM.A's bytes
+    bool direct = false;              // the DMA moves the rows through DMI as they land
     std::uint64_t rows_done = 0;
     Cycle completion = 0;
   };
   void tick();
-  // Writes the rows of `j` that land by `now` (RHM: into the UB).
+  // Moves the rows of `j` that land by `now`: an RHM's into the UB; a direct
+  // WHM's into host memory.
   void land(Job& j, Cycle now);
 
   const ArchConfig& cfg_;
@@ -70,9 +74,8 @@ SC_MODULE(HostDma), public TransferUnit {
   // one starts, when that one completes in its first cycle.
   std::deque<Job> planned_;
   std::optional<Job> job_;      // in flight
-  std::vector<std::uint8_t> scratch_;  // WHM.A on a big-endian host: one row as bytes
   std::vector<Cycle> spare_lands_;     // a completed job's, reused
-  tlm::tlm_generic_payload trans_;
+  PortClient port_;
   Cycle last_tick_ = 0;
 };
 

@@ -6,10 +6,10 @@
 namespace tpu::model {
 
 HostMemoryTarget::HostMemoryTarget(sc_core::sc_module_name name, RowMemory<std::int8_t>& host,
-                                   std::uint64_t latency, std::uint64_t bytes_per_cycle)
+                                   std::uint64_t latency, std::uint64_t bytes_per_cycle, bool grants_dmi)
     : sc_module(name), socket("socket"), host_(host), latency_(latency),
-      bytes_per_cycle_(std::max<std::uint64_t>(bytes_per_cycle, 1)) {
-  socket.register_b_transport(this, &HostMemoryTarget::b_transport);
+      bytes_per_cycle_(std::max<std::uint64_t>(bytes_per_cycle, 1)), grants_dmi_(grants_dmi) {
+  socket.bind(*this);
 }
 
 HostMemoryTarget::~HostMemoryTarget() { BytePool::give(std::move(held_bytes_)); }
@@ -24,28 +24,39 @@ MemoryTargetFactory HostMemoryTarget::factory() {
 }
 
 void HostMemoryTarget::store_through(Cycle last) {
-  if (held_.empty() || first_held_ > last) return;
-  // One prefault call for the rows about to be written (memories.h).
-  std::uint64_t lo = ~std::uint64_t{0}, hi = 0;
-  for (const HeldWrite& w : held_)
-    if (w.cycle <= last) {
-      lo = std::min(lo, w.address);
-      hi = std::max(hi, w.address + w.length);
+  std::size_t done = 0;
+  for (HeldWrite& w : held_) {
+    // Rows r with streamed(pre + (r + 1) * row_bytes) <= last: the first
+    // (last + 1 - burst_begin) * Bh bytes of the burst have streamed by then.
+    if (last < w.burst_begin) break;
+    const Cycle span = last - w.burst_begin + 1;
+    std::uint64_t landed = w.rows;
+    if (span < ceil_div(w.pre + w.rows * w.row_bytes, bytes_per_cycle_)) {
+      const std::uint64_t bytes = span * bytes_per_cycle_;
+      landed = bytes <= w.pre ? 0 : (bytes - w.pre) / w.row_bytes;
     }
-  if (hi > lo && host_.width() > 0)
-    host_.prefault(lo / host_.width(), ceil_div(hi, host_.width()) - lo / host_.width());
-  std::vector<HeldWrite> kept;
-  for (const HeldWrite& w : held_) {
-    if (w.cycle > last) {
-      kept.push_back(w);
-      continue;
+    if (landed > w.stored) {
+      const std::uint64_t from = w.stored * w.row_bytes, length = (landed - w.stored) * w.row_bytes;
+      if (host_.width() > 0)
+        host_.prefault((w.address + from) / host_.width(), ceil_div(length, host_.width()) + 1);
+      std::memcpy(host_.data().data() + w.address + from, held_bytes_.data() + w.offset + from, length);
+      w.stored = landed;
     }
-    std::memcpy(host_.data().data() + w.address, held_bytes_.data() + w.offset, w.length);
+    if (w.stored < w.rows) break;  // later writes land later still
+    ++done;
   }
-  held_ = std::move(kept);
+  held_.erase(held_.begin(), held_.begin() + static_cast<std::ptrdiff_t>(done));
   if (held_.empty()) held_size_ = 0;
-  if (!held_.empty()) first_held_ = held_.front().cycle;
-  for (const HeldWrite& w : held_) first_held_ = std::min(first_held_, w.cycle);
+}
+
+bool HostMemoryTarget::get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi& dmi) {
+  dmi.init();  // nothing granted: the whole address space, no access
+  if (!grants_dmi_ || host_.data().size() == 0) return false;
+  dmi.set_dmi_ptr(reinterpret_cast<unsigned char*>(host_.data().data()));
+  dmi.set_start_address(0);
+  dmi.set_end_address(host_.data().size() - 1);
+  dmi.allow_read_write();
+  return true;
 }
 
 void HostMemoryTarget::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
@@ -65,7 +76,8 @@ void HostMemoryTarget::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_
     trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     return;
   }
-  const tlm::tlm_command command = trans.get_command();
+  bool moves_data = true;  // not a timing query
+  const tlm::tlm_command command = RowLandings::timed_command(trans, &moves_data);
   if (command == tlm::TLM_IGNORE_COMMAND) {
     trans.set_response_status(tlm::TLM_OK_RESPONSE);
     return;
@@ -77,21 +89,47 @@ void HostMemoryTarget::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_
     burst_request_ = t;
     burst_bytes_ = 0;
   }
+  const Cycle burst_begin = burst_request_ + latency_;
+  const Cycle arrival = length == 0 ? std::max<Cycle>(burst_begin, 1) - 1
+                                    : streamed(burst_begin, burst_bytes_ + length);
+  // Rows asked for: each lands with its last byte (ceil((pre + (r + 1) * b) / Bh)
+  // kept as a quotient and a remainder, without a division per row).
+  RowLandings* rows = RowLandings::rows_of(trans, length);
+  const bool per_row = rows != nullptr;
+  if (per_row) {
+    const std::uint64_t step_q = rows->row_bytes / bytes_per_cycle_, step_r = rows->row_bytes % bytes_per_cycle_;
+    // q, rem: floor and remainder of (pre + (r + 1) * b + Bh - 1) / Bh.
+    const std::uint64_t first = burst_bytes_ + rows->row_bytes + bytes_per_cycle_ - 1;
+    std::uint64_t q = first / bytes_per_cycle_, rem = first % bytes_per_cycle_;
+    for (std::uint64_t r = 0; r < rows->rows; ++r) {
+      rows->lands[r] = burst_begin + q - 1;
+      q += step_q;
+      rem += step_r;
+      if (rem >= bytes_per_cycle_) {
+        ++q;
+        rem -= bytes_per_cycle_;
+      }
+    }
+    rows->filled = true;
+  }
+  const std::uint64_t pre = burst_bytes_;
   burst_bytes_ += length;
-  const Cycle arrival = std::max<Cycle>(burst_request_ + latency_ + ceil_div(burst_bytes_, bytes_per_cycle_), 1) - 1;
   last_arrival_ = std::max(last_arrival_, arrival);
-  if (command == tlm::TLM_READ_COMMAND) {
+  if (!moves_data) {
+    // A timing query: the DMA moves the bytes through DMI.
+  } else if (command == tlm::TLM_READ_COMMAND) {
     std::memcpy(trans.get_data_ptr(), host_.data().data() + address, length);
-  } else {
-    first_held_ = held_.empty() ? arrival : std::min(first_held_, arrival);
+  } else if (length > 0) {
     if (held_size_ + length > held_bytes_.capacity) {
       ByteBuffer bigger = BytePool::take(std::max(2 * held_bytes_.capacity, held_size_ + length));
       if (held_size_ > 0) std::memcpy(bigger.data(), held_bytes_.data(), held_size_);
       BytePool::give(std::move(held_bytes_));
       held_bytes_ = std::move(bigger);
     }
-    held_.push_back({arrival, address, held_size_, length});
     std::memcpy(held_bytes_.data() + held_size_, trans.get_data_ptr(), length);
+    // Held as its rows (each stored in the cycle it lands) or whole.
+    held_.push_back({burst_begin, pre, per_row ? rows->row_bytes : length, per_row ? rows->rows : 1, 0,
+                     address, held_size_});
     held_size_ += length;
   }
   trans.set_response_status(tlm::TLM_OK_RESPONSE);

@@ -2,10 +2,11 @@
 // and weight memory, and how a run binds them (docs/microarchitecture.md,
 // "Memory ports").
 //
-// Each DMA instruction becomes blocking transactions (generic payload,
+// Each DMA instruction becomes one blocking transaction (generic payload,
 // b_transport) sent in the cycle c the controller issues it, requested at the
 // start of cycle s = c + 1 (an annotated delay of one clock period). The
-// target returns, in the delay, the time its data is in place; the unit
+// target returns, in the delay, the time its last byte is in place, and may
+// say in a RowLandings extension when each row lands before that; the unit
 // turns that into the instruction's completion cycle, which it reports to the
 // controller at once (TransferUnit::accept).
 #pragma once
@@ -26,8 +27,8 @@
 
 namespace tpu::model {
 
-// The sockets a target is bound to (the DMAs' simple_initiator_sockets are
-// ones): 32-bit bus width, the base protocol.
+// The DMAs' sockets, which a target binds to: 32-bit bus width, the base
+// protocol.
 using MemoryInitiatorSocket = tlm::tlm_initiator_socket<>;
 
 // Builds one run's target for a memory port: it constructs its SystemC
@@ -41,9 +42,112 @@ using MemoryInitiatorSocket = tlm::tlm_initiator_socket<>;
 using MemoryTargetFactory = std::function<std::shared_ptr<void>(
     const ArchConfig& cfg, Memories& mem, MemoryInitiatorSocket& dma_socket)>;
 
+// What a DMA asks of a target beside the transaction itself. The
+// transaction covers `rows` rows of `row_bytes` bytes (a host transfer; a
+// weight tile is one row), and a target that knows this extension writes
+// the cycle row r is in place in `lands[r]` and sets `filled` (the last
+// row's cycle is the transaction's own). A target that ignores it lands every
+// row with the transaction.
+//
+// On a TLM_IGNORE_COMMAND transaction with `query` set to TLM_READ_COMMAND or
+// TLM_WRITE_COMMAND it is a *timing query* (the ignore command's meaning is
+// the extension's to define): the target times that read or write exactly
+// as if it were sent, changes its state the same way, and moves no data.
+// A DMA sends a query only to a target that granted it a DMI pointer over the
+// whole range; it then moves the data itself, each row in its landing cycle.
+// A target that leaves `filled` unset has not answered, and the DMA sends the
+// read or write itself.
+//
+// Not a data-carrying extension: clone and copy_from keep only the request.
+struct RowLandings : tlm::tlm_extension<RowLandings> {
+  std::uint64_t rows = 0, row_bytes = 0;
+  Cycle* lands = nullptr;
+  tlm::tlm_command query = tlm::TLM_IGNORE_COMMAND;  // a timing query for this command
+  bool filled = false;
+
+  tlm::tlm_extension_base* clone() const override {
+    auto* c = new RowLandings;
+    c->copy_from(*this);
+    return c;
+  }
+  void copy_from(const tlm::tlm_extension_base& other) override {
+    const auto& o = static_cast<const RowLandings&>(other);
+    rows = o.rows;
+    row_bytes = o.row_bytes;
+    query = o.query;
+  }
+
+  // For targets: the command a transaction times (its own, or the queried
+  // one), and whether it moves data.
+  static tlm::tlm_command timed_command(const tlm::tlm_generic_payload& trans, bool* moves_data) {
+    const RowLandings* e = trans.get_extension<RowLandings>();
+    const bool query = trans.get_command() == tlm::TLM_IGNORE_COMMAND && e != nullptr &&
+                       e->query != tlm::TLM_IGNORE_COMMAND;
+    *moves_data = !query;
+    return query ? e->query : trans.get_command();
+  }
+  // For targets: the extension when it asks for rows that tile `length` bytes.
+  static RowLandings* rows_of(tlm::tlm_generic_payload& trans, std::uint64_t length) {
+    RowLandings* e = trans.get_extension<RowLandings>();
+    return e != nullptr && e->lands != nullptr && e->rows > 0 && e->rows * e->row_bytes == length ? e
+                                                                                                    : nullptr;
+  }
+};
+
+// A DMA's side of its memory port: sends one transfer as one transaction, or
+// as a timing query when the target granted a DMI pointer over its bytes,
+// and works out when each row lands (docs/microarchitecture.md, "Memory
+// ports").
+//
+// It is also the socket's backward path (bind the DMA's socket to it): the
+// DMAs use blocking transport only, so nb_transport_bw is never called.
+class PortClient : public tlm::tlm_bw_transport_if<> {
+ public:
+  PortClient() { trans_.set_extension(&ext_); }
+  ~PortClient() override { trans_.clear_extension(&ext_); }
+  PortClient(const PortClient&) = delete;
+  PortClient& operator=(const PortClient&) = delete;
+
+  struct Sent {
+    Cycle last = 0;             // the cycle the last byte lands (a)
+    bool direct = false;        // the DMA moves the data through direct()
+    std::string refused;        // non-empty: the target's response, not OK
+  };
+
+  // Sends `command` over `rows` rows of `row_bytes` at `address` in the cycle
+  // `now` the instruction issues (requested at the start of now + 1). If it
+  // is sent as a transaction (not direct), `data()` gives where a read puts
+  // the bytes, or what a write sends. Writes lands[r] for every row: in
+  // order, from now + 1 to the last byte's cycle, which the last row takes.
+  Sent send(tlm::tlm_fw_transport_if<>& target, tlm::tlm_command command, std::uint64_t address,
+            const std::function<unsigned char*()>& data, std::uint64_t rows, std::uint64_t row_bytes,
+            Cycle* lands, Cycle now);
+
+  // The target's bytes at `address`, after a send that was direct.
+  unsigned char* direct(std::uint64_t address) const { return dmi_.get_dmi_ptr() + (address - dmi_.get_start_address()); }
+
+  // The backward path: the target withdraws DMI over [start, end].
+  void invalidate_direct_mem_ptr(sc_dt::uint64 start, sc_dt::uint64 end) override {
+    if (dmi_valid_ && start <= dmi_.get_end_address() && end >= dmi_.get_start_address()) dmi_valid_ = false;
+    dmi_refused_ = false;
+  }
+  tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload&, tlm::tlm_phase&, sc_core::sc_time&) override {
+    return tlm::TLM_COMPLETED;
+  }
+
+ private:
+  bool covers(tlm::tlm_command command, std::uint64_t address, std::uint64_t bytes) const;
+
+  tlm::tlm_generic_payload trans_;
+  RowLandings ext_;  // set on trans_ for its life (cleared before it goes)
+  tlm::tlm_dmi dmi_;
+  bool dmi_valid_ = false, dmi_refused_ = false;
+  bool queries_unanswered_ = false;  // the target ignored a timing query: no more
+};
+
 // A DMA's answer to the controller when it is given an instruction.
 struct Accepted {
-  Cycle completion = 0;  // the cycle its last transaction lands (the reported d)
+  Cycle completion = 0;  // the cycle its last byte lands (the reported d)
   std::string error;     // non-empty: the target refused a transaction (the run faults)
 };
 

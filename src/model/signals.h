@@ -47,10 +47,16 @@ inline void sc_trace(sc_core::sc_trace_file* tf, const UnitCommand& c, const std
 }
 
 // A weight tile leaving the weight DMA for the FIFO, valid for one cycle.
+// The weight DMA's push of a tile towards the FIFO: the tile's index (for
+// traces) and its bytes as weight memory delivered them, N*N row-major, which
+// stay valid through the cycle after the push (when the FIFO takes them).
 struct TilePush {
   bool valid = false;
   std::uint32_t tile = 0;
-  bool operator==(const TilePush& o) const { return valid == o.valid && tile == o.tile; }
+  const std::int8_t* data = nullptr;
+  bool operator==(const TilePush& o) const {
+    return valid == o.valid && tile == o.tile && data == o.data;
+  }
 };
 
 inline std::ostream& operator<<(std::ostream& os, const TilePush& p) {

@@ -279,7 +279,7 @@ void SystolicArray::tick_fast(Cycle now) {
     retired_now_ = true;
   }
   if (tile_push.read().valid) {
-    const std::int8_t* t = mem_.weights.row(tile_push.read().tile);
+    const std::int8_t* t = tile_push.read().data;
     fifo_.emplace_back(t, t + n_ * n_);
   }
   handle_command(now);
@@ -297,7 +297,7 @@ void SystolicArray::tick() {
   if (traced_) sample_edges(now);
   write_accumulators(now);
   if (tile_push.read().valid) {
-    const std::int8_t* t = mem_.weights.row(tile_push.read().tile);
+    const std::int8_t* t = tile_push.read().data;
     fifo_.emplace_back(t, t + n_ * n_);
   }
   handle_command(now);

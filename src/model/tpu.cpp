@@ -47,10 +47,8 @@ SC_MODULE(Tpu) {
   WeightDma weight_dma;
   SystolicArray systolic_array;
   ActivationUnit activation_unit;
-  // The memory targets bound to the DMAs' sockets, and the default host
-  // target when it is the one (it stores its held writes at the end).
+  // The memory targets bound to the DMAs' sockets.
   std::shared_ptr<void> host_memory, weight_memory;
-  HostMemoryTarget* default_host_memory = nullptr;
 
   SC_HAS_PROCESS(Tpu);
   Tpu(sc_module_name name, const ArchConfig& cfg, const isa::Program& prog, Memories& mem,
@@ -99,20 +97,9 @@ SC_MODULE(Tpu) {
     activation_unit.cmd(act_cmd);
     activation_unit.busy(act_busy);
     controller.connect(host_dma, weight_dma);
-    if (host_target) {
-      host_memory = host_target(cfg, mem, host_dma.memory);
-    } else {
-      host_memory = HostMemoryTarget::factory()(cfg, mem, host_dma.memory);
-      default_host_memory = static_cast<HostMemoryTarget*>(host_memory.get());
-    }
+    host_memory = (host_target ? host_target : HostMemoryTarget::factory())(cfg, mem, host_dma.memory);
     weight_memory = (weight_target ? weight_target : WeightMemoryTarget::factory())(cfg, mem,
                                                                                   weight_dma.memory);
-  }
-
-  // The end of a run in `last`: the default host target stores the writes
-  // that have landed by then.
-  void finish(Cycle last) {
-    if (default_host_memory) default_host_memory->store_through(last);
   }
 
   void drive_clock() {
@@ -217,7 +204,6 @@ RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, Memories& me
       wave->write_save_file();
     }
     sc_start();
-    top.finish(log.fault ? log.fault->cycle : kNever);
     if (fast && log.fault) top.systolic_array.flush_partial(log.fault->cycle);
     log.stats.tpuv1 = count_perf(cfg, prog, log, mem.weights.row(0));
     if (wave) wave->close();  // the VCD and .gtkw appear only now, whole

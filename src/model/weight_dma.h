@@ -8,14 +8,14 @@
 // With the default target (WeightMemoryTarget), a pipelined channel, the tile
 // arrives at max(start + Lw, previous arrival + 1) + T - 1.
 //
-// The array's loader reads the tile's bytes from the run's weight memory
-// (Memories::weights), which nothing writes during a run: the transaction
-// carries the same bytes, into a buffer of the DMA.
+// The tile's bytes are what the transaction read, kept by the DMA until
+// the push and handed to the FIFO with it (TilePush::data); when the target
+// grants DMI and answers a timing query, they are read through the DMI
+// pointer at the push instead.
 #pragma once
 
 #include <systemc.h>
 #include <tlm>
-#include <tlm_utils/simple_initiator_socket.h>
 
 #include <deque>
 #include <vector>
@@ -34,11 +34,11 @@ SC_MODULE(WeightDma), public TransferUnit {
   sc_in<UnitCommand> cmd;
   sc_out<TilePush> tile_push;
   sc_out<bool> busy;
-  tlm_utils::simple_initiator_socket<WeightDma> memory;
+  MemoryInitiatorSocket memory;
 
   WeightDma(sc_module_name name, const ArchConfig& cfg, RunLog& log);
   SC_HAS_PROCESS(WeightDma);
-  ~WeightDma() override { BytePool::give(std::move(tile_)); }
+  ~WeightDma() override;
 
   // Called by the controller in the cycle `now` it issues `in` (RW): sends
   // the tile's transaction and returns the cycle the tile is pushed.
@@ -56,6 +56,8 @@ SC_MODULE(WeightDma), public TransferUnit {
     std::uint32_t seq;
     std::uint32_t tile;
     Cycle completion;
+    ByteBuffer data;  // the tile as the transaction read it (not direct)
+    bool direct;      // read through DMI when pushed
   };
   void tick();
 
@@ -65,8 +67,11 @@ SC_MODULE(WeightDma), public TransferUnit {
   std::deque<Job> planned_;  // accepted, starting at the next cycle
   std::deque<Job> jobs_;     // outstanding
   Cycle last_completion_ = 0;
-  ByteBuffer tile_;  // the transaction's data (N*N bytes)
-  tlm::tlm_generic_payload trans_;
+  // The bytes of the last two pushes (k-th in pushed_data_[k % 2]): push k
+  // is read by the FIFO in the cycle after it, when push k + 1 may be made.
+  ByteBuffer pushed_data_[2];
+  std::uint64_t pushes_ = 0;
+  PortClient port_;
   bool pushed_ = false;
   Cycle last_tick_ = 0;
 };

@@ -44,77 +44,113 @@ Cycle ceil_div(Cycle a, Cycle b) { return (a + b - 1) / b; }
 //
 // Each transaction waits for the previous one to land and then pays the whole
 // latency: requested at t, n bytes, it lands at a = max(t, a' + 1) + L + ceil(n / B) - 1
-// (a' the previous transaction's landing cycle, 0 for none). Reads and writes
-// act on `store` at the call. Optionally it refuses transactions from a given
-// byte address on.
+// (a' the previous transaction's landing cycle, 0 for none). With `answers_rows`
+// it also answers a host transfer's RowLandings as if each row were a transaction
+// of its own, one after the other (the transaction's a is its last row's);
+// without, it ignores the extension. Reads and writes act on `store` at the call;
+// the ignore command does nothing (so it never answers a timing query). With
+// `grants_dmi` it hands out a DMI pointer all the same. Optionally it refuses
+// transactions that reach a given byte address.
 class SerialTarget : public sc_core::sc_module {
  public:
   tlm_utils::simple_target_socket<SerialTarget> socket;
   std::uint64_t transactions = 0;
 
   SerialTarget(sc_core::sc_module_name name, model::RowMemory<std::int8_t>& store, Cycle latency,
-               Cycle bytes_per_cycle, std::uint64_t refuse_from = ~std::uint64_t{0})
+               Cycle bytes_per_cycle, bool answers_rows = true,
+               std::uint64_t refuse_from = ~std::uint64_t{0}, bool grants_dmi = false)
       : sc_module(name), socket("socket"), store_(store), latency_(latency), bpc_(bytes_per_cycle),
-        refuse_from_(refuse_from) {
+        answers_rows_(answers_rows), refuse_from_(refuse_from), grants_dmi_(grants_dmi) {
     socket.register_b_transport(this, &SerialTarget::b_transport);
+    socket.register_get_direct_mem_ptr(this, &SerialTarget::get_direct_mem_ptr);
   }
 
  private:
+  bool get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi& dmi) {
+    dmi.init();
+    if (!grants_dmi_) return false;
+    dmi.set_dmi_ptr(reinterpret_cast<unsigned char*>(store_.data().data()));
+    dmi.set_start_address(0);
+    dmi.set_end_address(store_.data().size() - 1);
+    dmi.allow_read_write();
+    return true;
+  }
+
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
+    if (trans.get_command() == tlm::TLM_IGNORE_COMMAND) {
+      trans.set_response_status(tlm::TLM_OK_RESPONSE);
+      return;
+    }
     const sc_core::sc_time ns(1, sc_core::SC_NS);
     const std::uint64_t unit = ns.value();
     const std::uint64_t now = sc_core::sc_time_stamp().value();
     const Cycle t = (now + delay.value() + unit - 1) / unit;  // the request cycle
     const std::uint64_t addr = trans.get_address();
     const std::uint64_t n = trans.get_data_length();
-    if (addr >= refuse_from_ || addr + n > store_.data().size()) {
+    if (addr + n > refuse_from_ || addr + n > store_.data().size()) {
       trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
       return;
     }
     ++transactions;
-    const Cycle a = std::max(t, last_ + 1) + latency_ + ceil_div(n, bpc_) - 1;
-    last_ = a;
+    auto* rows = trans.get_extension<model::RowLandings>();
+    if (answers_rows_ && rows != nullptr) {
+      REQUIRE(rows->rows * rows->row_bytes == n);
+      for (std::uint64_t r = 0; r < rows->rows; ++r) {
+        last_ = std::max(t, last_ + 1) + latency_ + ceil_div(rows->row_bytes, bpc_) - 1;
+        rows->lands[r] = last_;
+      }
+      rows->filled = true;
+    } else {
+      last_ = std::max(t, last_ + 1) + latency_ + ceil_div(n, bpc_) - 1;
+    }
     auto* mem = reinterpret_cast<unsigned char*>(store_.data().data()) + addr;
     if (trans.is_read()) std::memcpy(trans.get_data_ptr(), mem, n);
     else if (trans.is_write()) std::memcpy(mem, trans.get_data_ptr(), n);
     trans.set_response_status(tlm::TLM_OK_RESPONSE);
-    delay = ns * static_cast<double>(a) - sc_core::sc_time_stamp();
+    delay = ns * static_cast<double>(last_) - sc_core::sc_time_stamp();
   }
 
   model::RowMemory<std::int8_t>& store_;
   Cycle latency_, bpc_, last_ = 0;
+  bool answers_rows_;
   std::uint64_t refuse_from_;
+  bool grants_dmi_;
 };
 
-model::MemoryTargetFactory serial_host(Cycle latency, Cycle bpc,
-                                       std::uint64_t refuse_from = ~std::uint64_t{0}) {
+model::MemoryTargetFactory serial_host(Cycle latency, Cycle bpc, bool answers_rows = true,
+                                       std::uint64_t refuse_from = ~std::uint64_t{0},
+                                       bool grants_dmi = false) {
   return [=](const ArchConfig&, model::Memories& mem, model::MemoryInitiatorSocket& dma) {
-    auto t = std::make_shared<SerialTarget>("serial_host", mem.host, latency, bpc, refuse_from);
+    auto t = std::make_shared<SerialTarget>("serial_host", mem.host, latency, bpc, answers_rows,
+                                            refuse_from, grants_dmi);
     dma.bind(t->socket);
     return std::shared_ptr<void>(t);
   };
 }
 
-model::MemoryTargetFactory serial_weights(Cycle latency, Cycle bpc) {
+model::MemoryTargetFactory serial_weights(Cycle latency, Cycle bpc, bool grants_dmi = false) {
   return [=](const ArchConfig&, model::Memories& mem, model::MemoryInitiatorSocket& dma) {
-    auto t = std::make_shared<SerialTarget>("serial_weights", mem.weights, latency, bpc);
+    auto t = std::make_shared<SerialTarget>("serial_weights", mem.weights, latency, bpc, true,
+                                            ~std::uint64_t{0}, grants_dmi);
     dma.bind(t->socket);
     return std::shared_ptr<void>(t);
   };
 }
 
-// The default targets' classes with other parameters.
-model::MemoryTargetFactory streaming_host(Cycle latency, Cycle bpc) {
+// The default targets' classes with other parameters; with `dmi` (their
+// default) the DMAs move the data through DMI after a timing query, without
+// it every transfer is a transaction that carries its data.
+model::MemoryTargetFactory streaming_host(Cycle latency, Cycle bpc, bool dmi = true) {
   return [=](const ArchConfig&, model::Memories& mem, model::MemoryInitiatorSocket& dma) {
-    auto t = std::make_shared<model::HostMemoryTarget>("host_memory", mem.host, latency, bpc);
+    auto t = std::make_shared<model::HostMemoryTarget>("host_memory", mem.host, latency, bpc, dmi);
     dma.bind(t->socket);
     return std::shared_ptr<void>(t);
   };
 }
 
-model::MemoryTargetFactory pipelined_weights(Cycle latency, Cycle bpc) {
+model::MemoryTargetFactory pipelined_weights(Cycle latency, Cycle bpc, bool dmi = true) {
   return [=](const ArchConfig&, model::Memories& mem, model::MemoryInitiatorSocket& dma) {
-    auto t = std::make_shared<model::WeightMemoryTarget>("weight_memory", mem.weights, latency, bpc);
+    auto t = std::make_shared<model::WeightMemoryTarget>("weight_memory", mem.weights, latency, bpc, dmi);
     dma.bind(t->socket);
     return std::shared_ptr<void>(t);
   };
@@ -147,7 +183,7 @@ bool same_rows(const std::int8_t* a, const std::int8_t* b, std::size_t bytes) {
 
 // ---- Host memory ------------------------------------------------------------------
 
-TEST_CASE("A serial host target: RHM, WHM and WHM.A take R*(L' + ceil(b/B')) cycles",
+TEST_CASE("A serial host target answering rows: RHM, WHM and WHM.A take R*(L' + ceil(b/B')) cycles",
           "[memory_ports]") {
   for (unsigned n : {4u, 8u, 16u})
     for (const Timing& tm : kTimings)
@@ -190,6 +226,66 @@ TEST_CASE("A serial host target: RHM, WHM and WHM.A take R*(L' + ceil(b/B')) cyc
             CHECK(v == before.acc.row(7 + r)[j]);
           }
       }
+}
+
+TEST_CASE("A target that does not answer rows lands a host transfer whole", "[memory_ports]") {
+  // One transaction per transfer: a = max(t, a' + 1) + L' + ceil(R*b/B') - 1
+  // with t = c + 1, so RHM d = c + L' + ceil(R*N/B'), every row landing in d.
+  for (unsigned n : {4u, 8u})
+    for (const Timing& tm : kTimings)
+      for (model::Detail detail : both_paths()) {
+        const ArchConfig cfg = config(n);
+        CAPTURE(n, tm.latency, tm.bpc, detail == model::Detail::Fast);
+        const isa::Program prog =
+            testing::assemble_for(cfg, "RHM 0, 0, 5\nRHM 1000, 500, 3\nWHM.A 7, 2000, 2\nHLT\n");
+        model::Memories mem = random_memories(cfg, 7);
+        model::RunOptions opts;
+        opts.detail = detail;
+        opts.host_memory = serial_host(tm.latency, tm.bpc, false);
+        const model::RunLog log = testing::run_to_halt(cfg, prog, mem, opts);
+        const Cycle d0 = tm.latency + ceil_div(5 * n, tm.bpc);
+        const Cycle d1 = d0 + tm.latency + ceil_div(3 * n, tm.bpc);
+        const Cycle d2 = d1 + tm.latency + ceil_div(2 * 4 * n, tm.bpc);
+        check_unit(log, 0, 0, d0);
+        check_unit(log, 1, d0, d1);
+        check_unit(log, 2, d1, d2);
+        check_halt(log, 3, d2 + 1);
+      }
+}
+
+TEST_CASE("Host rows land when the target says: a run cut between rows holds those landed",
+          "[memory_ports]") {
+  // RHM of 6 rows issued at 0. Answering rows, the serial target lands row r
+  // at (r + 1) * (L' + ceil(N/B')); not answering, all in d = L' + ceil(6N/B').
+  // A run stopped by the cycle limit in cycle x holds the UB rows landed in or
+  // before x.
+  for (unsigned n : {4u, 8u})
+    for (const Timing& tm : kTimings)
+      for (bool answers : {true, false})
+        for (model::Detail detail : both_paths()) {
+          const ArchConfig cfg = config(n);
+          const Cycle per_row = tm.latency + ceil_div(n, tm.bpc);
+          const Cycle whole = tm.latency + ceil_div(6 * n, tm.bpc);
+          const Cycle last = answers ? 6 * per_row : whole;
+          for (Cycle x = 1; x < last; x += std::max<Cycle>(1, last / 9)) {
+            CAPTURE(n, tm.latency, tm.bpc, answers, detail == model::Detail::Fast, x);
+            const isa::Program prog = testing::assemble_for(cfg, "RHM 3, 2, 6\nHLT\n");
+            model::Memories mem = random_memories(cfg, 17);
+            const model::Memories before = mem;
+            model::RunOptions opts;
+            opts.detail = detail;
+            opts.max_cycles = x;
+            opts.host_memory = serial_host(tm.latency, tm.bpc, answers);
+            const model::RunLog log = model::run_program(cfg, prog, mem, opts);
+            REQUIRE(log.fault);
+            CHECK(log.fault->cycle == x);
+            for (Cycle r = 0; r < 6; ++r) {
+              const bool landed = answers ? (r + 1) * per_row <= x : whole <= x;
+              CAPTURE(r, landed);
+              CHECK(same_rows(mem.ub.row(2 + r), landed ? before.host.row(3 + r) : before.ub.row(2 + r), n));
+            }
+          }
+        }
 }
 
 TEST_CASE("Hazards wait for a slow host transfer's reported completion", "[memory_ports]") {
@@ -313,9 +409,17 @@ TEST_CASE("MMC.S waits for a tile from a slow weight target", "[memory_ports]") 
         const isa::Program prog = testing::assemble_for(cfg, "RW 2\nMMC.SO 0, 0, 9\nHLT\n");
         model::Memories mem = random_memories(cfg, 13);
         const model::Memories before = mem;
+        // The target serves weights of its own, not the run's weight memory.
+        model::RowMemory<std::int8_t> served(before.weights.rows(), before.weights.width());
+        std::mt19937 rng(n * 100 + tm.latency);
+        for (std::int8_t& b : served.data()) b = static_cast<std::int8_t>(rng());
         model::RunOptions opts;
         opts.detail = detail;
-        opts.weight_memory = serial_weights(tm.latency, tm.bpc);
+        opts.weight_memory = [&, tm](const ArchConfig&, model::Memories&, model::MemoryInitiatorSocket& dma) {
+          auto t = std::make_shared<SerialTarget>("own_weights", served, tm.latency, tm.bpc);
+          dma.bind(t->socket);
+          return std::shared_ptr<void>(t);
+        };
         const model::RunLog log = testing::run_to_halt(cfg, prog, mem, opts);
         const Cycle d = tm.latency + ceil_div(n * n, tm.bpc);  // RW at 0
         const Cycle c_m = d + 1 + n;
@@ -323,8 +427,8 @@ TEST_CASE("MMC.S waits for a tile from a slow weight target", "[memory_ports]") 
         check_unit(log, 1, c_m, c_m + rows + 2 * n);
         check_halt(log, 2, c_m + rows + 2 * n + 1);
         check_stalls(log, {{StallCause::WeightsNotReady, c_m - 1}, {StallCause::Drain, rows + 2 * n}});
-        // ACC = UB . W2, the tile the target's transaction named.
-        const std::int8_t* w = before.weights.row(2);
+        // ACC = UB . W2 as the target served it.
+        const std::int8_t* w = served.row(2);
         for (Cycle i = 0; i < rows; ++i)
           for (Cycle j = 0; j < n; ++j) {
             std::int64_t sum = 0;
@@ -339,19 +443,19 @@ TEST_CASE("MMC.S waits for a tile from a slow weight target", "[memory_ports]") 
 TEST_CASE("A transaction the target refuses stops the run with a fault", "[memory_ports]") {
   for (model::Detail detail : both_paths()) {
     const ArchConfig cfg = config(8);
-    // Host bytes from row 100 on are refused: the second RHM's fourth row.
+    // Host bytes from row 100 on are refused: the second RHM reaches them.
     const isa::Program prog = testing::assemble_for(cfg, "RHM 0, 0, 2\nRHM 97, 8, 5\nHLT\n");
     model::Memories mem(cfg);
     model::RunOptions opts;
     opts.detail = detail;
-    opts.host_memory = serial_host(3, 4, 100 * 8);
+    opts.host_memory = serial_host(3, 4, true, 100 * 8);
     const model::RunLog log = model::run_program(cfg, prog, mem, opts);
     REQUIRE(log.fault);
     // The first RHM completes at 2 * (3 + 2) = 10, the second issues then.
     CHECK(log.fault->cycle == 10);
     CHECK(log.fault->pc == 1);
     CHECK(log.fault->reason.find("host memory target answered") != std::string::npos);
-    CHECK(log.fault->reason.find("row 3") != std::string::npos);
+    CHECK(log.fault->reason.find("5 rows from host byte 776") != std::string::npos);
   }
 }
 
@@ -359,6 +463,32 @@ template <typename T>
 bool same_memory(const model::RowMemory<T>& a, const model::RowMemory<T>& b) {
   return a.data().size() == b.data().size() &&
          std::memcmp(a.data().data(), b.data().data(), a.data().size() * sizeof(T)) == 0;
+}
+
+// Two runs of one program: the same records, stalls, statistics and memories.
+void check_same_run(const model::RunLog& f, const model::RunLog& d, const model::Memories& mf,
+                    const model::Memories& md) {
+  REQUIRE(f.retired.size() == d.retired.size());
+  for (std::size_t i = 0; i < d.retired.size(); ++i) {
+    CAPTURE(i);
+    CHECK(f.retired[i].issue == d.retired[i].issue);
+    CHECK(f.retired[i].start == d.retired[i].start);
+    CHECK(f.retired[i].completed == d.retired[i].completed);
+    CHECK(f.retired[i].completion == d.retired[i].completion);
+  }
+  CHECK(f.halted == d.halted);
+  REQUIRE(f.fault.has_value() == d.fault.has_value());
+  if (f.fault) CHECK(f.fault->message() == d.fault->message());
+  CHECK(f.stats.cycles == d.stats.cycles);
+  CHECK(f.stall_runs == d.stall_runs);
+  for (const auto& [name, u] : d.stats.units) {
+    CAPTURE(name);
+    CHECK(f.stats.units.at(name).busy_cycles == u.busy_cycles);
+    CHECK(f.stats.units.at(name).instructions == u.instructions);
+  }
+  CHECK(same_memory(mf.host, md.host));
+  CHECK(same_memory(mf.ub, md.ub));
+  CHECK(same_memory(mf.acc, md.acc));
 }
 
 TEST_CASE("Fast and detailed paths agree with other memory targets", "[memory_ports][fast_path]") {
@@ -372,7 +502,9 @@ TEST_CASE("Fast and detailed paths agree with other memory targets", "[memory_po
     CAPTURE(p, host.latency, host.bpc, weights.latency, weights.bpc);
     // Serial targets for even programs, the streaming and pipelined ones for odd.
     model::RunOptions opts;
-    opts.host_memory = p % 2 ? streaming_host(host.latency, host.bpc) : serial_host(host.latency, host.bpc);
+    // The serial host target answers rows for p = 0..7 mod 16, not for 8..15.
+    opts.host_memory = p % 2 ? streaming_host(host.latency, host.bpc)
+                             : serial_host(host.latency, host.bpc, (p / 8) % 2 == 0);
     opts.weight_memory =
         p % 2 ? pipelined_weights(weights.latency, weights.bpc) : serial_weights(weights.latency, weights.bpc);
     auto run = [&](model::Detail detail, model::Cycle limit, model::Memories& mem) {
@@ -395,32 +527,63 @@ TEST_CASE("Fast and detailed paths agree with other memory targets", "[memory_po
       const model::RunLog d = run(model::Detail::Detailed, limit, md);
       const model::RunLog f = run(model::Detail::Fast, limit, mf);
       halted += pass == 0 && d.halted;
-      REQUIRE(f.retired.size() == d.retired.size());
-      for (std::size_t i = 0; i < d.retired.size(); ++i) {
-        CAPTURE(i);
-        CHECK(f.retired[i].issue == d.retired[i].issue);
-        CHECK(f.retired[i].start == d.retired[i].start);
-        CHECK(f.retired[i].completed == d.retired[i].completed);
-        CHECK(f.retired[i].completion == d.retired[i].completion);
-      }
-      CHECK(f.halted == d.halted);
-      REQUIRE(f.fault.has_value() == d.fault.has_value());
-      if (f.fault) CHECK(f.fault->message() == d.fault->message());
-      CHECK(f.stats.cycles == d.stats.cycles);
-      CHECK(f.stall_runs == d.stall_runs);
-      for (const auto& [name, u] : d.stats.units) {
-        CAPTURE(name);
-        CHECK(f.stats.units.at(name).busy_cycles == u.busy_cycles);
-        CHECK(f.stats.units.at(name).instructions == u.instructions);
-      }
-      CHECK(same_memory(mf.host, md.host));
-      CHECK(same_memory(mf.ub, md.ub));
-      CHECK(same_memory(mf.acc, md.acc));
+      check_same_run(f, d, mf, md);
     }
   }
   // The generator mostly makes programs that run to HLT.
   CHECK(halted >= 60);
   CHECK(cut >= 50);
+}
+
+TEST_CASE("DMI and transactions give the same runs", "[memory_ports][fast_path]") {
+  // The default targets grant DMI and answer timing queries: the DMAs move
+  // the data themselves, row by row as it lands. Without DMI every transfer
+  // is a transaction carrying its data (staged reads, held writes). A target
+  // that grants DMI but ignores timing queries gets transactions after the
+  // first query. All of it must give the same run, on both paths, whole or
+  // cut by a cycle limit.
+  testing::RandomProgramGenerator gen(20261204);
+  unsigned cut = 0;
+  for (unsigned p = 0; p < 80; ++p) {
+    const testing::RandomProgram rp = gen.next(/*faults=*/true);
+    model::Memories initial(rp.cfg);
+    gen.fill(initial);
+    const Timing host = kTimings[p % 4], weights = kTimings[(p / 4) % 4];
+    CAPTURE(p, host.latency, host.bpc, weights.latency, weights.bpc);
+    const bool serial = p % 3 == 0;
+    auto run = [&](bool dmi, model::Detail detail, model::Cycle limit, model::Memories& mem) {
+      model::RunOptions o;
+      o.detail = detail;
+      o.max_cycles = limit;
+      o.host_memory = serial ? serial_host(host.latency, host.bpc, true, ~std::uint64_t{0}, dmi)
+                             : streaming_host(host.latency, host.bpc, dmi);
+      o.weight_memory = serial ? serial_weights(weights.latency, weights.bpc, dmi)
+                               : pipelined_weights(weights.latency, weights.bpc, dmi);
+      return model::run_program(rp.cfg, rp.program, mem, o);
+    };
+    for (int pass = 0; pass < 2; ++pass) {
+      model::Cycle limit = 100'000'000;
+      if (pass == 1) {
+        model::Memories probe = initial;
+        const model::RunLog full = run(false, model::Detail::Detailed, limit, probe);
+        if (!full.halted || full.stats.cycles < 2) break;
+        limit = gen.pick(0, static_cast<unsigned>(full.stats.cycles - 1));
+        ++cut;
+      }
+      model::Memories reference_mem = initial;
+      const model::RunLog reference = run(false, model::Detail::Detailed, limit, reference_mem);
+      for (model::Detail detail : both_paths())
+        for (bool dmi : {false, true}) {
+          if (!dmi && detail == model::Detail::Detailed) continue;
+          CAPTURE(pass, limit, serial, dmi, detail == model::Detail::Fast);
+          model::Memories mem = initial;
+          const model::RunLog log = run(dmi, detail, limit, mem);
+          check_same_run(log, reference, mem, reference_mem);
+          CHECK(same_memory(mem.weights, reference_mem.weights));
+        }
+    }
+  }
+  CHECK(cut >= 30);
 }
 
 TEST_CASE("The default targets bound explicitly give the configuration's timing",
