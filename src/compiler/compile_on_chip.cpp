@@ -47,6 +47,8 @@ struct Place {
 // Pixels [p0, p0 + pixels) of one sample's output map (pixels == 0: all).
 struct Band {
   std::uint64_t p0 = 0, pixels = 0;
+  // The pixels it covers: its own, or `whole` when it is no band (pixels 0).
+  std::uint64_t pixels_or(std::uint64_t whole) const { return pixels ? pixels : whole; }
 };
 
 // What one output group of a conv or add computes at a time in the
@@ -330,19 +332,19 @@ std::string OnChip::fits(std::uint64_t b, bool two_inputs) {
     // Jobs of half the accumulators: a dense layer's job is the chunk's
     // samples, a map larger than that is computed in bands of whole output
     // rows, so an output row must fit.
+    const std::uint64_t job = job_acc_rows(b);
     const bool dense = std::any_of(net_.layers.begin(), net_.layers.end(),
                                    [](const Layer& l) { return l.kind == LayerKind::Dense; });
-    if (dense && b > job_acc_rows(b))
+    if (dense && b > job)
       return fmt::format("a dense layer's {} need more than the {} of a job (half the accumulators)",
-                         plural(b, "output row"), plural(job_acc_rows(b), "accumulator row"));
+                         plural(b, "output row"), plural(job, "accumulator row"));
     for (std::size_t i = 0; i < net_.layers.size(); ++i) {
       const LayerKind k = net_.layers[i].kind;
       const Place& y = places_[i + 1];
-      if ((k == LayerKind::Conv2d || k == LayerKind::Add) && y.pixels > job_acc_rows(b) &&
-          y.w > job_acc_rows(b))
+      // A map of any size fits in bands as long as one output row does.
+      if ((k == LayerKind::Conv2d || k == LayerKind::Add) && y.w > job)
         return fmt::format("{}: one output row of {} needs more than the {} of a band (half the accumulators)",
-                           layer_label(net_.layers[i], i), plural(y.w, "pixel"),
-                           plural(job_acc_rows(b), "accumulator row"));
+                           layer_label(net_.layers[i], i), plural(y.w, "pixel"), plural(job, "accumulator row"));
     }
   }
   if (!allocate(b, two_inputs, false))
@@ -488,7 +490,7 @@ void OnChip::write_out(std::uint64_t g, std::uint64_t n0, std::uint64_t n1, std:
   op.a = static_cast<std::int64_t>(acc ? *acc : plane(output_tensor_, g, n0, bc) + p0);
   op.b = static_cast<std::int64_t>(out_host_ + chunk_c_ * chunk_ * p.groups * p.pixels * per_row +
                                    ((g * bc + n0) * p.pixels + p0) * per_row);
-  op.c = static_cast<std::int64_t>(band.pixels ? band.pixels : (n1 - n0 + 1) * p.pixels);
+  op.c = static_cast<std::int64_t>(band.pixels_or((n1 - n0 + 1) * p.pixels));
   op.after = after;
   op.layer = net_.layers.size() - 1;
   push(op);
@@ -508,7 +510,7 @@ void OnChip::activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uin
   op.flags = act_flags(l.act);
   op.a = static_cast<std::int64_t>(acc);
   op.b = static_cast<std::int64_t>(plane(i + 1, g, n0, bc) + band.p0);
-  op.c = static_cast<std::int64_t>(band.pixels ? band.pixels : (n1 - n0 + 1) * pixels);
+  op.c = static_cast<std::int64_t>(band.pixels_or((n1 - n0 + 1) * pixels));
   op.requant = l.kind == LayerKind::Add
                    ? add_requant(infos_[layer_inputs(net_, i)[0]].quant, infos_[layer_inputs(net_, i)[1]].quant, l.output)
                    : gemm_requant(i);
@@ -556,7 +558,7 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
     for (const Job& job : jobs(op_pixels, yp.w, bc)) {
       const Band band = job.band;
       const std::uint64_t n_end = job.n0 + job.samples, p0 = band.p0;
-      const std::uint64_t pixels = band.pixels ? band.pixels : op_pixels;  // per sample of the job
+      const std::uint64_t pixels = band.pixels_or(op_pixels);  // per sample of the job
       const std::uint64_t acc = next_acc(job.samples * pixels);
       bias_passes(btiles, acc, job.samples, pixels, i);
       // The ACTs of samples [a, n] of the job once their last pass is in.
@@ -684,7 +686,7 @@ void OnChip::lower_add(std::size_t i, std::uint64_t bc) {
     }
     for (const Job& job : jobs(yp.pixels, yp.w, bc)) {
       const std::uint64_t n_end = job.n0 + job.samples;
-      const std::uint64_t pixels = job.band.pixels ? job.band.pixels : yp.pixels;  // per sample of the job
+      const std::uint64_t pixels = job.band.pixels_or(yp.pixels);  // per sample of the job
       const std::uint64_t acc = next_acc(job.samples * pixels);
       bias_passes(btiles, acc, job.samples, pixels, i);
       bool first = btiles.empty();
