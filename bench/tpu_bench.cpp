@@ -185,9 +185,7 @@ ChildReport run_engine(const std::string& machine, unsigned n, const Shape& s,
   const ArchConfig cfg = config_for(machine, n, s);
   ChildReport r;
   if (engine == "rtl" && !rtl::available(cfg)) {
-    r.status = fmt::format("not available: no RTL build of {} with N={} (built: {}; see "
-                           "TPU_RTL_PRESETS)",
-                           machine, n, rtl::built_configs_text());
+    r.status = fmt::format("not available: {} (see TPU_RTL_PRESETS)", rtl::unavailable(cfg));
     return r;
   }
   const compiler::MatrixI8 a = random_matrix(s.m, s.k, 1), b = random_matrix(s.k, s.n, 2);

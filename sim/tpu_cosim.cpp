@@ -96,9 +96,7 @@ int main(int argc, char** argv) {
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   try {
     const ArchConfig cfg = cfg_opts.resolve();
-    if (!rtl::available(cfg))
-      throw std::runtime_error(fmt::format("no RTL build for preset {} with N={} (built: {})", cfg.preset, cfg.array_n,
-                                           rtl::built_configs_text()));
+    rtl::require_build(cfg);
     model::Cycle total_cycles = 0;
     for (std::uint64_t s = seed; s < seed + count; ++s) {
       const isa::Program prog = rtl::random_program(cfg, s);

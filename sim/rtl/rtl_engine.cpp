@@ -119,13 +119,23 @@ std::string built_configs_text() {
   return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
 }
 
-bool available(const ArchConfig& cfg) { return find_build(cfg) != nullptr; }
+std::string unavailable(const ArchConfig& cfg) {
+  // The RTL's host DMA writes one UB or host row a cycle; the model would
+  // land two rows in some cycles, and the engines would disagree.
+  if (cfg.host_bytes_per_cycle > cfg.array_n)
+    return fmt::format("the RTL's host DMA moves one row a cycle: host_bytes_per_cycle {} > N = {} is not "
+                       "implemented in the RTL",
+                       cfg.host_bytes_per_cycle, cfg.array_n);
+  if (find_build(cfg) == nullptr)
+    return fmt::format("no RTL build for this configuration (N={}); the RTL is built for: {}", cfg.array_n,
+                       built_configs_text());
+  return {};
+}
+
+bool available(const ArchConfig& cfg) { return unavailable(cfg).empty(); }
 
 void require_build(const ArchConfig& cfg) {
-  if (find_build(cfg) == nullptr)
-    throw std::runtime_error(fmt::format(
-        "no RTL build for this configuration (N={}); the RTL is built for: {}",
-        cfg.array_n, built_configs_text()));
+  if (const std::string why = unavailable(cfg); !why.empty()) throw std::runtime_error(why);
 }
 
 model::RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,

@@ -22,10 +22,15 @@ std::vector<std::string> built_configs();
 // The same as one line for messages: "small4, small8" or "none".
 std::string built_configs_text();
 
-// True when some RTL build has exactly this configuration.
+// Why the RTL cannot run `cfg`, as one line: no build has exactly this
+// configuration, or it is one the RTL does not implement (a host channel
+// wider than a row: its host DMA moves one row a cycle). Empty when it can.
+std::string unavailable(const ArchConfig& cfg);
+
+// True when unavailable(cfg) is empty.
 bool available(const ArchConfig& cfg);
 
-// Throws the std::runtime_error of run_program when no build matches `cfg`.
+// Throws the std::runtime_error of run_program when unavailable(cfg) is not empty.
 void require_build(const ArchConfig& cfg);
 
 // True when the builds have tracing compiled in (CMake TPU_RTL_TRACE), so

@@ -7,10 +7,9 @@ namespace tpu::model {
 
 HostMemoryTarget::HostMemoryTarget(sc_core::sc_module_name name, RowMemory<std::int8_t>& host,
                                    std::uint64_t latency, std::uint64_t bytes_per_cycle, bool grants_dmi)
-    : sc_module(name), socket("socket"), host_(host), latency_(latency),
-      bytes_per_cycle_(std::max<std::uint64_t>(bytes_per_cycle, 1)), grants_dmi_(grants_dmi) {
-  socket.bind(*this);
-}
+    : MemoryTargetBase(name, reinterpret_cast<unsigned char*>(host.data().data()), host.data().size(), true,
+                       grants_dmi),
+      host_(host), latency_(latency), bytes_per_cycle_(std::max<std::uint64_t>(bytes_per_cycle, 1)) {}
 
 HostMemoryTarget::~HostMemoryTarget() { BytePool::give(std::move(held_bytes_)); }
 
@@ -49,39 +48,13 @@ void HostMemoryTarget::store_through(Cycle last) {
   if (held_.empty()) held_size_ = 0;
 }
 
-bool HostMemoryTarget::get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi& dmi) {
-  dmi.init();  // nothing granted: the whole address space, no access
-  if (!grants_dmi_ || host_.data().size() == 0) return false;
-  dmi.set_dmi_ptr(reinterpret_cast<unsigned char*>(host_.data().data()));
-  dmi.set_start_address(0);
-  dmi.set_end_address(host_.data().size() - 1);
-  dmi.allow_read_write();
-  return true;
-}
-
 void HostMemoryTarget::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) {
   const Cycle t = request_cycle(delay);
   const std::uint64_t address = trans.get_address();
   const std::uint64_t length = trans.get_data_length();
-  const std::uint64_t size = host_.data().size();
-  if (trans.get_byte_enable_ptr() != nullptr) {
-    trans.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
-    return;
-  }
-  if (trans.get_streaming_width() < length) {
-    trans.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
-    return;
-  }
-  if (address > size || length > size - address) {
-    trans.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
-    return;
-  }
   bool moves_data = true;  // not a timing query
-  const tlm::tlm_command command = RowLandings::timed_command(trans, &moves_data);
-  if (command == tlm::TLM_IGNORE_COMMAND) {
-    trans.set_response_status(tlm::TLM_OK_RESPONSE);
-    return;
-  }
+  const tlm::tlm_command command = check(trans, &moves_data);
+  if (command == tlm::TLM_IGNORE_COMMAND) return;
   // Writes that landed before this request are in memory when it is served.
   if (t > 0) store_through(t - 1);
   if (!streaming_ || t > last_arrival_) {  // the channel is idle: a new burst

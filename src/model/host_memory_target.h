@@ -24,10 +24,8 @@
 
 namespace tpu::model {
 
-class HostMemoryTarget : public sc_core::sc_module, public tlm::tlm_fw_transport_if<> {
+class HostMemoryTarget : public MemoryTargetBase {
  public:
-  tlm::tlm_target_socket<> socket;  // bound to this object
-
   // With `grants_dmi` it gives the DMA a DMI pointer to all of host memory
   // and answers timing queries (RowLandings): the DMA then moves the rows
   // itself, each in its landing cycle, and nothing is held here.
@@ -46,17 +44,7 @@ class HostMemoryTarget : public sc_core::sc_module, public tlm::tlm_fw_transport
   ~HostMemoryTarget() override;
 
  private:
-  // The forward interface: blocking transport and DMI. Non-blocking
-  // transport is not offered (TLM_COMPLETED with an error response), debug
-  // transport moves nothing.
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) override;
-  bool get_direct_mem_ptr(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi) override;
-  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& trans, tlm::tlm_phase&,
-                                     sc_core::sc_time&) override {
-    trans.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
-    return tlm::TLM_COMPLETED;
-  }
-  unsigned int transport_dbg(tlm::tlm_generic_payload&) override { return 0; }
 
   // A write transaction held until its rows land: row r (of `rows` rows of
   // `row_bytes`) lands when byte pre + (r + 1) * row_bytes of its burst has
@@ -73,7 +61,6 @@ class HostMemoryTarget : public sc_core::sc_module, public tlm::tlm_fw_transport
 
   RowMemory<std::int8_t>& host_;
   std::uint64_t latency_, bytes_per_cycle_;
-  bool grants_dmi_;
   bool streaming_ = false;     // a burst has been opened
   Cycle burst_request_ = 0;    // t_0: the cycle the burst was requested in
   std::uint64_t burst_bytes_ = 0;

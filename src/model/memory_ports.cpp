@@ -4,6 +4,39 @@
 
 namespace tpu::model {
 
+MemoryTargetBase::MemoryTargetBase(sc_core::sc_module_name name, unsigned char* bytes, std::uint64_t size,
+                                   bool writable, bool grants_dmi)
+    : sc_module(name), socket("socket"), bytes_(bytes), size_(size), writable_(writable),
+      grants_dmi_(grants_dmi) {
+  socket.bind(*this);
+}
+
+tlm::tlm_command MemoryTargetBase::check(tlm::tlm_generic_payload& trans, bool* moves_data) const {
+  const std::uint64_t address = trans.get_address(), length = trans.get_data_length();
+  const tlm::tlm_command command = RowLandings::timed_command(trans, moves_data);
+  tlm::tlm_response_status status = tlm::TLM_OK_RESPONSE;
+  if (command == tlm::TLM_WRITE_COMMAND && !writable_) status = tlm::TLM_COMMAND_ERROR_RESPONSE;
+  else if (trans.get_byte_enable_ptr() != nullptr) status = tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE;
+  else if (trans.get_streaming_width() < length) status = tlm::TLM_BURST_ERROR_RESPONSE;
+  else if (address > size_ || length > size_ - address) status = tlm::TLM_ADDRESS_ERROR_RESPONSE;
+  if (status != tlm::TLM_OK_RESPONSE || command == tlm::TLM_IGNORE_COMMAND) {
+    trans.set_response_status(status);
+    return tlm::TLM_IGNORE_COMMAND;
+  }
+  return command;
+}
+
+bool MemoryTargetBase::get_direct_mem_ptr(tlm::tlm_generic_payload&, tlm::tlm_dmi& dmi) {
+  dmi.init();  // nothing granted: the whole address space, no access
+  if (!grants_dmi_ || size_ == 0) return false;
+  dmi.set_dmi_ptr(bytes_);
+  dmi.set_start_address(0);
+  dmi.set_end_address(size_ - 1);
+  if (writable_) dmi.allow_read_write();
+  else dmi.allow_read();
+  return true;
+}
+
 bool PortClient::covers(tlm::tlm_command command, std::uint64_t address, std::uint64_t bytes) const {
   if (!dmi_valid_ || bytes == 0) return false;
   const bool allowed = command == tlm::TLM_READ_COMMAND ? dmi_.is_read_allowed() : dmi_.is_write_allowed();

@@ -145,6 +145,40 @@ class PortClient : public tlm::tlm_bw_transport_if<> {
   bool queries_unanswered_ = false;  // the target ignored a timing query: no more
 };
 
+// What the default targets share: a target socket bound to the target
+// itself, the checks every transaction passes, and DMI over all of one
+// memory (`bytes`, `size` bytes; writable or read-only).
+class MemoryTargetBase : public sc_core::sc_module, public tlm::tlm_fw_transport_if<> {
+ public:
+  tlm::tlm_target_socket<> socket;
+
+ protected:
+  MemoryTargetBase(sc_core::sc_module_name name, unsigned char* bytes, std::uint64_t size, bool writable,
+                   bool grants_dmi);
+
+  // Checks a transaction of the base protocol: no byte enables, no
+  // streaming, in range, a write only if writable. Returns the command to
+  // time (the transaction's own or the queried one; RowLandings), or sets
+  // the response (an error, or OK for a plain ignore command) and returns
+  // TLM_IGNORE_COMMAND: nothing more to do.
+  tlm::tlm_command check(tlm::tlm_generic_payload& trans, bool* moves_data) const;
+
+  bool get_direct_mem_ptr(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi) override;
+  // Non-blocking transport is not offered (an error response); debug
+  // transport moves nothing.
+  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& trans, tlm::tlm_phase&,
+                                     sc_core::sc_time&) override {
+    trans.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+    return tlm::TLM_COMPLETED;
+  }
+  unsigned int transport_dbg(tlm::tlm_generic_payload&) override { return 0; }
+
+ private:
+  unsigned char* bytes_;
+  std::uint64_t size_;
+  bool writable_, grants_dmi_;
+};
+
 // A DMA's answer to the controller when it is given an instruction.
 struct Accepted {
   Cycle completion = 0;  // the cycle its last byte lands (the reported d)

@@ -18,10 +18,8 @@
 
 namespace tpu::model {
 
-class WeightMemoryTarget : public sc_core::sc_module, public tlm::tlm_fw_transport_if<> {
+class WeightMemoryTarget : public MemoryTargetBase {
  public:
-  tlm::tlm_target_socket<> socket;  // bound to this object
-
   // With `grants_dmi` it gives the DMA a read-only DMI pointer to all of
   // weight memory and answers timing queries (RowLandings).
   WeightMemoryTarget(sc_core::sc_module_name name, const RowMemory<std::int8_t>& weights,
@@ -31,21 +29,10 @@ class WeightMemoryTarget : public sc_core::sc_module, public tlm::tlm_fw_transpo
   static MemoryTargetFactory factory();
 
  private:
-  // The forward interface: blocking transport and DMI. Non-blocking
-  // transport is not offered (TLM_COMPLETED with an error response), debug
-  // transport moves nothing.
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay) override;
-  bool get_direct_mem_ptr(tlm::tlm_generic_payload& trans, tlm::tlm_dmi& dmi) override;
-  tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload& trans, tlm::tlm_phase&,
-                                     sc_core::sc_time&) override {
-    trans.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
-    return tlm::TLM_COMPLETED;
-  }
-  unsigned int transport_dbg(tlm::tlm_generic_payload&) override { return 0; }
 
   const RowMemory<std::int8_t>& weights_;
   std::uint64_t latency_, bytes_per_cycle_;
-  bool grants_dmi_;
   Cycle last_arrival_ = 0;
 };
 

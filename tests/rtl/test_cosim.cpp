@@ -192,6 +192,23 @@ TEST_CASE("a configuration without an RTL build is refused clearly", "[rtl]") {
   CHECK_THROWS_WITH(rtl::run_program(cfg, prog, mem), Catch::Contains("no RTL build"));
 }
 
+TEST_CASE("a host channel wider than a row is refused clearly, even with a build", "[rtl]") {
+  // tpuv1 at N = 16 has Bh = 20: the model lands two host rows in some
+  // cycles, which the RTL's host DMA (one row a cycle) does not implement.
+  ArchConfig cfg = preset_config("tpuv1");
+  cfg.array_n = 16;
+  REQUIRE(cfg.host_bytes_per_cycle > 16);
+  CHECK_FALSE(rtl::available(cfg));
+  CHECK_THAT(rtl::unavailable(cfg), Catch::Contains("host_bytes_per_cycle 20 > N = 16"));
+  model::Memories mem(cfg);
+  isa::Program prog;
+  prog.array_n = 16;
+  CHECK_THROWS_WITH(rtl::run_program(cfg, prog, mem), Catch::Contains("one row a cycle"));
+  // Small presets keep Bh <= N.
+  for (const char* p : {"small4", "small8", "small16"})
+    CHECK(preset_config(p).host_bytes_per_cycle <= preset_config(p).array_n);
+}
+
 // The weight FIFO's memory (docs/microarchitecture.md, "RTL"): an RW that
 // issues in the room a load's pop left streams its tile's rows while that
 // load still reads the slot of the tile it took, so the FIFO has a slot more
