@@ -122,14 +122,16 @@ std::string built_configs_text() {
 std::string unavailable(const ArchConfig& cfg) {
   // The RTL's host DMA writes one UB or host row a cycle; the model would
   // land two rows in some cycles, and the engines would disagree.
-  if (cfg.host_bytes_per_cycle > cfg.array_n)
-    return fmt::format("the RTL's host DMA moves one row a cycle: host_bytes_per_cycle {} > N = {} is not "
-                       "implemented in the RTL",
-                       cfg.host_bytes_per_cycle, cfg.array_n);
+  const std::string wide =
+      cfg.host_bytes_per_cycle > cfg.array_n
+          ? fmt::format("the RTL's host DMA moves one row a cycle: host_bytes_per_cycle {} > N = {} is not "
+                        "implemented in the RTL",
+                        cfg.host_bytes_per_cycle, cfg.array_n)
+          : std::string();
   if (find_build(cfg) == nullptr)
-    return fmt::format("no RTL build for this configuration (N={}); the RTL is built for: {}", cfg.array_n,
-                       built_configs_text());
-  return {};
+    return fmt::format("no RTL build for this configuration (N={}); the RTL is built for: {}{}", cfg.array_n,
+                       built_configs_text(), wide.empty() ? "" : "; and " + wide);
+  return wide;
 }
 
 bool available(const ArchConfig& cfg) { return unavailable(cfg).empty(); }
