@@ -70,7 +70,8 @@ void HostMemoryTarget::b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_
   RowLandings* rows = RowLandings::rows_of(trans, length);
   const bool per_row = rows != nullptr;
   if (per_row) {
-    const std::uint64_t step_q = rows->row_bytes / bytes_per_cycle_, step_r = rows->row_bytes % bytes_per_cycle_;
+    const std::uint64_t step_q = rows->row_bytes / bytes_per_cycle_;
+    const std::uint64_t step_r = rows->row_bytes % bytes_per_cycle_;
     // q, rem: floor and remainder of (pre + (r + 1) * b + Bh - 1) / Bh.
     const std::uint64_t first = burst_bytes_ + rows->row_bytes + bytes_per_cycle_ - 1;
     std::uint64_t q = first / bytes_per_cycle_, rem = first % bytes_per_cycle_;

@@ -124,7 +124,9 @@ class PortClient : public tlm::tlm_bw_transport_if<> {
             Cycle* lands, Cycle now);
 
   // The target's bytes at `address`, after a send that was direct.
-  unsigned char* direct(std::uint64_t address) const { return dmi_.get_dmi_ptr() + (address - dmi_.get_start_address()); }
+  unsigned char* direct(std::uint64_t address) const {
+    return dmi_.get_dmi_ptr() + (address - dmi_.get_start_address());
+  }
 
   // The backward path: the target withdraws DMI over [start, end].
   void invalidate_direct_mem_ptr(sc_dt::uint64 start, sc_dt::uint64 end) override {
