@@ -3,11 +3,17 @@
 // mirrors src/model/controller.cpp.
 //
 // A scoreboard holds each in-flight instruction's unit, memory ranges and
-// completion cycle (known at issue: every unit runs at a fixed rate). Issue
-// stalls, in this order, on a RAW/WAW/WAR hazard with another unit, a busy
-// unit, a full weight FIFO, shadow weights not loaded for MMC.S, or a SYNC/HLT
-// drain. Commands to the units are registered: a unit starts the cycle after
-// issue.
+// completion cycle. The array and the activation unit run at a fixed rate, so
+// their instructions' completion cycles are known at issue (the closed forms
+// of model::duration). The DMAs' depend on the memory channels' timing, which
+// is an input of the core: a host DMA instruction stays in flight until the
+// host DMA retires it (its entry's completion is then set to that cycle), and
+// the unit takes its next instruction from that cycle on; the weight DMA takes
+// a request every cycle, its RWs touch no memory another unit writes, and a
+// SYNC or HLT waits for it to be idle. Issue stalls, in this order, on a
+// RAW/WAW/WAR hazard with another unit, a busy unit, a full weight FIFO,
+// shadow weights not loaded for MMC.S, or a SYNC/HLT drain. Commands to the
+// units are registered: a unit starts the cycle after issue.
 //
 // SETQ, CMAP, CSTR, CTAP and CWIN set registers at issue that go out with
 // every command (model::UnitCommand's requant and conv, the model's requant_
@@ -41,6 +47,13 @@ module tpu_controller
   // From the systolic array (registered there).
   input  logic [31:0]          tiles_popped_i,
   input  logic [31:0]          tiles_loaded_i,
+  // From the DMAs: the host DMA's retirement (its seq is the one in flight),
+  // and whether each has an instruction in flight.
+  /* verilator lint_off UNUSEDSIGNAL */
+  input  retire_t              host_dma_retire_i,
+  /* verilator lint_on UNUSEDSIGNAL */
+  input  logic                 host_dma_busy_i,
+  input  logic                 weight_dma_busy_i,
   // Commands, valid for one cycle.
   output unit_cmd_t            host_dma_cmd_o,
   output unit_cmd_t            weight_dma_cmd_o,
@@ -81,12 +94,6 @@ module tpu_controller
   logic [15:0]       conv_window_q;    // win_h * win_w (ConvGeometry::window)
   logic [CycleW-1:0] unit_free_at_q [5];  // by unit id
   logic [31:0]       rw_issued_q, switches_q;
-  // The weight memory channel's last tile: an RW's tile arrives at
-  // max(start + Lw, rw_last_q + 1) + T - 1 (model::rw_completion).
-  logic [CycleW-1:0] rw_last_q, rw_done;
-  assign rw_done = ((cycle_i + CycleW'(1) + CycleW'(WeightLatency) > rw_last_q + CycleW'(1))
-                        ? cycle_i + CycleW'(1) + CycleW'(WeightLatency)
-                        : rw_last_q + CycleW'(1)) + CycleW'(WeightTileCycles) - CycleW'(1);
   logic              halted_q, fault_q;
   logic [FaultCodeW-1:0] fault_code_q;
   logic [CycleW-1:0] fault_cycle_q;
@@ -94,6 +101,10 @@ module tpu_controller
   // plain vectors of $bits(sb_entry_t) (a WIDTH warning if this drifts).
   localparam int unsigned SbEntryBits = 1 + 3 + 2 * (1 + 2 + 34 + 34 + 1) + CycleW;
   logic [SbEntryBits-1:0] sb_q [SbSize];
+  // The completion of an instruction the host DMA has not yet retired, and
+  // the entry of the host DMA's instruction.
+  localparam logic [CycleW-1:0] InFlight = '1;
+  logic [$clog2(SbSize)-1:0] host_slot_q;
 
   // ---- Decode ----------------------------------------------------------------
   logic [7:0]  opcode, flags;
@@ -124,25 +135,20 @@ module tpu_controller
         unit = UnitHostDma;
         acc0 = {1'b1, SpaceHost, 34'(op0), 34'(op2), 1'b0};
         acc1 = {1'b1, SpaceUb, 34'(op1), 34'(op2), 1'b1};
-        duration = CycleW'(HostLatency) + CycleW'(ceil_div(64'(op2) * 64'(ArrayN), 64'(HostBytesPerCycle)));
       end
       OpWhm: begin
         unit = UnitHostDma;
         if (flags[FlagWhmA]) begin
           acc0 = {1'b1, SpaceAcc, 34'(op0), 34'(op2), 1'b0};
           acc1 = {1'b1, SpaceHost, 34'(op1), 34'(op2) * 34'(HostRowsPerAccRow), 1'b1};
-          duration = CycleW'(HostLatency) +
-                     CycleW'(ceil_div(64'(op2) * 64'(HostRowsPerAccRow * ArrayN), 64'(HostBytesPerCycle)));
         end else begin
           acc0 = {1'b1, SpaceUb, 34'(op0), 34'(op2), 1'b0};
           acc1 = {1'b1, SpaceHost, 34'(op1), 34'(op2), 1'b1};
-          duration = CycleW'(HostLatency) + CycleW'(ceil_div(64'(op2) * 64'(ArrayN), 64'(HostBytesPerCycle)));
         end
       end
       OpRw: begin
         unit = UnitWeightDma;
         acc0 = {1'b1, SpaceWeight, 34'(op0), 34'd1, 1'b0};
-        duration = rw_done - cycle_i;
         is_rw = 1'b1;
       end
       OpMmc: begin
@@ -171,9 +177,9 @@ module tpu_controller
       default: ;
     endcase
     // A POOL's occupancy is its duration: the unit's next instruction follows
-    // its completion.
-    // The weight memory takes a request every cycle (the FIFO's room limits how
-    // many are outstanding).
+    // its completion. The weight memory takes a request every cycle (the
+    // FIFO's room limits how many are outstanding). The host DMA's busy rule
+    // comes from the unit (host_dma_busy_i) instead.
     occupancy = (opcode == OpMmc || opcode == OpAct) ? CycleW'(op2) : is_rw ? CycleW'(1) : duration;
   end
 
@@ -243,11 +249,13 @@ module tpu_controller
     else if (waw) cause = StallWawHazard;
     else if (war) cause = StallWarHazard;
     else if (opcode == OpSync || opcode == OpHlt) begin
-      stalled = sb_busy;
+      stalled = sb_busy || weight_dma_busy_i;
       cause = StallDrain;
     end else if (opcode == OpNop || opcode == OpSetq || opcode == OpCmap || opcode == OpCstr ||
                  opcode == OpCtap || opcode == OpCwin) stalled = 1'b0;
     else if (cycle_i < unit_free_at_q[32'(unit)]) cause = StallUnitBusy;
+    // The host DMA takes its next transfer from its current one's last cycle on.
+    else if (unit == UnitHostDma && host_dma_busy_i && !host_dma_retire_i.valid) cause = StallUnitBusy;
     // A POOL reads UB rows its own unit's earlier instructions may still
     // write (an ACT's last rows leave its pipeline after its occupancy): it
     // waits until every one of them has completed.
@@ -323,7 +331,7 @@ module tpu_controller
       conv_window_q <= 16'd1;
       for (int u = 0; u < 5; u++) unit_free_at_q[u] <= '0;
       rw_issued_q <= '0;
-      rw_last_q <= '0;
+      host_slot_q <= '0;
       switches_q <= '0;
       halted_q <= 1'b0;
       fault_q <= 1'b0;
@@ -335,6 +343,8 @@ module tpu_controller
       array_cmd_o <= '0;
       act_cmd_o <= '0;
     end else begin
+      // The host DMA's instruction completes in the cycle it retires.
+      if (host_dma_retire_i.valid) sb_q[host_slot_q][CycleW-1:0] <= cycle_i;
       host_dma_cmd_o.valid <= 1'b0;
       weight_dma_cmd_o.valid <= 1'b0;
       array_cmd_o.valid <= 1'b0;
@@ -381,13 +391,17 @@ module tpu_controller
             OpAct, OpPool: act_cmd_o <= cmd;
             default: ;
           endcase
-          if (unit != UnitController) begin
-            sb_q[free_slot] <= {1'b1, unit, acc0, acc1, cycle_i + duration};
+          // A host transfer is in flight until the host DMA retires it;
+          // the weight DMA's RWs need no entry (see above).
+          if (unit != UnitController && !is_rw) begin
+            sb_q[free_slot] <= {1'b1, unit, acc0, acc1,
+                                unit == UnitHostDma ? InFlight : cycle_i + duration};
             unit_free_at_q[32'(unit)] <= cycle_i + occupancy;
           end
+          if (unit == UnitHostDma) host_slot_q <= free_slot;
           if (is_rw) begin
             rw_issued_q <= rw_issued_q + 1;
-            rw_last_q <= rw_done;
+            unit_free_at_q[32'(unit)] <= cycle_i + occupancy;
           end
           if (is_switch) switches_q <= switches_q + 1;
         end

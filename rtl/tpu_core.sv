@@ -1,7 +1,11 @@
 // tpu_core: the units of docs/microarchitecture.md wired together, with the
 // unified buffer and the accumulators. Host memory, weight memory and the
 // program sit behind ports that the C++ testbench (sim/rtl) serves
-// combinationally; all timing lives in the units. Mirrors src/model/tpu.cpp.
+// combinationally; all timing lives in the units. The memory channels'
+// latencies and bandwidths are inputs, held for the whole run (a strap or a
+// configuration register in a chip; the testbench passes the configuration's
+// values), so one build runs every timing its ports are wide enough for.
+// Mirrors src/model/tpu.cpp.
 module tpu_core
   import tpu_isa_pkg::*;
   import tpu_config_pkg::*;
@@ -14,14 +18,22 @@ module tpu_core
   output logic [31:0]                 fetch_pc_o,
   input  logic [InstrBits-1:0]        fetch_instr_i,
   input  logic [31:0]                 prog_len_i,
-  // Host memory.
+  // The memory channels' timing (docs/microarchitecture.md, "Parameters"):
+  // Lh and Bh <= HostRowsPerCycle * N, Lw and Bw <= WeightRowsPerCycle * N.
+  input  logic [31:0]                 host_latency_i,
+  input  logic [31:0]                 host_bytes_per_cycle_i,
+  input  logic [31:0]                 weight_latency_i,
+  input  logic [31:0]                 weight_bytes_per_cycle_i,
+  // Host memory: rows row .. row + count - 1, row + i in bits
+  // [i*N*8 +: N*8] (tpu_host_dma).
   output logic                        host_rd_valid_o,
   output logic [31:0]                 host_rd_row_o,
-  input  logic [ArrayN*8-1:0]         host_rd_data_i,
+  output logic [$clog2(HostRowsPerCycle+1)-1:0] host_rd_count_o,
+  input  logic [HostRowsPerCycle*ArrayN*8-1:0]  host_rd_data_i,
   output logic                        host_wr_valid_o,
   output logic [31:0]                 host_wr_row_o,
-  output logic                        host_wr_acc_o,
-  output logic [4*ArrayN*8-1:0]       host_wr_data_o,
+  output logic [$clog2(HostRowsPerAccRow*HostRowsPerCycle+1)-1:0] host_wr_count_o,
+  output logic [HostRowsPerCycle*4*ArrayN*8-1:0] host_wr_data_o,
   // Weight memory: rows row .. row + count - 1 of a tile, row + i in bits
   // [i*N*8 +: N*8] (tpu_weight_dma).
   output logic                        wmem_rd_valid_o,
@@ -48,6 +60,8 @@ module tpu_core
 );
 
   localparam int unsigned N = ArrayN;
+  localparam int unsigned HostPortRows = HostRowsPerCycle;
+  localparam int unsigned UbAddrW = $clog2(UbRows), AccAddrW = $clog2(AccRows);
 
   logic [CycleW-1:0] cycle_q;
   always_ff @(posedge clk_i) cycle_q <= !rst_ni ? '0 : cycle_q + 1;
@@ -55,19 +69,24 @@ module tpu_core
 
   unit_cmd_t host_dma_cmd, weight_dma_cmd, array_cmd, act_cmd;
   logic [31:0] tiles_popped, tiles_loaded;
+  retire_t     host_dma_retire;
+  assign host_dma_retire_o = host_dma_retire;
 
   tpu_controller controller (
     .clk_i, .rst_ni, .cycle_i(cycle_q),
     .fetch_pc_o, .fetch_instr_i, .prog_len_i,
     .tiles_popped_i(tiles_popped), .tiles_loaded_i(tiles_loaded),
+    .host_dma_retire_i(host_dma_retire), .host_dma_busy_i(busy_o[0]),
+    .weight_dma_busy_i(busy_o[1]),
     .host_dma_cmd_o(host_dma_cmd), .weight_dma_cmd_o(weight_dma_cmd),
     .array_cmd_o(array_cmd), .act_cmd_o(act_cmd),
     .issue_o, .stall_o, .stall_cause_o, .halted_o, .fault_o, .fault_code_o, .fault_cycle_o
   );
 
-  // ---- Unified buffer: two write ports (host DMA, activation unit), three
-  // read ports (host DMA, array, activation unit's POOL). The interlocks keep
-  // the units on different rows. A read port sees the buffer's registers, so
+  // ---- Unified buffer: two write ports (host DMA, HostRowsPerCycle rows
+  // wide, and activation unit), three read ports (host DMA, HostRowsPerCycle
+  // rows wide; array; activation unit's POOL). The interlocks keep the units
+  // on different rows. A read port sees the buffer's registers, so
   // a write lands at the end of its cycle: visible from the next cycle, to its
   // own unit too (a POOL reading the rows it writes).
   logic [N*8-1:0] ub_q [UbRows] /* verilator public_flat_rw */;
@@ -79,10 +98,18 @@ module tpu_core
   logic [31:0]    ub_wr_host_row, ub_wr_act_row, ub_rd_host_row, ub_rd_array_row, ub_rd_act_row;
   logic [31:0]    acc_rd_act_row, acc_rd_host_row;
   /* verilator lint_on UNUSEDSIGNAL */
-  logic [N*8-1:0] ub_wr_host_data, ub_wr_act_data;
+  logic [N*8-1:0] ub_wr_act_data;
+  logic [HostPortRows*N*8-1:0] ub_wr_host_data, ub_rd_host_data;
+  logic [$clog2(HostPortRows+1)-1:0] ub_wr_host_count;
   always_ff @(posedge clk_i) begin
-    if (ub_wr_host_valid) ub_q[ub_wr_host_row[$clog2(UbRows)-1:0]] <= ub_wr_host_data;
+    for (int unsigned i = 0; i < HostPortRows; i++)
+      if (ub_wr_host_valid && i < 32'(ub_wr_host_count))
+        ub_q[UbAddrW'(ub_wr_host_row + i)] <= ub_wr_host_data[i*N*8 +: N*8];
     if (ub_wr_act_valid) ub_q[ub_wr_act_row[$clog2(UbRows)-1:0]] <= ub_wr_act_data;
+  end
+  always_comb begin
+    for (int unsigned i = 0; i < HostPortRows; i++)
+      ub_rd_host_data[i*N*8 +: N*8] = ub_q[UbAddrW'(ub_rd_host_row + i)];
   end
 
   // ---- Accumulators: one bank per column, each with the array's
@@ -91,7 +118,8 @@ module tpu_core
   logic [31:0]       acc_q [AccRows][N] /* verilator public_flat_rw */;
   logic [N-1:0]      acc_wr_valid, acc_wr_overwrite;
   logic [N*32-1:0]   acc_wr_row, acc_wr_data;
-  logic [N*32-1:0]   acc_rd_act_data, acc_rd_host_data;
+  logic [N*32-1:0]   acc_rd_act_data;
+  logic [HostPortRows*N*32-1:0] acc_rd_host_data;
   always_ff @(posedge clk_i) begin
     for (int unsigned j = 0; j < N; j++) begin
       if (acc_wr_valid[j]) begin
@@ -105,18 +133,21 @@ module tpu_core
   always_comb begin
     for (int unsigned j = 0; j < N; j++) begin
       acc_rd_act_data[32*j +: 32] = acc_q[acc_rd_act_row[$clog2(AccRows)-1:0]][j];
-      acc_rd_host_data[32*j +: 32] = acc_q[acc_rd_host_row[$clog2(AccRows)-1:0]][j];
+      for (int unsigned i = 0; i < HostPortRows; i++)
+        acc_rd_host_data[(i*N + j)*32 +: 32] = acc_q[AccAddrW'(acc_rd_host_row + i)][j];
     end
   end
 
   tpu_host_dma host_dma (
     .clk_i, .rst_ni, .cycle_i(cycle_q), .cmd_i(host_dma_cmd),
-    .host_rd_valid_o, .host_rd_row_o, .host_rd_data_i,
-    .host_wr_valid_o, .host_wr_row_o, .host_wr_acc_o, .host_wr_data_o,
-    .ub_wr_valid_o(ub_wr_host_valid), .ub_wr_row_o(ub_wr_host_row), .ub_wr_data_o(ub_wr_host_data),
-    .ub_rd_row_o(ub_rd_host_row), .ub_rd_data_i(ub_q[ub_rd_host_row[$clog2(UbRows)-1:0]]),
+    .latency_i(host_latency_i), .bytes_per_cycle_i(host_bytes_per_cycle_i),
+    .host_rd_valid_o, .host_rd_row_o, .host_rd_count_o, .host_rd_data_i,
+    .host_wr_valid_o, .host_wr_row_o, .host_wr_count_o, .host_wr_data_o,
+    .ub_wr_valid_o(ub_wr_host_valid), .ub_wr_row_o(ub_wr_host_row),
+    .ub_wr_count_o(ub_wr_host_count), .ub_wr_data_o(ub_wr_host_data),
+    .ub_rd_row_o(ub_rd_host_row), .ub_rd_data_i(ub_rd_host_data),
     .acc_rd_row_o(acc_rd_host_row), .acc_rd_data_i(acc_rd_host_data),
-    .retire_o(host_dma_retire_o), .busy_o(busy_o[0])
+    .retire_o(host_dma_retire), .busy_o(busy_o[0])
   );
 
   // The weight DMA writes the tile rows streaming in into the array's weight
@@ -127,6 +158,7 @@ module tpu_core
   logic [WeightRowsPerCycle*N*8-1:0]    fifo_wr_data;
   tpu_weight_dma weight_dma (
     .clk_i, .rst_ni, .cycle_i(cycle_q), .cmd_i(weight_dma_cmd),
+    .latency_i(weight_latency_i), .bytes_per_cycle_i(weight_bytes_per_cycle_i),
     .wmem_rd_valid_o, .wmem_rd_tile_o, .wmem_rd_row_o, .wmem_rd_count_o, .wmem_rd_data_i,
     .fifo_wr_valid_o(fifo_wr_valid), .fifo_wr_row_o(fifo_wr_row),
     .fifo_wr_count_o(fifo_wr_count), .fifo_wr_data_o(fifo_wr_data), .tile_done_o(tile_done),
@@ -150,7 +182,7 @@ module tpu_core
   // instruction whose ranges do not, before issuing it.
   always_ff @(posedge clk_i) begin
     if (rst_ni) begin
-      assert (!ub_wr_host_valid || ub_wr_host_row < UbRows)
+      assert (!ub_wr_host_valid || ub_wr_host_row + 32'(ub_wr_host_count) <= UbRows)
         else $error("UB write row %0d out of range at cycle %0d", ub_wr_host_row, cycle_q);
       assert (!ub_wr_act_valid || ub_wr_act_row < UbRows)
         else $error("UB write row %0d out of range at cycle %0d", ub_wr_act_row, cycle_q);

@@ -1,81 +1,126 @@
 // tpu_host_dma: executes RHM (host memory -> UB) and WHM (UB, or ACC with .A,
 // -> host memory), one at a time (docs/microarchitecture.md, "Host DMA").
-// Mirrors src/model/host_dma.cpp. After host_latency cycles it moves
-// host_bytes_per_cycle bytes per cycle; a row moves in the cycle its last byte
-// arrives. Host memory sits behind the testbench's ports; with
-// host_bytes_per_cycle <= N at most one row moves per cycle.
+// Mirrors src/model/host_dma.cpp with the default host memory target.
+//
+// A transfer of `rows` rows of b bytes (N, or 4N for WHM.A) waits Lh cycles
+// from its start, then streams Bh bytes a cycle; a row moves in the cycle its
+// last byte arrives, cycle ceil((r + 1) * b / Bh) - 1 of the stream for row
+// r, and the transfer retires in the cycle of its last row. Lh and Bh are
+// inputs held for the whole run (the testbench's configuration), not build
+// parameters: a countdown passes the latency, and a byte count finds the rows
+// without a division (the bytes of the next row streamed so far, plus Bh a
+// cycle; every b of them complete a row). Up to HostRowsPerCycle rows move in
+// a cycle, so Bh may be up to HostRowsPerCycle * N; the host memory, UB and
+// accumulator ports are that many rows wide.
 module tpu_host_dma
   import tpu_isa_pkg::*;
   import tpu_config_pkg::*;
   import tpu_core_pkg::*;
 (
-  input  logic                   clk_i,
-  input  logic                   rst_ni,
-  input  logic [CycleW-1:0]      cycle_i,
-  input  unit_cmd_t              cmd_i,
-  // Host memory ports (testbench).
-  output logic                   host_rd_valid_o,
-  output logic [31:0]            host_rd_row_o,
-  input  logic [ArrayN*8-1:0]    host_rd_data_i,
-  output logic                   host_wr_valid_o,
-  output logic [31:0]            host_wr_row_o,
-  output logic                   host_wr_acc_o,   // 4 rows of int32 LE, else 1 row
-  output logic [4*ArrayN*8-1:0]  host_wr_data_o,
-  // Unified buffer ports.
-  output logic                   ub_wr_valid_o,
-  output logic [31:0]            ub_wr_row_o,
-  output logic [ArrayN*8-1:0]    ub_wr_data_o,
-  output logic [31:0]            ub_rd_row_o,
-  input  logic [ArrayN*8-1:0]    ub_rd_data_i,
-  // Accumulator read port (WHM.A).
-  output logic [31:0]            acc_rd_row_o,
-  input  logic [ArrayN*32-1:0]   acc_rd_data_i,
-  output retire_t                retire_o,
-  output logic                   busy_o
+  input  logic                             clk_i,
+  input  logic                             rst_ni,
+  // The cycle number, for the assertions' messages only.
+  /* verilator lint_off UNUSEDSIGNAL */
+  input  logic [CycleW-1:0]                cycle_i,
+  input  unit_cmd_t                        cmd_i,
+  /* verilator lint_on UNUSEDSIGNAL */
+  // The host channel's timing (Lh, Bh), constant while the core runs.
+  input  logic [31:0]                      latency_i,
+  input  logic [31:0]                      bytes_per_cycle_i,
+  // Host memory: rows row .. row + count - 1, row + i in bits [i*N*8 +: N*8].
+  output logic                             host_rd_valid_o,
+  output logic [31:0]                      host_rd_row_o,
+  output logic [$clog2(HostRowsPerCycle+1)-1:0] host_rd_count_o,
+  input  logic [HostRowsPerCycle*ArrayN*8-1:0]         host_rd_data_i,
+  output logic                             host_wr_valid_o,
+  output logic [31:0]                      host_wr_row_o,
+  output logic [$clog2(HostRowsPerAccRow*HostRowsPerCycle+1)-1:0] host_wr_count_o,
+  output logic [HostRowsPerCycle*4*ArrayN*8-1:0]       host_wr_data_o,
+  // Unified buffer: the same layout, `count` rows written from row; reads
+  // see rows row .. row + Rows - 1.
+  output logic                             ub_wr_valid_o,
+  output logic [31:0]                      ub_wr_row_o,
+  output logic [$clog2(HostRowsPerCycle+1)-1:0] ub_wr_count_o,
+  output logic [HostRowsPerCycle*ArrayN*8-1:0]         ub_wr_data_o,
+  output logic [31:0]                      ub_rd_row_o,
+  input  logic [HostRowsPerCycle*ArrayN*8-1:0]         ub_rd_data_i,
+  // Accumulators (WHM.A): rows row .. row + Rows - 1, N int32 each.
+  output logic [31:0]                      acc_rd_row_o,
+  input  logic [HostRowsPerCycle*ArrayN*32-1:0]        acc_rd_data_i,
+  output retire_t                          retire_o,
+  output logic                             busy_o
 );
 
-  unit_cmd_t         job_q;
-  logic              active_q;
-  logic [CycleW-1:0] start_q;
-  logic [31:0]       rows_done_q;
+  localparam int unsigned N = ArrayN;
+  localparam int unsigned Rows = HostRowsPerCycle;
+  localparam int unsigned CountW = $clog2(Rows + 1);
+  // Host rows one cycle's write covers: up to Rows UB rows, or Rows ACC rows
+  // of four host rows each.
+  localparam int unsigned HostCountW = $clog2(HostRowsPerAccRow * Rows + 1);
+  // The bytes of the next row so far (< 4N) plus one cycle's (<= Rows * N).
+  localparam int unsigned ByteW = $clog2((HostRowsPerAccRow + Rows) * N);
 
-  // The job of this cycle: a command starts in the cycle it arrives.
-  unit_cmd_t         job;
-  logic              active;
-  logic [CycleW-1:0] start;
-  logic [31:0]       rows_done;
+  // The transfer in progress: its command, the latency still to wait after
+  // this cycle, the rows moved and the bytes of the next row streamed.
+  unit_cmd_t        job_q;
+  logic             active_q;
+  logic [31:0]      wait_q;
+  logic [31:0]      done_q;
+  logic [ByteW-1:0] part_q;
+
+  // This cycle's transfer: a command starts in the cycle it arrives.
+  unit_cmd_t   job;
+  logic        active;
+  logic [31:0] wait_now, done_rows;
+  logic [ByteW-1:0] part;
   assign job       = cmd_i.valid ? cmd_i : job_q;
   assign active    = cmd_i.valid || active_q;
-  assign start     = cmd_i.valid ? cycle_i : start_q;
-  assign rows_done = cmd_i.valid ? '0 : rows_done_q;
+  assign wait_now  = cmd_i.valid ? latency_i : wait_q;
+  assign done_rows = cmd_i.valid ? '0 : done_q;
+  assign part      = cmd_i.valid ? '0 : part_q;
 
   logic is_rhm, is_acc;
-  logic [63:0] row_bytes, bytes_moved;
-  logic        row_due, last_row;
-  assign is_rhm    = job.opcode == 8'(OpRhm);
-  assign is_acc    = !is_rhm && job.flags[FlagWhmA];
-  assign row_bytes = is_acc ? 64'(HostRowsPerAccRow * ArrayN) : 64'(ArrayN);
-  // Bytes moved by the end of this cycle: (cycle - start - Lh + 1) * Bh.
-  logic [CycleW-1:0] elapsed;
-  assign elapsed     = cycle_i - start - CycleW'(HostLatency) + CycleW'(1);
-  assign bytes_moved = 64'(elapsed) * 64'(HostBytesPerCycle);
-  assign row_due = active && cycle_i >= start + CycleW'(HostLatency) &&
-                   bytes_moved >= (64'(rows_done) + 1) * row_bytes;
-  assign last_row = rows_done + 1 == job.op2;
+  assign is_rhm = job.opcode == 8'(OpRhm);
+  assign is_acc = !is_rhm && job.flags[FlagWhmA];
 
-  assign host_rd_valid_o = row_due && is_rhm;
-  assign host_rd_row_o   = job.op0 + rows_done;
-  assign ub_wr_valid_o   = row_due && is_rhm;
-  assign ub_wr_row_o     = job.op1 + rows_done;
+  // A stream cycle: Bh more bytes; each b of them complete a row, at most
+  // Rows, and no more than the rows left (the last row completes the job).
+  logic              stream, last;
+  logic [ByteW-1:0]  bytes, rest, row_bytes;
+  logic [CountW-1:0] completed, moved;
+  logic [31:0]       left;
+  assign stream    = active && wait_now == '0;
+  assign row_bytes = is_acc ? ByteW'(HostRowsPerAccRow * N) : ByteW'(N);
+  assign bytes     = part + ByteW'(bytes_per_cycle_i);
+  always_comb begin
+    completed = '0;
+    rest = bytes;
+    for (int unsigned k = 1; k <= Rows; k++) begin
+      if (32'(bytes) >= k * 32'(row_bytes)) begin
+        completed = CountW'(k);
+        rest = ByteW'(32'(bytes) - k * 32'(row_bytes));
+      end
+    end
+  end
+  assign left  = job.op2 - done_rows;
+  assign last  = stream && 32'(completed) >= left;
+  assign moved = !stream ? '0 : last ? CountW'(left) : completed;
+
+  assign host_rd_valid_o = is_rhm && moved != '0;
+  assign host_rd_row_o   = job.op0 + done_rows;
+  assign host_rd_count_o = moved;
+  assign ub_wr_valid_o   = is_rhm && moved != '0;
+  assign ub_wr_row_o     = job.op1 + done_rows;
+  assign ub_wr_count_o   = moved;
   assign ub_wr_data_o    = host_rd_data_i;
-  assign ub_rd_row_o     = job.op0 + rows_done;
-  assign acc_rd_row_o    = job.op0 + rows_done;
-  assign host_wr_valid_o = row_due && !is_rhm;
-  assign host_wr_acc_o   = is_acc;
-  assign host_wr_row_o   = job.op1 + (is_acc ? rows_done * HostRowsPerAccRow : rows_done);
-  assign host_wr_data_o  = is_acc ? acc_rd_data_i : {(3 * ArrayN * 8)'(0), ub_rd_data_i};
+  assign ub_rd_row_o     = job.op0 + done_rows;
+  assign acc_rd_row_o    = job.op0 + done_rows;
+  assign host_wr_valid_o = !is_rhm && moved != '0;
+  assign host_wr_row_o   = job.op1 + (is_acc ? done_rows * HostRowsPerAccRow : done_rows);
+  assign host_wr_count_o = is_acc ? HostCountW'(moved) * HostCountW'(HostRowsPerAccRow) : HostCountW'(moved);
+  assign host_wr_data_o  = is_acc ? acc_rd_data_i : {(Rows * 3 * N * 8)'(0), ub_rd_data_i};
 
-  assign retire_o.valid = row_due && last_row;
+  assign retire_o.valid = last;
   assign retire_o.seq   = job.seq;
   assign busy_o         = active;
 
@@ -83,14 +128,30 @@ module tpu_host_dma
     if (!rst_ni) begin
       job_q <= '0;
       active_q <= 1'b0;
-      start_q <= '0;
-      rows_done_q <= '0;
+      wait_q <= '0;
+      done_q <= '0;
+      part_q <= '0;
     end else begin
       job_q <= job;
-      start_q <= start;
-      rows_done_q <= row_due ? rows_done + 1 : rows_done;
-      active_q <= active && !(row_due && last_row);
+      active_q <= active && !last;
+      wait_q <= wait_now == '0 ? '0 : wait_now - 32'd1;
+      done_q <= done_rows + 32'(moved);
+      part_q <= stream ? rest : part;
     end
   end
+
+`ifndef SYNTHESIS
+  always_ff @(posedge clk_i) begin
+    if (rst_ni) begin
+      // The testbench keeps Bh within the ports' rows (rtl::unavailable).
+      assert (bytes_per_cycle_i != '0 && bytes_per_cycle_i <= Rows * N)
+        else $error("tpu_host_dma: host_bytes_per_cycle %0d outside 1..%0d at cycle %0d",
+                    bytes_per_cycle_i, Rows * N, cycle_i);
+      // One transfer at a time (the controller's unit-busy rule).
+      assert (!cmd_i.valid || !active_q)
+        else $error("tpu_host_dma: a command while busy at cycle %0d", cycle_i);
+    end
+  end
+`endif
 
 endmodule

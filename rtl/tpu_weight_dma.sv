@@ -1,19 +1,22 @@
 // tpu_weight_dma: executes RW over the weight memory, a pipelined channel: a
-// request's latency (WeightLatency, Lw) overlaps the transfers ahead of it,
-// and the channel streams one N x N tile at a time, WeightBytesPerCycle (Bw)
-// bytes per cycle, so a tile started at s arrives at
-// d = max(s + Lw, previous arrival + 1) + T - 1 with T = ceil(N*N / Bw)
-// (docs/microarchitecture.md, "Weight DMA"). Mirrors src/model/weight_dma.cpp.
+// request's latency (Lw) overlaps the transfers ahead of it, and the channel
+// streams one N x N tile at a time, Bw bytes per cycle, so a tile started at s
+// arrives at d = max(s + Lw, previous arrival + 1) + T - 1 with
+// T = ceil(N*N / Bw) (docs/microarchitecture.md, "Weight DMA"). Lw and Bw are
+// inputs held for the whole run (the testbench's configuration), not build
+// parameters. Mirrors src/model/weight_dma.cpp with the default weight memory
+// target.
 //
 // The tile streams in rows of N bytes. Row r is complete in the cycle its last
 // byte streams, cycle ceil((r + 1) * N / Bw) - 1 of the stream, and the last
 // row in d itself. In each cycle of the stream the DMA reads the rows
 // completed in it from weight memory (the testbench's port, up to
-// WeightRowsPerCycle rows) and passes them to the weight FIFO's memory in the
-// array, which writes them at the end of the cycle; in d the tile is complete
-// (tile_done_o: the FIFO holds it from d + 1) and the RW retires. A byte count
-// finds the rows without a division: the bytes of the next row streamed so
-// far, plus Bw per cycle; every N of them complete a row.
+// WeightRowsPerCycle rows, so Bw may be up to WeightRowsPerCycle * N) and
+// passes them to the weight FIFO's memory in the array, which writes them at
+// the end of the cycle; in d the tile is complete (tile_done_o: the FIFO holds
+// it from d + 1) and the RW retires. A byte count finds the rows without a
+// division: the bytes of the next row streamed so far, plus Bw per cycle;
+// every N of them complete a row.
 //
 // Up to FifoDepth requests are outstanding (the controller's FIFO rule). Each
 // counts its latency down from its start; the oldest streams once its latency
@@ -30,6 +33,9 @@ module tpu_weight_dma
   // An RW uses the command's valid, seq and op0 (the tile) only.
   input  unit_cmd_t                              cmd_i,
   /* verilator lint_on UNUSEDSIGNAL */
+  // The weight channel's timing (Lw, Bw), constant while the core runs.
+  input  logic [31:0]                            latency_i,
+  input  logic [31:0]                            bytes_per_cycle_i,
   // Weight memory: rows first .. first + count - 1 of a tile, row first + i
   // in bits [i*N*8 +: N*8] of the data.
   output logic                                   wmem_rd_valid_o,
@@ -52,19 +58,16 @@ module tpu_weight_dma
   localparam int unsigned Rows = WeightRowsPerCycle;
   localparam int unsigned Depth = FifoDepth;
   localparam int unsigned PtrW = (Depth > 1) ? $clog2(Depth) : 1;
-  localparam int unsigned WaitW = (WeightLatency > 0) ? $clog2(WeightLatency + 1) : 1;
   localparam int unsigned RowW = $clog2(N);
   localparam int unsigned CountW = $clog2(Rows + 1);
-  // The bytes of the next row so far (< N) plus one cycle's (Bw).
-  localparam int unsigned ByteW = $clog2(N + WeightBytesPerCycle);
-  // A request's latency still to pass after its first cycle.
-  localparam logic [WaitW-1:0] WaitAfterStart = WaitW'((WeightLatency > 0) ? WeightLatency - 1 : 0);
+  // The bytes of the next row so far (< N) plus one cycle's (Bw <= Rows * N).
+  localparam int unsigned ByteW = $clog2((Rows + 1) * N);
 
   // Outstanding requests, oldest first: their sequence numbers, tiles and the
   // cycles of latency each has still to wait.
   logic [31:0]      seq_q  [Depth];
   logic [31:0]      tile_q [Depth];
-  logic [WaitW-1:0] wait_q [Depth];
+  logic [31:0]      wait_q [Depth];
   logic [PtrW-1:0]  head_q, tail_q;
   logic [PtrW:0]    count_q;
   // The channel: a tile part-way through its stream, the rows of it complete
@@ -77,12 +80,12 @@ module tpu_weight_dma
   // Lw = 0 it streams in its first cycle, and with T = 1 completes in it).
   logic             from_cmd, has_head;
   logic [31:0]      cur_seq, cur_tile;
-  logic [WaitW-1:0] cur_wait;
+  logic [31:0]      cur_wait;
   assign from_cmd = count_q == '0;
   assign has_head = from_cmd ? cmd_i.valid : 1'b1;
   assign cur_seq  = from_cmd ? cmd_i.seq : seq_q[head_q];
   assign cur_tile = from_cmd ? cmd_i.op0 : tile_q[head_q];
-  assign cur_wait = from_cmd ? WaitW'(WeightLatency) : wait_q[head_q];
+  assign cur_wait = from_cmd ? latency_i : wait_q[head_q];
 
   // This cycle of the stream: Bw more bytes after fewer than N carried over;
   // each N of them complete a row, at most ceil(Bw / N) (or the N - first left
@@ -94,7 +97,7 @@ module tpu_weight_dma
   logic [CountW-1:0] completed, rows;
   assign stream = streaming_q || (has_head && cur_wait == '0);
   assign first  = streaming_q ? row_q : '0;
-  assign bytes  = (streaming_q ? part_q : '0) + ByteW'(WeightBytesPerCycle);
+  assign bytes  = (streaming_q ? part_q : '0) + ByteW'(bytes_per_cycle_i);
   always_comb begin
     completed = '0;
     rest = bytes;
@@ -150,9 +153,9 @@ module tpu_weight_dma
         if (push && tail_q == PtrW'(e)) begin
           seq_q[e] <= cmd_i.seq;
           tile_q[e] <= cmd_i.op0;
-          wait_q[e] <= WaitAfterStart;
+          wait_q[e] <= latency_i == '0 ? '0 : latency_i - 32'd1;
         end else if (wait_q[e] != '0) begin
-          wait_q[e] <= wait_q[e] - WaitW'(1);
+          wait_q[e] <= wait_q[e] - 32'd1;
         end
       end
       if (push) tail_q <= tail_next;
@@ -169,6 +172,10 @@ module tpu_weight_dma
 `ifndef SYNTHESIS
   always_ff @(posedge clk_i) begin
     if (rst_ni) begin
+      // The testbench keeps Bw within the port's rows (rtl::unavailable).
+      assert (bytes_per_cycle_i != '0 && bytes_per_cycle_i <= Rows * N)
+        else $error("tpu_weight_dma: weight_bytes_per_cycle %0d outside 1..%0d at cycle %0d",
+                    bytes_per_cycle_i, Rows * N, cycle_i);
       // The controller's FIFO rule keeps at most FifoDepth requests outstanding.
       assert (!push || 32'(count_q) - 32'(pop) < Depth)
         else $error("tpu_weight_dma: more than %0d outstanding requests at cycle %0d", Depth,

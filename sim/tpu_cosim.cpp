@@ -1,9 +1,13 @@
 // tpu-cosim: runs constrained-random programs on the SystemC model and the
 // RTL core in lock step and reports the first divergence. A diverging
 // program is shrunk (instructions removed while it still diverges) to a small
-// reproducer, written as assembly next to its memory images.
+// reproducer, written as assembly next to its memory images and timing.
 //
-//   tpu-cosim --seed S [--count K] [--preset P] [--out-dir D]
+// Each program runs with the memory channels' latencies and bandwidths drawn
+// from its seed (rtl::random_timing, within what the RTL build's ports take),
+// unless --fixed-timing keeps the configuration's.
+//
+//   tpu-cosim --seed S [--count K] [--preset P] [--fixed-timing] [--out-dir D]
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -54,12 +58,21 @@ isa::Program shrink(const ArchConfig& cfg, isa::Program prog, const model::Memor
   return prog;
 }
 
-void write_reproducer(const std::string& dir, std::uint64_t seed, const isa::Program& prog,
+// The memory timing of a run, as a configuration file's overrides.
+std::string timing_json(const ArchConfig& cfg) {
+  return fmt::format("{{\"host_latency\": {}, \"host_bytes_per_cycle\": {}, \"weight_latency\": {}, "
+                     "\"weight_bytes_per_cycle\": {}}}",
+                     cfg.host_latency, cfg.host_bytes_per_cycle, cfg.weight_latency, cfg.weight_bytes_per_cycle);
+}
+
+void write_reproducer(const std::string& dir, std::uint64_t seed, const ArchConfig& cfg, const isa::Program& prog,
                       const model::Memories& init, const rtl::Divergence& d) {
   namespace fs = std::filesystem;
   fs::create_directories(dir);
   const std::string stem = fmt::format("{}/cosim_seed_{}", dir, seed);
-  std::string text = fmt::format("; tpu-cosim seed {}: {}\n.array {}\n", seed, d.message(), prog.array_n);
+  write_file_atomic(stem + ".json", timing_json(cfg) + "\n");
+  std::string text = fmt::format("; tpu-cosim seed {}: {}\n; preset {}, memory timing {} ({}.json)\n.array {}\n",
+                                 seed, d.message(), cfg.preset, timing_json(cfg), stem, prog.array_n);
   for (const isa::Instruction& in : prog.code) text += isa::disassemble(in) + "\n";
   // The windows random programs use; the rest of each memory is zero.
   const rtl::Windows w;
@@ -90,32 +103,39 @@ int main(int argc, char** argv) {
   app.add_option("--count", count, "number of programs (seeds seed .. seed + count - 1)")
       ->capture_default_str();
   app.add_option("--out-dir", out_dir, "where a shrunk reproducer is written")->capture_default_str();
+  bool fixed_timing = false;
+  app.add_flag("--fixed-timing", fixed_timing,
+               "run every program with the configuration's memory latencies and bandwidths, not random ones");
   cfg_opts.add_to(app);
   app.footer("Exit status: 0 all agree, 2 usage error, 3 no RTL build for the configuration, "
              "5 the models diverge.");
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   try {
-    const ArchConfig cfg = cfg_opts.resolve();
-    rtl::require_build(cfg);
+    const ArchConfig base = cfg_opts.resolve();
+    rtl::require_build(base);
+    const rtl::PortWidths ports = *rtl::port_widths(base);
     model::Cycle total_cycles = 0;
     for (std::uint64_t s = seed; s < seed + count; ++s) {
+      const ArchConfig cfg =
+          fixed_timing ? base
+                       : rtl::random_timing(base, ports.host_bytes_per_cycle, ports.weight_bytes_per_cycle, s);
       const isa::Program prog = rtl::random_program(cfg, s);
       model::Memories init(cfg);
       rtl::random_memories(init, s);
       const Outcome out = cosimulate(cfg, prog, init);
       total_cycles += out.cycles;
       if (out.divergence) {
-        std::cerr << fmt::format("tpu-cosim: seed {}: {}\n", s, out.divergence->message());
+        std::cerr << fmt::format("tpu-cosim: seed {} ({}): {}\n", s, timing_json(cfg), out.divergence->message());
         const isa::Program small = shrink(cfg, prog, init);
         const Outcome again = cosimulate(cfg, small, init);
-        write_reproducer(out_dir, s, small, init, again.divergence ? *again.divergence : *out.divergence);
+        write_reproducer(out_dir, s, cfg, small, init, again.divergence ? *again.divergence : *out.divergence);
         return kExitDivergence;
       }
     }
-    std::cout << fmt::format("tpu-cosim: {} ({}) on {} with N={}: the RTL and the model agree on "
+    std::cout << fmt::format("tpu-cosim: {} ({}) on {} with N={}{}: the RTL and the model agree on "
                              "every retire cycle, statistic and memory ({} cycles)\n",
-                             plural(count, "program"), plural_range(seed, count, "seed"), cfg.preset,
-                             cfg.array_n, total_cycles);
+                             plural(count, "program"), plural_range(seed, count, "seed"), base.preset,
+                             base.array_n, fixed_timing ? "" : " and random memory timing", total_cycles);
     return kExitOk;
   } catch (const std::exception& e) {
     std::cerr << "tpu-cosim: error: " << e.what() << '\n';

@@ -46,6 +46,13 @@ struct Windows {
 
 isa::Program random_program(const ArchConfig& cfg, std::uint64_t seed, const Windows& w = {});
 
+// `cfg` with the memory channels' timing drawn from `seed`: latencies from 0
+// to twice cfg's (at least 8), bandwidths from N / 4 (at least 1) to the
+// widest the RTL build's ports take (`host_max`, `weight_max`: rtl::port_widths),
+// each now and then exactly cfg's own, the widest or the narrowest.
+ArchConfig random_timing(const ArchConfig& cfg, std::uint64_t host_max, std::uint64_t weight_max,
+                         std::uint64_t seed);
+
 // Fills the windows of `mem` with values drawn from `seed`.
 void random_memories(model::Memories& mem, std::uint64_t seed, const Windows& w = {});
 

@@ -46,16 +46,17 @@ const std::vector<Build>& builds() {
   return kBuilds;
 }
 
-bool same_config(const ArchConfig& a, const ArchConfig& b) {
+// A build serves every configuration with its fixed parameters: the memory
+// channels' timing is an input of the core, within the ports' widths.
+bool same_build(const ArchConfig& a, const ArchConfig& b) {
   for (const ArchParam& p : arch_params())
-    if (p.member != &ArchConfig::clock_mhz && a.*p.member != b.*p.member)  // the clock changes no cycle
-      return false;
+    if (p.fixed_in_rtl && a.*p.member != b.*p.member) return false;
   return true;
 }
 
-RunFn find_build(const ArchConfig& cfg) {
+const Build* find_build(const ArchConfig& cfg) {
   for (const Build& b : builds())
-    if (same_config(b.config(), cfg)) return b.run;
+    if (same_build(b.config(), cfg)) return &b;
   return nullptr;
 }
 
@@ -119,19 +120,30 @@ std::string built_configs_text() {
   return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));
 }
 
+std::optional<PortWidths> port_widths(const ArchConfig& cfg) {
+  const Build* build = find_build(cfg);
+  if (build == nullptr) return std::nullopt;
+  const ArchConfig built = build->config();
+  return PortWidths{model::rtl_host_rows_per_cycle(built) * cfg.array_n,
+                    model::rtl_weight_rows_per_cycle(built) * cfg.array_n};
+}
+
 std::string unavailable(const ArchConfig& cfg) {
-  // The RTL's host DMA writes one UB or host row a cycle; the model would
-  // land two rows in some cycles, and the engines would disagree.
-  const std::string wide =
-      cfg.host_bytes_per_cycle > cfg.array_n
-          ? fmt::format("the RTL's host DMA moves one row a cycle: host_bytes_per_cycle {} > N = {} is not "
-                        "implemented in the RTL",
-                        cfg.host_bytes_per_cycle, cfg.array_n)
-          : std::string();
-  if (find_build(cfg) == nullptr)
-    return fmt::format("no RTL build for this configuration (N={}); the RTL is built for: {}{}", cfg.array_n,
-                       built_configs_text(), wide.empty() ? "" : "; and " + wide);
-  return wide;
+  const std::optional<PortWidths> ports = port_widths(cfg);
+  if (!ports)
+    return fmt::format("no RTL build for this configuration (N={}); the RTL is built for: {}", cfg.array_n,
+                       built_configs_text());
+  std::vector<std::string> why;
+  if (cfg.host_bytes_per_cycle > ports->host_bytes_per_cycle)
+    why.push_back(fmt::format("host_bytes_per_cycle {} > {}", cfg.host_bytes_per_cycle,
+                              ports->host_bytes_per_cycle));
+  if (model::rtl_weight_bytes_per_cycle(cfg) > ports->weight_bytes_per_cycle)
+    why.push_back(fmt::format("weight_bytes_per_cycle {} > {}", cfg.weight_bytes_per_cycle,
+                              ports->weight_bytes_per_cycle));
+  if (why.empty()) return {};
+  return fmt::format("the RTL build for {} has memory ports for at most {} host and {} weight bytes a cycle: {}",
+                     find_build(cfg)->name(), ports->host_bytes_per_cycle, ports->weight_bytes_per_cycle,
+                     fmt::join(why, ", "));
 }
 
 bool available(const ArchConfig& cfg) { return unavailable(cfg).empty(); }
@@ -143,7 +155,7 @@ void require_build(const ArchConfig& cfg) {
 model::RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,
                           const model::RunOptions& opts) {
   require_build(cfg);
-  return find_build(cfg)(cfg, prog, mem, opts);
+  return find_build(cfg)->run(cfg, prog, mem, opts);
 }
 
 std::string Divergence::message() const {

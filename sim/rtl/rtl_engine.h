@@ -2,7 +2,11 @@
 // inputs, outputs and statistics as the SystemC model, and compares the two.
 //
 // The core is Verilated once per configuration listed in TPU_RTL_PRESETS
-// (CMake); a configuration matches a build when every parameter is equal.
+// (CMake); a configuration matches a build when every parameter fixed in the
+// RTL (ArchParam::fixed_in_rtl) is equal. The memory channels' latencies and
+// bandwidths are inputs of the core, so a build runs any of them its memory
+// ports are wide enough for (model::rtl_host_rows_per_cycle and
+// rtl_weight_rows_per_cycle of the build's configuration).
 #pragma once
 
 #include <optional>
@@ -22,10 +26,18 @@ std::vector<std::string> built_configs();
 // The same as one line for messages: "small4, small8" or "none".
 std::string built_configs_text();
 
-// Why the RTL cannot run `cfg`, as one line: no build has exactly this
-// configuration, or it is one the RTL does not implement (a host channel
-// wider than a row: its host DMA moves one row a cycle). Empty when it can.
+// Why the RTL cannot run `cfg`, as one line: no build has its fixed
+// parameters, or a bandwidth is wider than the build's memory ports. Empty
+// when it can.
 std::string unavailable(const ArchConfig& cfg);
+
+// The widest bandwidths, in bytes a cycle, the build for cfg's fixed
+// parameters takes (its memory ports' rows times N); nullopt without a build.
+struct PortWidths {
+  std::uint64_t host_bytes_per_cycle = 0;
+  std::uint64_t weight_bytes_per_cycle = 0;
+};
+std::optional<PortWidths> port_widths(const ArchConfig& cfg);
 
 // True when unavailable(cfg) is empty.
 bool available(const ArchConfig& cfg);

@@ -19,7 +19,6 @@
 #endif
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <type_traits>
@@ -121,6 +120,12 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
       root->tpu_core__DOT__acc_q[r][j] = static_cast<std::uint32_t>(mem.acc.row(r)[j]);
 
   top->prog_len_i = static_cast<std::uint32_t>(prog.code.size());
+  // The memory channels' timing, held for the run (rtl::unavailable has
+  // checked the bandwidths against the ports; the latencies fit 32 bits).
+  top->host_latency_i = static_cast<std::uint32_t>(cfg.host_latency);
+  top->host_bytes_per_cycle_i = static_cast<std::uint32_t>(cfg.host_bytes_per_cycle);
+  top->weight_latency_i = static_cast<std::uint32_t>(cfg.weight_latency);
+  top->weight_bytes_per_cycle_i = static_cast<std::uint32_t>(model::rtl_weight_bytes_per_cycle(cfg));
   top->rst_ni = 0;
   top->clk_i = 0;
   top->eval();
@@ -130,7 +135,6 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
   top->rst_ni = 1;
   top->eval();
 
-  std::vector<std::uint8_t> row(4 * n);
   for (model::Cycle t = 0;; ++t) {
     // The combinational phase of cycle t: serve the ports, then observe.
     const std::uint32_t pc = top->fetch_pc_o;
@@ -138,9 +142,10 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
     const isa::EncodedInstr& word = pc < encoded.size() ? encoded[pc] : kZero;
     put_bytes(top->fetch_instr_i, word.data(), word.size());
     top->eval();
+    // Host rows host_rd_row_o .. + host_rd_count_o - 1, contiguous in memory.
     if (top->host_rd_valid_o)
-      put_bytes(top->host_rd_data_i,
-                reinterpret_cast<const std::uint8_t*>(mem.host.row(top->host_rd_row_o)), n);
+      put_bytes(top->host_rd_data_i, reinterpret_cast<const std::uint8_t*>(mem.host.row(top->host_rd_row_o)),
+                std::size_t{top->host_rd_count_o} * n);
     // Rows wmem_rd_row_o .. + wmem_rd_count_o - 1 of a tile, row-major in
     // the weight memory.
     if (top->wmem_rd_valid_o)
@@ -156,11 +161,9 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
                                static_cast<std::uint64_t>(top->array_retire_o),
                                static_cast<std::uint64_t>(top->act_retire_o)})
       if (retire_valid(port)) log.complete(retire_seq(port), t);
-    if (top->host_wr_valid_o) {
-      const std::size_t rows = top->host_wr_acc_o ? isa::kHostRowsPerAccRow : 1;
-      get_bytes(top->host_wr_data_o, row.data(), rows * n);
-      std::memcpy(mem.host.row(top->host_wr_row_o), row.data(), rows * n);
-    }
+    if (top->host_wr_valid_o)
+      get_bytes(top->host_wr_data_o, reinterpret_cast<std::uint8_t*>(mem.host.row(top->host_wr_row_o)),
+                std::size_t{top->host_wr_count_o} * n);
     if (top->row_valid_o) ++log.stats.array_active_cycles;
     dump(10 * t);
     if (t >= opts.max_cycles) {

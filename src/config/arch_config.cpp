@@ -80,17 +80,17 @@ const std::vector<ArchParam>& arch_params() {
        addressable(Field::AccRow)},
       {"fifo_depth", "weight FIFO depth in tiles", &ArchConfig::fifo_depth, 1, 64},
       {"host_latency", "cycles before a host DMA transfer moves its first byte",
-       &ArchConfig::host_latency, 0, 1u << 20},
+       &ArchConfig::host_latency, 0, 1u << 20, false},
       {"host_bytes_per_cycle", "host DMA bandwidth in bytes per cycle",
-       &ArchConfig::host_bytes_per_cycle, 1, 1u << 20},
+       &ArchConfig::host_bytes_per_cycle, 1, 1u << 20, false},
       {"weight_latency", "cycles before a weight DMA transfer moves its first byte",
-       &ArchConfig::weight_latency, 0, 1u << 20},
+       &ArchConfig::weight_latency, 0, 1u << 20, false},
       {"weight_bytes_per_cycle", "weight DMA bandwidth in bytes per cycle",
-       &ArchConfig::weight_bytes_per_cycle, 1, 1u << 20},
+       &ArchConfig::weight_bytes_per_cycle, 1, 1u << 20, false},
       {"act_latency", "activation unit pipeline depth in cycles", &ArchConfig::act_latency, 1,
        64},
       {"clock_mhz", "clock frequency in MHz: seconds and TOPS in the statistics, no effect on cycles",
-       &ArchConfig::clock_mhz, 1, 100000},
+       &ArchConfig::clock_mhz, 1, 100000, false},
   };
   return kParams;
 }

@@ -50,6 +50,10 @@ struct ArchParam {
   std::uint64_t ArchConfig::*member;
   std::uint64_t min;
   std::uint64_t max;
+  // Whether an RTL build is made for one value (a parameter of the generated
+  // tpu_config_pkg). The memory channels' latencies and bandwidths are inputs
+  // of the RTL core instead, set at run time, and the clock changes no cycle.
+  bool fixed_in_rtl = true;
 };
 const std::vector<ArchParam>& arch_params();
 
