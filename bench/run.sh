@@ -4,9 +4,7 @@
 # about ten minutes the first time; without waveform tracing, which would
 # nearly double the RTL's CPU time at N = 64), runs it and writes
 # bench/results.csv and the Markdown tables (bench/results.md) that
-# docs/performance.md quotes. Not at N = 16: the tpuv1 host channel (20 bytes
-# a cycle) is wider than a row there, which the RTL's host DMA does not
-# implement (tpu-bench says so for the RTL at N = 16).
+# docs/performance.md quotes.
 #
 #   bench/run.sh [tpu-bench options]     e.g. bench/run.sh --sizes 16,64
 set -euo pipefail

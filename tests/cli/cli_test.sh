@@ -321,9 +321,11 @@ for s, mhz in ((a, 700), (b, 350)):
     grep -qx "engines: the RTL and the SystemC model agree on 1 retire record, the statistics and every memory" \
       "$tmp/out" || { cat "$tmp/out"; fail "1 retire record"; }
     expect_status 0 "$bin/tpu-cosim" --seed 3 --count 1
-    grep -q "^tpu-cosim: 1 program (seed 3) on small8 with N=8: " "$tmp/out" || { cat "$tmp/out"; fail "1 program"; }
+    grep -q "^tpu-cosim: 1 program (seed 3) on small8 with N=8 and random memory timing: " "$tmp/out" || { cat "$tmp/out"; fail "1 program"; }
     expect_status 0 "$bin/tpu-cosim" --seed 3 --count 2
-    grep -q "^tpu-cosim: 2 programs (seeds 3..4) on small8 with N=8: " "$tmp/out" || { cat "$tmp/out"; fail "2 programs"; }
+    grep -q "^tpu-cosim: 2 programs (seeds 3..4) on small8 with N=8 and random memory timing: " "$tmp/out" || { cat "$tmp/out"; fail "2 programs"; }
+    expect_status 0 "$bin/tpu-cosim" --seed 3 --count 1 --fixed-timing
+    grep -q "^tpu-cosim: 1 program (seed 3) on small8 with N=8: " "$tmp/out" || { cat "$tmp/out"; fail "--fixed-timing"; }
     expect_status 3 "$bin/tpu-sim" run "$tmp/m.tpu" --hostmem "$data/host.npy" \
       --weights "$data/weights.npy" --engine rtl --preset tpuv1 --array 8
     grep -q "no RTL build for this configuration" "$tmp/err" || fail "no-build message"
