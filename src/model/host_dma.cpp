@@ -52,7 +52,10 @@ Accepted HostDma::accept(const isa::Instruction& in, std::uint32_t seq, Cycle no
 
   Job job;
   job.seq = seq;
-  job.in = in;
+  job.read = read;
+  job.acc = acc;
+  job.host_row = read ? op0 : op1;
+  job.chip_row = read ? op1 : op0;
   job.lands = std::move(spare_lands_);
   job.lands.resize(rows);
   const std::uint64_t bytes = rows * row_bytes;
@@ -62,23 +65,22 @@ Accepted HostDma::accept(const isa::Instruction& in, std::uint32_t seq, Cycle no
   // it is sent (no DMI), a read goes to a staging buffer until its rows land,
   // and a write sends the rows as they are now (the hazard interlocks keep
   // them until completion).
-  const std::uint64_t host_row = read ? op0 : op1;
   auto stage = [&]() -> unsigned char* {
     if (read) {
       job.data = BytePool::take(bytes);
       return job.data.data();
     }
-    if (!acc) return reinterpret_cast<unsigned char*>(mem_.ub.row(op0));
+    if (!acc) return reinterpret_cast<unsigned char*>(mem_.ub.row(job.chip_row));
     job.data = BytePool::take(bytes);
-    acc_to_host(mem_.acc.row(op0), job.data.data(), rows * n);
+    acc_to_host(mem_.acc.row(job.chip_row), job.data.data(), rows * n);
     return job.data.data();
   };
   const PortClient::Sent sent =
-      port_.send(*memory.operator->(), read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND, host_row * n,
+      port_.send(*memory.operator->(), read ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND, job.host_row * n,
                  stage, rows, row_bytes, job.lands.data(), now);
   if (!sent.refused.empty())
     return {0, fmt::format("host memory target answered {} for {} rows from host byte {} ({} bytes)",
-                           sent.refused, rows, host_row * n, bytes)};
+                           sent.refused, rows, job.host_row * n, bytes)};
   job.direct = sent.direct;
   job.completion = sent.last;
   planned_.push_back(std::move(job));
@@ -94,10 +96,7 @@ void HostDma::tick() {
     job_ = std::move(planned_.front());
     planned_.pop_front();
     ++stats_.instructions;
-    const isa::Instruction& in = job_->in;
-    if (in.opcode == isa::Opcode::RHM)
-      mem_.ub.prefault(static_cast<std::uint64_t>(in.operands[1]),
-                       static_cast<std::uint64_t>(in.operands[2]));
+    if (job_->read) mem_.ub.prefault(job_->chip_row, job_->lands.size());
   }
   busy.write(job_.has_value());
   if (!job_) return;
@@ -120,17 +119,15 @@ void HostDma::land(Job& j, Cycle now) {
   // Rows [rows_done, r) land now. They are contiguous on chip, in host
   // memory and in the staging buffer.
   const std::uint64_t n = cfg_.array_n, first = j.rows_done, count = r - first;
-  const auto op0 = static_cast<std::uint64_t>(j.in.operands[0]);
-  const auto op1 = static_cast<std::uint64_t>(j.in.operands[1]);
-  if (j.in.opcode == isa::Opcode::RHM) {
-    const unsigned char* src = j.direct ? port_.direct((op0 + first) * n) : j.data.data() + first * n;
-    std::memcpy(mem_.ub.row(op1 + first), src, count * n);
+  if (j.read) {
+    const unsigned char* src = j.direct ? port_.direct((j.host_row + first) * n) : j.data.data() + first * n;
+    std::memcpy(mem_.ub.row(j.chip_row + first), src, count * n);
   } else if (j.direct) {  // WHM: the DMA stores the rows itself
-    if (j.in.has(isa::kFlagWhmAcc)) {
-      acc_to_host(mem_.acc.row(op0 + first), port_.direct((op1 + first * isa::kHostRowsPerAccRow) * n),
-                  count * n);
+    if (j.acc) {
+      acc_to_host(mem_.acc.row(j.chip_row + first),
+                  port_.direct((j.host_row + first * isa::kHostRowsPerAccRow) * n), count * n);
     } else {
-      std::memcpy(port_.direct((op1 + first) * n), mem_.ub.row(op0 + first), count * n);
+      std::memcpy(port_.direct((j.host_row + first) * n), mem_.ub.row(j.chip_row + first), count * n);
     }
   }
   j.rows_done = r;

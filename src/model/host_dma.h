@@ -53,7 +53,13 @@ SC_MODULE(HostDma), public TransferUnit {
  private:
   struct Job {
     std::uint32_t seq = 0;
-    isa::Instruction in;
+    // Decoded at acceptance: an RHM (else a WHM), from the accumulators
+    // (WHM.A), and the first row of each side: host memory, and the UB or
+    // accumulators.
+    bool read = false;
+    bool acc = false;
+    std::uint64_t host_row = 0;
+    std::uint64_t chip_row = 0;
     std::vector<Cycle> lands;         // l_r for each row
     ByteBuffer data;                  // sent as a transaction: RHM's staging, WHM.A's bytes
     bool direct = false;              // the DMA moves the rows through DMI as they land
