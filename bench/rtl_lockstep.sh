@@ -2,8 +2,9 @@
 # The lock-step cross-check at the TPUv1 size: the GEMM regression and random
 # programs through both engines (the SystemC model and the Verilated RTL,
 # compared cycle for cycle) on the tpuv1 preset with an N x N array, N = 256
-# by default. CI runs the same checks at N = 64 (tests/rtl/test_cosim.cpp,
-# cosim.tpuv1_n64); this is the run it has no time for.
+# by default. CI runs the same checks at N = 64 and 128 (tests/rtl/test_cosim.cpp,
+# cosim.tpuv1_n64, cosim.tpuv1_n128); this is the run it has no time for.
+# tpu-cosim draws each program's memory latencies and bandwidths at random.
 #
 #   bench/rtl_lockstep.sh [N] [RANDOM_PROGRAMS]      e.g. bench/rtl_lockstep.sh 256 20
 #
@@ -40,7 +41,7 @@ step() {  # step NAME COMMAND...: runs it, prints its CPU time and outcome
 }
 
 echo "tpuv1 with N = $n: GEMMs through --engine both --check"
-# The shapes of the regression at N = 64 (tests/rtl/test_cosim.cpp), scaled:
+# The shapes of the regression at N = 64 and 128 (tests/rtl/test_cosim.cpp):
 # one tile, ragged edges in every dimension, several tiles of M and N.
 for shape in "$n,$n,$n" "3,$((2 * n + 1)),$((n + 1))" "$((2 * n + 22)),$((n + 6)),$((2 * n))"; do
   IFS=, read -r m k nout <<<"$shape"

@@ -2,18 +2,19 @@
 // the hardware interlocks of docs/microarchitecture.md ("Controller"). It
 // mirrors src/model/controller.cpp.
 //
-// A scoreboard holds each in-flight instruction's unit, memory ranges and
-// completion cycle. The array and the activation unit run at a fixed rate, so
-// their instructions' completion cycles are known at issue (the closed forms
-// of model::duration). The DMAs' depend on the memory channels' timing, which
-// is an input of the core: a host DMA instruction stays in flight until the
-// host DMA retires it (its entry's completion is then set to that cycle), and
-// the unit takes its next instruction from that cycle on; the weight DMA takes
-// a request every cycle, its RWs touch no memory another unit writes, and a
-// SYNC or HLT waits for it to be idle. Issue stalls, in this order, on a
-// RAW/WAW/WAR hazard with another unit, a busy unit, a full weight FIFO,
-// shadow weights not loaded for MMC.S, or a SYNC/HLT drain. Commands to the
-// units are registered: a unit starts the cycle after issue.
+// A scoreboard holds each in-flight instruction's unit and memory ranges
+// until its completion, with no cycle numbers: the array's and the activation
+// unit's instructions run at a fixed rate, so at issue an entry gets the
+// cycles it has left (the closed forms of model::duration) and counts them
+// down; a host DMA instruction's entry is held until the host DMA retires it
+// (its timing depends on the memory channel's, an input of the core), and
+// the unit takes its next instruction from that cycle on. The weight DMA
+// takes a request every cycle and its RWs touch no memory another unit
+// writes, so they have no entry: a SYNC or HLT waits for it to be idle. Each
+// unit's wait for its next instruction is a countdown too. Issue stalls, in
+// this order, on a RAW/WAW/WAR hazard with another unit, a busy unit, a full
+// weight FIFO, shadow weights not loaded for MMC.S, or a SYNC/HLT drain.
+// Commands to the units are registered: a unit starts the cycle after issue.
 //
 // SETQ, CMAP, CSTR, CTAP and CWIN set registers at issue that go out with
 // every command (model::UnitCommand's requant and conv, the model's requant_
@@ -36,6 +37,7 @@ module tpu_controller
 (
   input  logic                 clk_i,
   input  logic                 rst_ni,
+  // The cycle number, for the fault report and the assertions' messages only.
   input  logic [CycleW-1:0]    cycle_i,
   // Instruction fetch, served combinationally by the testbench.
   output logic [31:0]          fetch_pc_o,
@@ -71,12 +73,16 @@ module tpu_controller
 
   localparam int unsigned SbSize = 2 * ArrayN + ActLatency + 8;
 
+  // An in-flight instruction: its unit and ranges, and the cycles it has
+  // left after this one (it completes when they reach 0), or `held`: in
+  // flight until its unit retires it (the host DMA's).
   typedef struct packed {
     logic                valid;
+    logic                held;
     logic [2:0]          unit;
     access_t             a0;
     access_t             a1;
-    logic [CycleW-1:0]   completion;
+    logic [CycleW-1:0]   left;
   } sb_entry_t;
 
   logic [31:0]       pc_q;
@@ -92,18 +98,20 @@ module tpu_controller
   logic [31:0]       conv_map_rows_q;  // in_h * in_w (ConvGeometry::map_rows)
   logic [7:0]        conv_win_h_q, conv_win_w_q;
   logic [15:0]       conv_window_q;    // win_h * win_w (ConvGeometry::window)
-  logic [CycleW-1:0] unit_free_at_q [5];  // by unit id
+  // By unit id: the cycles after this one the unit cannot take an
+  // instruction (the array and activation unit: until their previous one
+  // has read its rows, or a POOL completed; the weight DMA: none).
+  logic [CycleW-1:0] unit_wait_q [5];
   logic [31:0]       rw_issued_q, switches_q;
   logic              halted_q, fault_q;
   logic [FaultCodeW-1:0] fault_code_q;
   logic [CycleW-1:0] fault_cycle_q;
   // Yosys takes an unpacked array of structs for a single struct: entries are
   // plain vectors of $bits(sb_entry_t) (a WIDTH warning if this drifts).
-  localparam int unsigned SbEntryBits = 1 + 3 + 2 * (1 + 2 + 34 + 34 + 1) + CycleW;
+  localparam int unsigned SbEntryBits = 1 + 1 + 3 + 2 * (1 + 2 + 34 + 34 + 1) + CycleW;
+  localparam int unsigned SbValid = SbEntryBits - 1, SbHeld = SbEntryBits - 2;
   logic [SbEntryBits-1:0] sb_q [SbSize];
-  // The completion of an instruction the host DMA has not yet retired, and
-  // the entry of the host DMA's instruction.
-  localparam logic [CycleW-1:0] InFlight = '1;
+  // The entry of the host DMA's instruction.
   logic [$clog2(SbSize)-1:0] host_slot_q;
 
   // ---- Decode ----------------------------------------------------------------
@@ -205,7 +213,10 @@ module tpu_controller
   // access `ha` and a live access `hb` of another unit that overlap, one of
   // them a write: {RAW, WAW, WAR}.
   logic [SbSize-1:0] sb_live;
+  // The hazard check reads an entry's unit and ranges, not its countdown.
+  /* verilator lint_off UNUSEDSIGNAL */
   sb_entry_t         sb_e;
+  /* verilator lint_on UNUSEDSIGNAL */
   access_t           ha, hb;
   logic              raw, waw, war, sb_busy, act_in_flight;
   always_comb begin
@@ -217,7 +228,7 @@ module tpu_controller
     act_in_flight = 1'b0;
     for (int unsigned e = 0; e < SbSize; e++) begin
       sb_e = sb_q[e];
-      sb_live[e] = sb_e.valid && sb_e.completion >= cycle_i;
+      sb_live[e] = sb_e.valid;
       if (sb_live[e] && sb_e.unit == UnitActivation) act_in_flight = 1'b1;
       if (sb_live[e] && sb_e.unit != unit) begin
         for (int unsigned p = 0; p < 4; p++) begin
@@ -253,7 +264,7 @@ module tpu_controller
       cause = StallDrain;
     end else if (opcode == OpNop || opcode == OpSetq || opcode == OpCmap || opcode == OpCstr ||
                  opcode == OpCtap || opcode == OpCwin) stalled = 1'b0;
-    else if (cycle_i < unit_free_at_q[32'(unit)]) cause = StallUnitBusy;
+    else if (unit_wait_q[32'(unit)] != '0) cause = StallUnitBusy;
     // The host DMA takes its next transfer from its current one's last cycle on.
     else if (unit == UnitHostDma && host_dma_busy_i && !host_dma_retire_i.valid) cause = StallUnitBusy;
     // A POOL reads UB rows its own unit's earlier instructions may still
@@ -279,6 +290,35 @@ module tpu_controller
       if (!has_free && !sb_live[e]) begin
         free_slot = e[$clog2(SbSize)-1:0];
         has_free = 1'b1;
+      end
+    end
+  end
+
+  // ---- Scoreboard entries ---------------------------------------------------------
+  // An issue writes its instruction's entry into the free slot (a host DMA
+  // instruction's held, the others' with the cycles left after the next one:
+  // every duration is at least 1); otherwise a live entry counts down and
+  // leaves after its completion cycle, and a held one after the cycle the
+  // host DMA retires it in.
+  logic                   sb_write;
+  logic [SbEntryBits-1:0] sb_new;
+  assign sb_write = can_issue && unit != UnitController && !is_rw;
+  assign sb_new   = unit == UnitHostDma ? {1'b1, 1'b1, unit, acc0, acc1, CycleW'(0)}
+                                        : {1'b1, 1'b0, unit, acc0, acc1, duration - CycleW'(1)};
+  for (genvar e = 0; e < SbSize; e++) begin : g_sb
+    always_ff @(posedge clk_i) begin
+      if (!rst_ni) begin
+        sb_q[e] <= '0;
+      end else if (sb_write && 32'(free_slot) == e) begin
+        sb_q[e] <= sb_new;
+      end else if (sb_q[e][SbValid]) begin
+        if (sb_q[e][SbHeld]) begin
+          if (host_dma_retire_i.valid && 32'(host_slot_q) == e) sb_q[e][SbValid] <= 1'b0;
+        end else if (sb_q[e][CycleW-1:0] == '0) begin
+          sb_q[e][SbValid] <= 1'b0;
+        end else begin
+          sb_q[e][CycleW-1:0] <= sb_q[e][CycleW-1:0] - CycleW'(1);
+        end
       end
     end
   end
@@ -329,7 +369,7 @@ module tpu_controller
       conv_win_h_q <= 8'd1;
       conv_win_w_q <= 8'd1;
       conv_window_q <= 16'd1;
-      for (int u = 0; u < 5; u++) unit_free_at_q[u] <= '0;
+      for (int u = 0; u < 5; u++) unit_wait_q[u] <= '0;
       rw_issued_q <= '0;
       host_slot_q <= '0;
       switches_q <= '0;
@@ -337,14 +377,14 @@ module tpu_controller
       fault_q <= 1'b0;
       fault_code_q <= FaultNone;
       fault_cycle_q <= '0;
-      for (int e = 0; e < SbSize; e++) sb_q[e] <= '0;
       host_dma_cmd_o <= '0;
       weight_dma_cmd_o <= '0;
       array_cmd_o <= '0;
       act_cmd_o <= '0;
     end else begin
-      // The host DMA's instruction completes in the cycle it retires.
-      if (host_dma_retire_i.valid) sb_q[host_slot_q][CycleW-1:0] <= cycle_i;
+      // The units' waits count down; an issue below overwrites its unit's.
+      for (int u = 0; u < 5; u++)
+        if (unit_wait_q[u] != '0) unit_wait_q[u] <= unit_wait_q[u] - CycleW'(1);
       host_dma_cmd_o.valid <= 1'b0;
       weight_dma_cmd_o.valid <= 1'b0;
       array_cmd_o.valid <= 1'b0;
@@ -393,16 +433,11 @@ module tpu_controller
           endcase
           // A host transfer is in flight until the host DMA retires it;
           // the weight DMA's RWs need no entry (see above).
-          if (unit != UnitController && !is_rw) begin
-            sb_q[free_slot] <= {1'b1, unit, acc0, acc1,
-                                unit == UnitHostDma ? InFlight : cycle_i + duration};
-            unit_free_at_q[32'(unit)] <= cycle_i + occupancy;
-          end
           if (unit == UnitHostDma) host_slot_q <= free_slot;
-          if (is_rw) begin
-            rw_issued_q <= rw_issued_q + 1;
-            unit_free_at_q[32'(unit)] <= cycle_i + occupancy;
-          end
+          // Every occupancy here is at least 1 (rows >= 1).
+          if (unit != UnitController && unit != UnitHostDma)
+            unit_wait_q[32'(unit)] <= occupancy - CycleW'(1);
+          if (is_rw) rw_issued_q <= rw_issued_q + 1;
           if (is_switch) switches_q <= switches_q + 1;
         end
       end

@@ -41,17 +41,23 @@ class ActiveCycles {
   Cycle total_ = 0;
 };
 
-// Rows and columns of a weight tile that hold a nonzero weight.
+// Rows and columns of a weight tile that hold a nonzero weight. Branch-free
+// byte masks, so that the compiler vectorizes the scan: a tile is 64 KiB at
+// N = 256, and a short GEMM's run scans one or two.
 std::uint64_t useful_lanes(const std::int8_t* tile, std::size_t n) {
-  std::vector<bool> col(n, false);
+  std::vector<std::uint8_t> col(n, 0);
   std::uint64_t rows = 0;
   for (std::size_t k = 0; k < n; ++k) {
-    bool any = false;
-    for (std::size_t j = 0; j < n; ++j)
-      if (tile[k * n + j] != 0) any = col[j] = true;
+    const std::int8_t* row = tile + k * n;
+    std::uint8_t any = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::uint8_t nonzero = row[j] != 0;
+      col[j] |= nonzero;
+      any |= nonzero;
+    }
     rows += any;
   }
-  return rows * static_cast<std::uint64_t>(std::count(col.begin(), col.end(), true));
+  return rows * static_cast<std::uint64_t>(std::count(col.begin(), col.end(), std::uint8_t{1}));
 }
 
 }  // namespace
