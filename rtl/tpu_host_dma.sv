@@ -17,38 +17,38 @@ module tpu_host_dma
   import tpu_config_pkg::*;
   import tpu_core_pkg::*;
 (
-  input  logic                             clk_i,
-  input  logic                             rst_ni,
+  input  logic                                          clk_i,
+  input  logic                                          rst_ni,
   // The cycle number, for the assertions' messages only.
   /* verilator lint_off UNUSEDSIGNAL */
-  input  logic [CycleW-1:0]                cycle_i,
-  input  unit_cmd_t                        cmd_i,
+  input  logic [CycleW-1:0]                             cycle_i,
+  input  unit_cmd_t                                     cmd_i,
   /* verilator lint_on UNUSEDSIGNAL */
   // The host channel's timing (Lh, Bh), constant while the core runs.
-  input  logic [31:0]                      latency_i,
-  input  logic [31:0]                      bytes_per_cycle_i,
+  input  logic [31:0]                                   latency_i,
+  input  logic [31:0]                                   bytes_per_cycle_i,
   // Host memory: rows row .. row + count - 1, row + i in bits [i*N*8 +: N*8].
-  output logic                             host_rd_valid_o,
-  output logic [31:0]                      host_rd_row_o,
-  output logic [$clog2(HostRowsPerCycle+1)-1:0] host_rd_count_o,
-  input  logic [HostRowsPerCycle*ArrayN*8-1:0]         host_rd_data_i,
-  output logic                             host_wr_valid_o,
-  output logic [31:0]                      host_wr_row_o,
+  output logic                                          host_rd_valid_o,
+  output logic [31:0]                                   host_rd_row_o,
+  output logic [$clog2(HostRowsPerCycle+1)-1:0]         host_rd_count_o,
+  input  logic [HostRowsPerCycle*ArrayN*8-1:0]          host_rd_data_i,
+  output logic                                          host_wr_valid_o,
+  output logic [31:0]                                   host_wr_row_o,
   output logic [$clog2(HostRowsPerAccRow*HostRowsPerCycle+1)-1:0] host_wr_count_o,
-  output logic [HostRowsPerCycle*4*ArrayN*8-1:0]       host_wr_data_o,
+  output logic [HostRowsPerCycle*4*ArrayN*8-1:0]        host_wr_data_o,
   // Unified buffer: the same layout, `count` rows written from row; reads
   // see rows row .. row + Rows - 1.
-  output logic                             ub_wr_valid_o,
-  output logic [31:0]                      ub_wr_row_o,
-  output logic [$clog2(HostRowsPerCycle+1)-1:0] ub_wr_count_o,
-  output logic [HostRowsPerCycle*ArrayN*8-1:0]         ub_wr_data_o,
-  output logic [31:0]                      ub_rd_row_o,
-  input  logic [HostRowsPerCycle*ArrayN*8-1:0]         ub_rd_data_i,
+  output logic                                          ub_wr_valid_o,
+  output logic [31:0]                                   ub_wr_row_o,
+  output logic [$clog2(HostRowsPerCycle+1)-1:0]         ub_wr_count_o,
+  output logic [HostRowsPerCycle*ArrayN*8-1:0]          ub_wr_data_o,
+  output logic [31:0]                                   ub_rd_row_o,
+  input  logic [HostRowsPerCycle*ArrayN*8-1:0]          ub_rd_data_i,
   // Accumulators (WHM.A): rows row .. row + Rows - 1, N int32 each.
-  output logic [31:0]                      acc_rd_row_o,
-  input  logic [HostRowsPerCycle*ArrayN*32-1:0]        acc_rd_data_i,
-  output retire_t                          retire_o,
-  output logic                             busy_o
+  output logic [31:0]                                   acc_rd_row_o,
+  input  logic [HostRowsPerCycle*ArrayN*32-1:0]         acc_rd_data_i,
+  output retire_t                                       retire_o,
+  output logic                                          busy_o
 );
 
   localparam int unsigned N = ArrayN;
