@@ -21,7 +21,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build-bench
 python=/usr/bin/python3  # Debian's, which sees numpy
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTPU_BUILD_TESTS=OFF -DTPU_RTL_TRACE=OFF \
-  "-DTPU_RTL_PRESETS=tpuv1/32;tpuv1/64;tpuv1/128;tpuv1/256" >/dev/null
+  "-DTPU_RTL_PRESETS=tpuv1/16;tpuv1/64;tpuv1/128;tpuv1/256" >/dev/null
 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target tpu-sim tpu-cosim
 
 tmp=$(mktemp -d)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole benchmark in one command: builds tpu-bench with the RTL core
-# Verilated for the tpuv1 preset at N = 32, 64, 128 and 256 (in build-bench/,
+# Verilated for the tpuv1 preset at N = 16, 64, 128 and 256 (in build-bench/,
 # about ten minutes the first time; without waveform tracing, which would
 # nearly double the RTL's CPU time at N = 64), runs it and writes
 # bench/results.csv and the Markdown tables (bench/results.md) that
@@ -11,6 +11,6 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build-bench
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DTPU_BUILD_TESTS=OFF -DTPU_RTL_TRACE=OFF \
-  "-DTPU_RTL_PRESETS=tpuv1/32;tpuv1/64;tpuv1/128;tpuv1/256" >/dev/null
+  "-DTPU_RTL_PRESETS=tpuv1/16;tpuv1/64;tpuv1/128;tpuv1/256" >/dev/null
 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target tpu-bench
 "$build/bench/tpu-bench" --csv "$root/bench/results.csv" --markdown "$root/bench/results.md" "$@"
