@@ -201,9 +201,11 @@ model::RunLog simulate(const SimArgs& args, const ArchConfig& cfg, const isa::Pr
   ropts.max_cycles = args.max_cycles;
   ropts.detail = detail_of(args);
   const bool wave = !args.vcd.empty() || !args.fst.empty();
-  if (wave && args.engine != "systemc" && !rtl::has_waveforms())
+  if (wave && args.engine != "systemc" && rtl::available(cfg) && !rtl::has_waveforms(cfg))
     throw CLI::ValidationError(args.vcd.empty() ? "--fst" : "--vcd",
-                               "this tpu-sim's RTL builds have no tracing (CMake: -DTPU_RTL_TRACE=ON)");
+                               fmt::format("this tpu-sim's RTL build for N={} has no tracing (CMake: "
+                                           "-DTPU_RTL_TRACE=ON, for N up to TPU_RTL_TRACE_MAX_N)",
+                                           cfg.array_n));
   // --engine both writes two waveforms, the RTL's under a name derived from
   // the one given; a device or FIFO has no such sibling.
   if (wave && args.engine == "both" && is_special_file(args.vcd.empty() ? args.fst : args.vcd))

@@ -144,9 +144,10 @@ model::RunLog run_engine(const ArchConfig& cfg, const isa::Program& prog, model:
   ropts.vcd_path = opts.vcd;
   if (!opts.vcd.empty() && opts.detail == model::Detail::Fast)
     throw UsageError("detail: fast has no per-cycle state for a waveform to show");
-  if (!opts.vcd.empty() && opts.engine != "systemc" && !rtl::has_waveforms())
-    throw UsageError("vcd: this build's RTL has no tracing (CMake: -DTPU_RTL_TRACE=ON)");
   if (opts.engine != "systemc") rtl::require_build(cfg);
+  if (!opts.vcd.empty() && opts.engine != "systemc" && !rtl::has_waveforms(cfg))
+    throw UsageError(fmt::format("vcd: the RTL build for N={} has no tracing (CMake: -DTPU_RTL_TRACE=ON, "
+                                 "for N up to TPU_RTL_TRACE_MAX_N)", cfg.array_n));
   std::lock_guard<std::mutex> lock(simulation_mutex());
   if (opts.engine == "systemc") return model::run_program(cfg, prog, mem, ropts);
   if (opts.engine == "rtl") return rtl::run_program(cfg, prog, mem, ropts);

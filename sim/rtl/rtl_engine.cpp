@@ -11,7 +11,7 @@
 namespace tpu::rtl {
 
 // One entry per build: run_<variant>, from variant.cpp.
-#define TPU_RTL_VARIANT(variant, preset, array_n)                                             \
+#define TPU_RTL_VARIANT(variant, preset, array_n, traced)                                     \
   model::RunLog run_##variant(const ArchConfig&, const isa::Program&, model::Memories&,       \
                               const model::RunOptions&);
 #include "rtl_variants.inc"
@@ -26,6 +26,7 @@ using RunFn = model::RunLog (*)(const ArchConfig&, const isa::Program&, model::M
 struct Build {
   const char* preset;
   std::uint64_t array_n;
+  bool traced;  // waveform tracing compiled in
   RunFn run;
   ArchConfig config() const {
     ArchConfig cfg = preset_config(preset);
@@ -39,7 +40,7 @@ struct Build {
 
 const std::vector<Build>& builds() {
   static const std::vector<Build> kBuilds = {
-#define TPU_RTL_VARIANT(variant, preset, array_n) {#preset, array_n, &run_##variant},
+#define TPU_RTL_VARIANT(variant, preset, array_n, traced) {#preset, array_n, traced != 0, &run_##variant},
 #include "rtl_variants.inc"
 #undef TPU_RTL_VARIANT
   };
@@ -113,7 +114,10 @@ std::vector<std::string> built_configs() {
   return names;
 }
 
-bool has_waveforms() { return TPU_RTL_TRACE; }
+bool has_waveforms(const ArchConfig& cfg) {
+  const Build* build = find_build(cfg);
+  return build != nullptr && build->traced;
+}
 
 std::string built_configs_text() {
   const std::vector<std::string> names = built_configs();

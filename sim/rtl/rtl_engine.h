@@ -45,14 +45,14 @@ bool available(const ArchConfig& cfg);
 // Throws the std::runtime_error of run_program when unavailable(cfg) is not empty.
 void require_build(const ArchConfig& cfg);
 
-// True when the builds have tracing compiled in (CMake TPU_RTL_TRACE), so
-// that run_program can write a waveform.
-bool has_waveforms();
+// True when the build for `cfg` has tracing compiled in (CMake TPU_RTL_TRACE,
+// for N up to TPU_RTL_TRACE_MAX_N), so that run_program can write a waveform.
+bool has_waveforms(const ArchConfig& cfg);
 
 // Runs on the RTL; throws std::runtime_error when no build matches `cfg`.
 // With opts.vcd_path set, writes the waveform of every signal of tpu_core
 // there (.vcd appended if missing) and a GTKWave save file (.gtkw) beside
-// it, whole or not at all (wave_files.h); needs has_waveforms().
+// it, whole or not at all (wave_files.h); needs has_waveforms(cfg).
 model::RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,
                           const model::RunOptions& opts = {});
 

@@ -189,6 +189,18 @@ TEST_CASE("a fault with instructions in flight runs identically on the RTL", "[r
   }
 }
 
+// Tracing is compiled into the builds of N <= TPU_RTL_TRACE_MAX_N only (the
+// traced C++ grows with N^2); tpu-sim refuses --vcd with the RTL above.
+TEST_CASE("the RTL builds up to TPU_RTL_TRACE_MAX_N have waveforms", "[rtl]") {
+  for (const auto& [preset, n] : {std::pair{"small4", 4}, std::pair{"tpuv1", 64}, std::pair{"tpuv1", 128}}) {
+    ArchConfig cfg = preset_config(preset);
+    cfg.array_n = static_cast<std::uint64_t>(n);
+    CAPTURE(preset, n);
+    REQUIRE(rtl::available(cfg));
+    CHECK(rtl::has_waveforms(cfg) == (n <= TPU_RTL_TRACED_MAX_N));
+  }
+}
+
 TEST_CASE("a configuration without an RTL build is refused clearly", "[rtl]") {
   ArchConfig cfg = preset_config("small8");
   cfg.act_latency = 7;
