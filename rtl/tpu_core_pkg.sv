@@ -6,10 +6,6 @@ package tpu_core_pkg;
   // Cycle counters: 2^48 cycles is far beyond any run.
   localparam int unsigned CycleW = 48;
 
-  function automatic longint unsigned ceil_div(longint unsigned a, longint unsigned b);
-    ceil_div = (a + b - 1) / b;
-  endfunction
-
   // An input pixel (iy, ix) of MMC.C's and POOL's address generators
   // (isa::ConvGeometry::input_row), two's complement and wide enough for
   // every pixel (oy < 2^24 rows, stride_y and dy < 2^8: |iy| < 2^33; ox <
