@@ -11,8 +11,7 @@ package tpu_codes_pkg;
   localparam logic [StallCauseW-1:0] StallWawHazard = 3'd2;  // waw_hazard
   localparam logic [StallCauseW-1:0] StallUnitBusy = 3'd3;  // unit_busy
   localparam logic [StallCauseW-1:0] StallFifoFull = 3'd4;  // fifo_full
-  localparam logic [StallCauseW-1:0] StallWeightsNotReady = 3'd5;  // weights_not_ready
-  localparam logic [StallCauseW-1:0] StallDrain = 3'd6;  // drain
+  localparam logic [StallCauseW-1:0] StallDrain = 3'd5;  // drain
 
   // Fault codes, in the order of model::FaultCode; 0 is no fault.
   localparam int unsigned FaultCodeW = 3;

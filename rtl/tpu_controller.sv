@@ -3,18 +3,21 @@
 // mirrors src/model/controller.cpp.
 //
 // A scoreboard holds each in-flight instruction's unit and memory ranges
-// until its completion, with no cycle numbers: the array's and the activation
-// unit's instructions run at a fixed rate, so at issue an entry gets the
-// cycles it has left (the closed forms of model::duration) and counts them
-// down; a host DMA instruction's entry is held until the host DMA retires it
-// (its timing depends on the memory channel's, an input of the core), and
-// the unit takes its next instruction from that cycle on. The weight DMA
-// takes a request every cycle and its RWs touch no memory another unit
-// writes, so they have no entry: a SYNC or HLT waits for it to be idle. Each
-// unit's wait for its next instruction is a countdown too. Issue stalls, in
-// this order, on a RAW/WAW/WAR hazard with another unit, a busy unit, a full
-// weight FIFO, shadow weights not loaded for MMC.S, or a SYNC/HLT drain.
-// Commands to the units are registered: a unit starts the cycle after issue.
+// until its completion, with no cycle numbers: the activation unit's
+// instructions run at a fixed rate, so at issue an entry gets the cycles it
+// has left (the closed forms of model::duration) and counts them down; a
+// host DMA instruction's entry is held until the host DMA retires it (its
+// timing depends on the memory channel's, an input of the core), and the
+// unit takes its next instruction from that cycle on; an MMC's entry is held
+// until the array retires it (an MMC.S waits in the array for its weights,
+// so its start is the array's to decide), the array retiring MMCs in order,
+// and the array says when it takes the next MMC (array_ready_i). The weight
+// DMA takes a request every cycle and its RWs touch no memory another unit
+// writes, so they have no entry: a SYNC or HLT waits for it to be idle. The
+// activation unit's wait for its next instruction is a countdown too. Issue
+// stalls, in this order, on a RAW/WAW/WAR hazard with another unit, a busy
+// unit, a full weight FIFO, or a SYNC/HLT drain. Commands to the units are
+// registered: a unit starts the cycle after issue (an MMC.S maybe later).
 //
 // SETQ, CMAP, CSTR, CTAP and CWIN set registers at issue that go out with
 // every command (model::UnitCommand's requant and conv, the model's requant_
@@ -46,9 +49,13 @@ module tpu_controller
   input  logic [InstrBits-1:0] fetch_instr_i,
   /* verilator lint_on UNUSEDSIGNAL */
   input  logic [31:0]          prog_len_i,
-  // From the systolic array (registered there).
+  // From the systolic array: tiles taken from the FIFO (registered there),
+  // whether it takes an MMC now, and its MMCs' retirements, in issue order.
   input  logic [31:0]          tiles_popped_i,
-  input  logic [31:0]          tiles_loaded_i,
+  input  logic                 array_ready_i,
+  /* verilator lint_off UNUSEDSIGNAL */
+  input  retire_t              array_retire_i,
+  /* verilator lint_on UNUSEDSIGNAL */
   // From the DMAs: the host DMA's retirement (its seq is the one in flight),
   // and whether each has an instruction in flight.
   /* verilator lint_off UNUSEDSIGNAL */
@@ -75,7 +82,7 @@ module tpu_controller
 
   // An in-flight instruction: its unit and ranges, and the cycles it has
   // left after this one (it completes when they reach 0), or `held`: in
-  // flight until its unit retires it (the host DMA's).
+  // flight until its unit retires it (the host DMA's and the array's).
   typedef struct packed {
     logic                valid;
     logic                held;
@@ -111,8 +118,12 @@ module tpu_controller
   localparam int unsigned SbEntryBits = 1 + 1 + 3 + 2 * (1 + 2 + 34 + 34 + 1) + CycleW;
   localparam int unsigned SbValid = SbEntryBits - 1, SbHeld = SbEntryBits - 2;
   logic [SbEntryBits-1:0] sb_q [SbSize];
-  // The entry of the host DMA's instruction.
-  logic [$clog2(SbSize)-1:0] host_slot_q;
+  // The entry of the host DMA's instruction, and the array's MMCs' entries
+  // in issue order (a ring: the array retires them in that order).
+  localparam int unsigned SlotW = $clog2(SbSize);
+  logic [SlotW-1:0] host_slot_q;
+  logic [SlotW-1:0] mmc_slot_q [SbSize];
+  logic [SlotW-1:0] mmc_head_q, mmc_tail_q;
 
   // ---- Decode ----------------------------------------------------------------
   logic [7:0]  opcode, flags;
@@ -265,6 +276,7 @@ module tpu_controller
     end else if (opcode == OpNop || opcode == OpSetq || opcode == OpCmap || opcode == OpCstr ||
                  opcode == OpCtap || opcode == OpCwin) stalled = 1'b0;
     else if (unit_wait_q[32'(unit)] != '0) cause = StallUnitBusy;
+    else if (unit == UnitMatrix && !array_ready_i) cause = StallUnitBusy;
     // The host DMA takes its next transfer from its current one's last cycle on.
     else if (unit == UnitHostDma && host_dma_busy_i && !host_dma_retire_i.valid) cause = StallUnitBusy;
     // A POOL reads UB rows its own unit's earlier instructions may still
@@ -272,13 +284,14 @@ module tpu_controller
     // waits until every one of them has completed.
     else if (opcode == OpPool && act_in_flight) cause = StallUnitBusy;
     else if (is_rw && (rw_issued_q - tiles_popped_i) >= FifoDepth) cause = StallFifoFull;
-    else if (is_switch && tiles_loaded_i <= switches_q) cause = StallWeightsNotReady;
     else stalled = 1'b0;
   end
 
-  assign deadlock_mmc = stalled && cause == StallWeightsNotReady && rw_issued_q == switches_q;
+  // An MMC.S that would issue with no RW left to provide its tile: that RW
+  // would come after it in program order.
+  assign deadlock_mmc = !stalled && is_switch && rw_issued_q == switches_q;
   assign deadlock_rw  = stalled && cause == StallFifoFull && tiles_popped_i > switches_q;
-  assign can_issue    = running && !past_end && !bad_address && !stalled;
+  assign can_issue    = running && !past_end && !bad_address && !stalled && !deadlock_mmc;
 
   // ---- Free scoreboard slot ---------------------------------------------------------
   logic [$clog2(SbSize)-1:0] free_slot;
@@ -296,15 +309,28 @@ module tpu_controller
 
   // ---- Scoreboard entries ---------------------------------------------------------
   // An issue writes its instruction's entry into the free slot (a host DMA
-  // instruction's held, the others' with the cycles left after the next one:
-  // every duration is at least 1); otherwise a live entry counts down and
-  // leaves after its completion cycle, and a held one after the cycle the
-  // host DMA retires it in.
-  logic                   sb_write;
+  // instruction's and an MMC's held, the others' with the cycles left after
+  // the next one: every duration is at least 1); otherwise a live entry
+  // counts down and leaves after its completion cycle, and a held one after
+  // the cycle its unit retires it in.
+  logic                   sb_write, held, mmc_retire;
   logic [SbEntryBits-1:0] sb_new;
+  logic [SlotW-1:0]       mmc_head_slot;
   assign sb_write = can_issue && unit != UnitController && !is_rw;
-  assign sb_new   = unit == UnitHostDma ? {1'b1, 1'b1, unit, acc0, acc1, CycleW'(0)}
-                                        : {1'b1, 1'b0, unit, acc0, acc1, duration - CycleW'(1)};
+  assign held     = unit == UnitHostDma || unit == UnitMatrix;
+  assign sb_new   = held ? {1'b1, 1'b1, unit, acc0, acc1, CycleW'(0)}
+                         : {1'b1, 1'b0, unit, acc0, acc1, duration - CycleW'(1)};
+  assign mmc_retire    = array_retire_i.valid;
+  assign mmc_head_slot = mmc_slot_q[mmc_head_q];
+
+  function automatic logic [SlotW-1:0] next_ring(logic [SlotW-1:0] i);
+    next_ring = 32'(i) + 1 == SbSize ? '0 : i + SlotW'(1);
+  endfunction
+
+  // The ring of the MMCs' slots, like a RAM: no reset.
+  always_ff @(posedge clk_i) begin
+    if (sb_write && unit == UnitMatrix) mmc_slot_q[mmc_tail_q] <= free_slot;
+  end
   for (genvar e = 0; e < SbSize; e++) begin : g_sb
     always_ff @(posedge clk_i) begin
       if (!rst_ni) begin
@@ -313,7 +339,9 @@ module tpu_controller
         sb_q[e] <= sb_new;
       end else if (sb_q[e][SbValid]) begin
         if (sb_q[e][SbHeld]) begin
-          if (host_dma_retire_i.valid && 32'(host_slot_q) == e) sb_q[e][SbValid] <= 1'b0;
+          if ((host_dma_retire_i.valid && 32'(host_slot_q) == e) ||
+              (mmc_retire && 32'(mmc_head_slot) == e))
+            sb_q[e][SbValid] <= 1'b0;
         end else if (sb_q[e][CycleW-1:0] == '0) begin
           sb_q[e][SbValid] <= 1'b0;
         end else begin
@@ -372,6 +400,8 @@ module tpu_controller
       for (int u = 0; u < 5; u++) unit_wait_q[u] <= '0;
       rw_issued_q <= '0;
       host_slot_q <= '0;
+      mmc_head_q <= '0;
+      mmc_tail_q <= '0;
       switches_q <= '0;
       halted_q <= 1'b0;
       fault_q <= 1'b0;
@@ -434,20 +464,22 @@ module tpu_controller
           // A host transfer is in flight until the host DMA retires it;
           // the weight DMA's RWs need no entry (see above).
           if (unit == UnitHostDma) host_slot_q <= free_slot;
-          // Every occupancy here is at least 1 (rows >= 1).
-          if (unit != UnitController && unit != UnitHostDma)
+          if (unit == UnitMatrix) mmc_tail_q <= next_ring(mmc_tail_q);
+          // Every occupancy here is at least 1 (rows >= 1). The array says
+          // itself when it takes the next MMC.
+          if (unit != UnitController && unit != UnitHostDma && unit != UnitMatrix)
             unit_wait_q[32'(unit)] <= occupancy - CycleW'(1);
           if (is_rw) rw_issued_q <= rw_issued_q + 1;
           if (is_switch) switches_q <= switches_q + 1;
         end
       end
+      if (mmc_retire) mmc_head_q <= next_ring(mmc_head_q);
     end
   end
 
   assign fetch_pc_o    = pc_q;
   assign issue_o       = can_issue;
-  assign stall_o       = running && !past_end && !bad_address && stalled &&
-                         !deadlock_mmc && !deadlock_rw;
+  assign stall_o       = running && !past_end && !bad_address && stalled && !deadlock_rw;
   assign stall_cause_o = cause;
   assign halted_o      = halted_q;
   assign fault_o       = fault_q;

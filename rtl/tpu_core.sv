@@ -53,6 +53,7 @@ module tpu_core
   output retire_t                     host_dma_retire_o,
   output retire_t                     weight_dma_retire_o,
   output retire_t                     array_retire_o,
+  output retire_t                     array_start_o,
   output retire_t                     act_retire_o,
   output logic [3:0]                  busy_o,        // host, weight, array, activation
   output logic                        row_valid_o,
@@ -68,14 +69,20 @@ module tpu_core
   assign cycle_o = cycle_q;
 
   unit_cmd_t host_dma_cmd, weight_dma_cmd, array_cmd, act_cmd;
-  logic [31:0] tiles_popped, tiles_loaded;
+  logic [31:0] tiles_popped;
+  // The tiles loaded into the shadow: for waveforms (the array waits for
+  // them itself).
+  /* verilator lint_off UNUSEDSIGNAL */
+  logic [31:0] tiles_loaded;
+  /* verilator lint_on UNUSEDSIGNAL */
+  logic        array_ready;
   retire_t     host_dma_retire;
   assign host_dma_retire_o = host_dma_retire;
 
   tpu_controller controller (
     .clk_i, .rst_ni, .cycle_i(cycle_q),
     .fetch_pc_o, .fetch_instr_i, .prog_len_i,
-    .tiles_popped_i(tiles_popped), .tiles_loaded_i(tiles_loaded),
+    .tiles_popped_i(tiles_popped), .array_ready_i(array_ready), .array_retire_i(array_retire_o),
     .host_dma_retire_i(host_dma_retire), .host_dma_busy_i(busy_o[0]),
     .weight_dma_busy_i(busy_o[1]),
     .host_dma_cmd_o(host_dma_cmd), .weight_dma_cmd_o(weight_dma_cmd),
@@ -166,14 +173,14 @@ module tpu_core
   );
 
   tpu_systolic_array systolic_array (
-    .clk_i, .rst_ni, .cycle_i(cycle_q), .cmd_i(array_cmd),
+    .clk_i, .rst_ni, .cycle_i(cycle_q), .cmd_i(array_cmd), .ready_o(array_ready),
     .fifo_wr_valid_i(fifo_wr_valid), .fifo_wr_row_i(fifo_wr_row),
     .fifo_wr_count_i(fifo_wr_count), .fifo_wr_data_i(fifo_wr_data), .tile_done_i(tile_done),
     .tiles_popped_o(tiles_popped), .tiles_loaded_o(tiles_loaded),
     .ub_rd_row_o(ub_rd_array_row), .ub_rd_data_i(ub_q[ub_rd_array_row[$clog2(UbRows)-1:0]]),
     .acc_wr_valid_o(acc_wr_valid), .acc_wr_overwrite_o(acc_wr_overwrite),
     .acc_wr_row_o(acc_wr_row), .acc_wr_data_o(acc_wr_data),
-    .row_valid_o, .retire_o(array_retire_o), .busy_o(busy_o[2])
+    .row_valid_o, .start_o(array_start_o), .retire_o(array_retire_o), .busy_o(busy_o[2])
   );
   assign acc_write_o = acc_wr_valid;
 

@@ -30,6 +30,15 @@
 // row using it was read: a down-counter per set, restarted by every row read
 // with that set, stands for that bound.
 //
+// An MMC starts in the cycle its command arrives (issue + 1); an MMC.S
+// only once the shadow has held its tile for a cycle (the loaded state is
+// registered): until then it waits in a one-command register while the
+// controller goes on with other units' instructions. ready_o tells the
+// controller the unit can take the next MMC: nothing waits, and the job
+// reads its last row this cycle or earlier. start_o reports the cycle a job
+// starts in (the lock-step records' start), retire_o its completion, from
+// which the controller frees the MMC's scoreboard entry.
+//
 // MMC.C (convolution) changes only which row enters the array at u: row i is
 // output pixel (oy, ox) = (i / out_w, i % out_w), which reads UB row
 // ub_row + iy * in_w + ix for its input pixel (iy, ix) = (y0 + oy * stride_y,
@@ -49,6 +58,7 @@ module tpu_systolic_array
   input  logic [CycleW-1:0]           cycle_i,
   /* verilator lint_on UNUSEDSIGNAL */
   input  unit_cmd_t                   cmd_i,
+  output logic                        ready_o,
   // The weight DMA's rows (first .. first + count - 1 of the tile streaming
   // in, row first + i in bits [i*N*8 +: N*8]) and its tile's completion.
   input  logic                        fifo_wr_valid_i,
@@ -67,6 +77,7 @@ module tpu_systolic_array
   output logic [ArrayN*32-1:0]        acc_wr_row_o,
   output logic [ArrayN*32-1:0]        acc_wr_data_o,
   output logic                        row_valid_o,
+  output retire_t                     start_o,
   output retire_t                     retire_o,
   output logic                        busy_o
 );
@@ -99,7 +110,9 @@ module tpu_systolic_array
   logic [DrainW-1:0]   drain_q [2];
   logic [31:0]         popped_q, loaded_q;
 
-  // ---- The MMC whose rows are being read -------------------------------------------
+  // ---- The MMC waiting for its weights, the one whose rows are being read ---------
+  unit_cmd_t           pending_q;      // valid: an MMC.S waits
+  logic                loaded_seen_q;  // the shadow was loaded at the start of the last cycle
   unit_cmd_t           job_q;
   logic                reading_q;
   logic [31:0]         row_q;
@@ -110,7 +123,13 @@ module tpu_systolic_array
   logic              active_d;
   logic [1:0]        shadow_after_switch;
 
-  assign switch_now = cmd_i.valid && cmd_i.flags[FlagMmcS];
+  // The command that may start now: one arriving, or the one waiting (never
+  // both: the controller sends the next MMC only when ready_o).
+  unit_cmd_t cand;
+  logic      start_now;
+  assign cand       = cmd_i.valid ? cmd_i : pending_q;
+  assign start_now  = cand.valid && (!cand.flags[FlagMmcS] || loaded_seen_q);
+  assign switch_now = start_now && cand.flags[FlagMmcS];
   assign active_d   = switch_now ? !active_q : active_q;
   // A switch frees the shadow; the set it frees is the one that was active.
   assign shadow_after_switch = switch_now ? ShadowFree : shadow_q;
@@ -138,9 +157,17 @@ module tpu_systolic_array
   unit_cmd_t   job;
   logic        reading;
   logic [31:0] row;
-  assign job     = cmd_i.valid ? cmd_i : job_q;
-  assign reading = cmd_i.valid || reading_q;
-  assign row     = cmd_i.valid ? '0 : row_q;
+  assign job     = start_now ? cand : job_q;
+  assign reading = start_now || reading_q;
+  assign row     = start_now ? '0 : row_q;
+  // The next MMC may arrive next cycle: none waits, and no row after this
+  // cycle's is left to read.
+  assign ready_o = !(cand.valid && !start_now) && (!reading || row + 1 >= job.op2);
+  always_comb begin
+    start_o = '0;
+    start_o.valid = start_now;
+    start_o.seq = cand.seq;
+  end
 
   // ---- Convolution address generator (MMC.C) ---------------------------------------
   // No divider: ox counts 0 .. out_w - 1 and wraps; ix = x0 + ox * stride_x
@@ -161,9 +188,9 @@ module tpu_systolic_array
   assign x0       = {{(IxW - 16){job.conv_x0[15]}}, job.conv_x0};
   assign stride_y = {{(IyW - 8){1'b0}}, job.conv_stride_y};
   assign stride_x = {{(IxW - 8){1'b0}}, job.conv_stride_x};
-  assign ox       = cmd_i.valid ? '0 : ox_q;
-  assign iy       = cmd_i.valid ? y0 : iy_q;
-  assign ix       = cmd_i.valid ? x0 : ix_q;
+  assign ox       = start_now ? '0 : ox_q;
+  assign iy       = start_now ? y0 : iy_q;
+  assign ix       = start_now ? x0 : ix_q;
   assign conv     = job.flags[FlagMmcC];
   assign line_end = ox + 16'd1 == job.conv_out_w;
   assign in_map   = map_inside(iy, ix, job.conv_in_h, job.conv_in_w);
@@ -281,6 +308,8 @@ module tpu_systolic_array
       drain_q[1] <= '0;
       popped_q <= '0;
       loaded_q <= '0;
+      pending_q <= '0;
+      loaded_seen_q <= 1'b0;
       job_q <= '0;
       reading_q <= 1'b0;
       row_q <= '0;
@@ -320,6 +349,11 @@ module tpu_systolic_array
         if (reading && active_d == s[0]) drain_q[s] <= DrainW'(N);
         else if (drain_q[s] != '0) drain_q[s] <= drain_q[s] - DrainW'(1);
       end
+
+      // A command that cannot start waits; a waiting one leaves when it starts.
+      if (start_now) pending_q.valid <= 1'b0;
+      else if (cmd_i.valid) pending_q <= cmd_i;
+      loaded_seen_q <= shadow_q == ShadowLoaded && !switch_now;
 
       // Row read.
       job_q <= job;
@@ -367,6 +401,8 @@ module tpu_systolic_array
         else $error("weight FIFO: rows past the tile's last at cycle %0d", cycle_i);
       assert (!(switch_now && shadow_q != ShadowLoaded))
         else $error("MMC.S without loaded weights at cycle %0d", cycle_i);
+      assert (!(cmd_i.valid && pending_q.valid))
+        else $error("matrix unit: an MMC arrived while another waits at cycle %0d", cycle_i);
     end
   end
 `endif

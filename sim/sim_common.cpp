@@ -188,7 +188,8 @@ void print_trace(const isa::Program& prog, const model::RunLog& log) {
     stalls_before(seq);
     const model::RetireRecord& r = log.retired[seq];
     std::cout << fmt::format("pc {:>4}  {:<28} issue {:>8}  start {:>8}  complete {:>8}\n", r.pc,
-                             isa::disassemble(prog.code[r.pc]), r.issue, r.start,
+                             isa::disassemble(prog.code[r.pc]), r.issue,
+                             r.start == model::kNever ? std::string("-") : fmt::to_string(r.start),
                              r.completed ? fmt::to_string(r.completion) : std::string("-"));
   }
   stalls_before(log.retired.size());  // the instruction a fault or the cycle limit stopped

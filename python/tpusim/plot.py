@@ -61,7 +61,6 @@ _STALL_COLORS = {
     "waw_hazard": "#8c564b",
     "unit_busy": "#bcbd22",
     "fifo_full": "#17becf",
-    "weights_not_ready": "#7b2cbf",
     "drain": "#7f7f7f",
 }
 _EXTRA_COLORS = ["#e377c2", "#9467bd", "#2ca02c", "#ff7f0e", "#393b79", "#637939"]

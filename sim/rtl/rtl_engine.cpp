@@ -185,6 +185,9 @@ std::optional<Divergence> compare(const isa::Program& prog, const model::RunLog&
     if (x.pc != y.pc || x.issue != y.issue)
       note(x.pc, std::min(x.issue, y.issue), "controller", fmt::format("issue of instruction #{}", i),
            fmt::format("pc {} at cycle {}", x.pc, x.issue), fmt::format("pc {} at cycle {}", y.pc, y.issue));
+    else if (x.start != y.start)
+      note(x.pc, std::min(x.start, y.start), unit, "start cycle", fmt::to_string(x.start),
+           fmt::to_string(y.start));
     // A record that never completed (the run faulted first) has no completion
     // cycle to compare; the other engine's must not have one either.
     else if (x.completed != y.completed || (x.completed && x.completion != y.completion))

@@ -161,6 +161,9 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
                                static_cast<std::uint64_t>(top->array_retire_o),
                                static_cast<std::uint64_t>(top->act_retire_o)})
       if (retire_valid(port)) log.complete(retire_seq(port), t);
+    // An MMC.S may wait in the array for its weights: its start is the array's.
+    if (const auto start = static_cast<std::uint64_t>(top->array_start_o); retire_valid(start))
+      log.retired.at(retire_seq(start)).start = t;
     if (top->host_wr_valid_o)
       get_bytes(top->host_wr_data_o, reinterpret_cast<std::uint8_t*>(mem.host.row(top->host_wr_row_o)),
                 std::size_t{top->host_wr_count_o} * n);
@@ -179,7 +182,9 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
       model::RetireRecord r;
       r.pc = pc;
       r.issue = t;
-      r.start = controller_only ? t : t + 1;
+      // An MMC's start is the array's (start_o), which may wait for weights:
+      // kNever, as in the model, if it has not started when the run stops.
+      r.start = controller_only ? t : in.opcode == isa::Opcode::MMC ? model::kNever : t + 1;
       // A unit's instruction gets its completion cycle when the unit retires
       // it (0 until then, as in the model's records).
       r.completion = controller_only ? t : 0;

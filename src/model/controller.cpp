@@ -35,6 +35,10 @@ void Controller::fault(Cycle now, std::string reason) {
   f.cycle = now;
   f.reason = std::move(reason);
   log_.fault = f;
+  // An MMC.S still waiting for its weights never started (the units work in
+  // the fault's cycle, so one starting in it did).
+  for (RetireRecord& r : log_.retired)
+    if (r.start > now) r.start = kNever;
   log_.stats.cycles = now;
   stopped_ = true;
   sc_stop();
@@ -94,9 +98,6 @@ std::optional<StallCause> Controller::stall_cause(const isa::Instruction& in, Cy
     return StallCause::UnitBusy;
   if (in.opcode == isa::Opcode::RW && rw_issued_ - tiles_popped.read() >= cfg_.fifo_depth)
     return StallCause::FifoFull;
-  if (in.opcode == isa::Opcode::MMC && in.has(isa::kFlagMmcSwitch) &&
-      tiles_loaded.read() <= switches_issued_)
-    return StallCause::WeightsNotReady;
   return std::nullopt;
 }
 
@@ -124,7 +125,7 @@ void Controller::issue(const isa::Instruction& in, Cycle now, Cycle reported) {
     }
     return;
   }
-  rec.start = now + 1;
+  rec.start = in.opcode == isa::Opcode::MMC ? mmc_start(in, now) : now + 1;
   log_.retired.push_back(rec);
   UnitCommand cmd;
   cmd.valid = true;
@@ -133,20 +134,44 @@ void Controller::issue(const isa::Instruction& in, Cycle now, Cycle reported) {
   cmd.instr = in;
   cmd.requant = requant_;
   cmd.conv = geometry_;
+  cmd.start = rec.start;
   port_for(spec.unit)->write(cmd);
   // The DMAs' completions are the ones they reported; the other units run at
-  // a fixed rate.
+  // a fixed rate from their start (an MMC.S's may be later than now + 1).
   const bool reports = spec.unit == isa::Unit::HostDma || spec.unit == isa::Unit::WeightDma;
-  const Cycle completion = reports ? reported : now + duration(cfg_, in, geometry_);
+  const Cycle completion = reports ? reported : rec.start - 1 + duration(cfg_, in, geometry_);
   scoreboard_.push_back({spec.unit, isa::accesses(in, geometry_), completion});
   // The host DMA accepts again in its completion cycle, the weight DMA in the
-  // next cycle; the others after their occupancy.
+  // next cycle; the others after their occupancy, counted from the start.
   unit_free_at_[static_cast<unsigned>(spec.unit)] =
-      spec.unit == isa::Unit::HostDma ? completion : now + occupancy(cfg_, in, geometry_);
-  if (in.opcode == isa::Opcode::RW) ++rw_issued_;
+      spec.unit == isa::Unit::HostDma ? completion : rec.start - 1 + occupancy(cfg_, in, geometry_);
+  if (in.opcode == isa::Opcode::RW) {
+    ++rw_issued_;
+    tile_arrival_.push_back(reported);
+  }
   if (in.opcode == isa::Opcode::MMC && in.has(isa::kFlagMmcSwitch)) ++switches_issued_;
   if (in.opcode == isa::Opcode::MMC)
     log_.stats.macs += static_cast<std::uint64_t>(in.operands[2]) * cfg_.array_n * cfg_.array_n;
+}
+
+// docs/microarchitecture.md, "Weight buffers": switch k takes the tile of RW
+// number k, whose load starts at L = max(d_k + 1, F_k); the switch starts at
+// max(c + 1, L + N + 1) and frees the shadow from max(s, u + N + 1) for the
+// next tile (u: the last row read with the set it replaces).
+Cycle Controller::mmc_start(const isa::Instruction& in, Cycle now) {
+  Cycle start = now + 1;
+  const Cycle n = cfg_.array_n;
+  if (in.has(isa::kFlagMmcSwitch)) {
+    const Cycle load = std::max(tile_arrival_.at(switches_issued_) + 1, shadow_free_from_);
+    start = std::max(start, load + n + 1);
+    shadow_free_from_ = set_used_ ? std::max(start, last_read_ + n + 1) : start;
+    set_used_ = false;
+  }
+  if (const auto rows = static_cast<Cycle>(in.operands[2]); rows > 0) {
+    last_read_ = start + rows - 1;
+    set_used_ = true;
+  }
+  return start;
 }
 
 Cycle Controller::next_activity(Cycle now) const {
@@ -183,8 +208,6 @@ void Controller::tick() {
   const isa::Instruction& in = prog_.code[pc_];
   if (!check_bounds(in, now)) return;
   if (const auto cause = stall_cause(in, now)) {
-    if (*cause == StallCause::WeightsNotReady && rw_issued_ == switches_issued_)
-      return fault(now, fault_reason(FaultCode::DeadlockMmc));
     // The FIFO drains only into a free shadow, and the shadow frees only on a
     // switch, which would have to issue after this RW.
     if (*cause == StallCause::FifoFull && tiles_popped.read() > switches_issued_)
@@ -194,6 +217,10 @@ void Controller::tick() {
     stall_out.write(true);
     return;
   }
+  // An MMC.S whose tile no RW issued so far provides: that RW would come
+  // after it, and the matrix unit would wait for ever.
+  if (in.opcode == isa::Opcode::MMC && in.has(isa::kFlagMmcSwitch) && rw_issued_ == switches_issued_)
+    return fault(now, fault_reason(FaultCode::DeadlockMmc));
   // A DMA sends its transactions now and reports the completion.
   Cycle reported = 0;
   TransferUnit* dma = in.opcode == isa::Opcode::RW ? weight_dma_

@@ -6,8 +6,9 @@
 // model/timing.h; for RHM, WHM and RW as the DMA reports it when it is handed
 // the instruction, from its memory target's answer (model/memory_ports.h).
 // It stalls issue on RAW/WAR/WAW hazards
-// between units, a busy unit, a full weight FIFO, weights not yet loaded for
-// MMC.S, and SYNC/HLT drains. Faults (bad address, deadlock, running past the
+// between units, a busy unit, a full weight FIFO and SYNC/HLT drains. An
+// MMC.S waits for its weights in the matrix unit, not here: the controller
+// computes the cycle it will start in (mmc_start), which the array checks. Faults (bad address, deadlock, running past the
 // program, the cycle limit) stop the simulation.
 #pragma once
 
@@ -31,7 +32,6 @@ SC_MODULE(Controller) {
   sc_out<UnitCommand> array_cmd;
   sc_out<UnitCommand> act_cmd;
   sc_in<std::uint32_t> tiles_popped;  // from systolic_array: tiles taken out of the FIFO
-  sc_in<std::uint32_t> tiles_loaded;  // from systolic_array: tiles fully in the shadow
   sc_out<std::uint32_t> pc_out;       // for waveforms
   sc_out<bool> issue_out;
   sc_out<bool> stall_out;
@@ -65,6 +65,9 @@ SC_MODULE(Controller) {
   bool check_bounds(const isa::Instruction& in, Cycle now);
   std::optional<StallCause> stall_cause(const isa::Instruction& in, Cycle now);
   void issue(const isa::Instruction& in, Cycle now, Cycle reported);
+  // The cycle an MMC issued now starts reading rows (updates the shadow's
+  // timeline below).
+  Cycle mmc_start(const isa::Instruction& in, Cycle now);
   void fault(Cycle now, std::string reason);
   sc_out<UnitCommand>* port_for(isa::Unit unit);
 
@@ -81,6 +84,13 @@ SC_MODULE(Controller) {
   TransferUnit* host_dma_ = nullptr;
   TransferUnit* weight_dma_ = nullptr;
   std::uint32_t switches_issued_ = 0;
+  // The weights' timeline, for MMC starts: each RW's tile arrival (its
+  // reported completion), the cycle the shadow is free for the next tile,
+  // and the last row read with the active set (if any row used it).
+  std::vector<Cycle> tile_arrival_;
+  Cycle shadow_free_from_ = 0;
+  Cycle last_read_ = 0;
+  bool set_used_ = false;
   bool stopped_ = false;
   // The last cycle ticked and, if it stalled, the cause: a cycle the fast
   // path's clock skips stalls for the same cause (it skips none otherwise).

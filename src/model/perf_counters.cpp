@@ -1,6 +1,7 @@
 #include "model/perf_counters.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "isa/isa.h"
@@ -39,6 +40,33 @@ class ActiveCycles {
   };
   std::vector<Span> spans_;
   Cycle total_ = 0;
+};
+
+// Cycles already put in a category: a cycle goes to the first wait that
+// claims it (in-unit waits for weights before the controller's stall runs).
+class Claimed {
+ public:
+  // Calls fn(x, y) for each maximal run x..y of first..last not claimed yet,
+  // and claims it.
+  template <typename Fn>
+  void take(Cycle first, Cycle last, Fn&& fn) {
+    auto it = spans_.upper_bound(first);
+    if (it != spans_.begin() && std::prev(it)->second >= first) --it;
+    Cycle from = first;
+    std::vector<std::pair<Cycle, Cycle>> taken;
+    for (; it != spans_.end() && it->first <= last && from <= last; ++it) {
+      if (it->first > from) taken.emplace_back(from, it->first - 1);
+      from = std::max(from, it->second + 1);
+    }
+    if (from <= last) taken.emplace_back(from, last);
+    for (const auto& [x, y] : taken) {
+      fn(x, y);
+      spans_.emplace(x, y);
+    }
+  }
+
+ private:
+  std::map<Cycle, Cycle> spans_;  // first -> last, disjoint
 };
 
 // Rows and columns of a weight tile that hold a nonzero weight. Branch-free
@@ -85,8 +113,8 @@ PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const R
     if (in.opcode != isa::Opcode::MMC) continue;
     const auto rows = static_cast<std::uint64_t>(in.operands[2]);
     if (in.has(isa::kFlagMmcSwitch)) {
-      // The switch takes the tile of RW number `switches` (the controller
-      // issues MMC.S only once that tile is loaded).
+      // The switch takes the tile of RW number `switches` (that RW issued
+      // before it, or the run faulted with a deadlock).
       const auto tile = static_cast<std::uint64_t>(prog.code[log.retired[rw_records.at(switches)].pc].operands[0]);
       auto [it, fresh] = lanes_of_tile.try_emplace(tile, 0);
       if (fresh) it->second = useful_lanes(weights + tile * n * n, n);
@@ -100,23 +128,48 @@ PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const R
   pc.array_active_cycles = active.total();
   pc.unused_macs = log.stats.macs - pc.useful_macs;
 
-  // Stall runs, in time order: their idle-array cycles by category.
+  // Waits for weights in the matrix unit, then the stall runs in time order:
+  // their idle-array cycles not yet claimed, by category.
+  Claimed claimed;
   isa::ConvGeometry geometry;  // as the controller had it for record `replayed`
   std::uint32_t replayed = 0;
   std::vector<std::uint32_t> host_dma_records;  // RHM and WHM issued before `replayed`
   const auto charge = [&](Cycle first, Cycle last, PerfCategory cat, std::uint32_t at_pc) {
     if (first > last) return;
-    active.for_each_idle(first, last, [&](Cycle x, Cycle y) {
-      const Cycle cycles = y - x + 1;
-      switch (cat) {
-        case PerfCategory::WeightStall: pc.weight_stall_cycles += cycles; break;
-        case PerfCategory::WeightShift: pc.weight_shift_cycles += cycles; break;
-        case PerfCategory::RawStall: pc.raw_stall_cycles += cycles; break;
-        case PerfCategory::InputDataStall: pc.input_data_stall_cycles += cycles; break;
-      }
-      if (intervals) intervals->push_back({x, y, cat, at_pc});
+    active.for_each_idle(first, last, [&](Cycle x0, Cycle y0) {
+      claimed.take(x0, y0, [&](Cycle x, Cycle y) {
+        const Cycle cycles = y - x + 1;
+        switch (cat) {
+          case PerfCategory::WeightStall: pc.weight_stall_cycles += cycles; break;
+          case PerfCategory::WeightShift: pc.weight_shift_cycles += cycles; break;
+          case PerfCategory::RawStall: pc.raw_stall_cycles += cycles; break;
+          case PerfCategory::InputDataStall: pc.input_data_stall_cycles += cycles; break;
+        }
+        if (intervals) intervals->push_back({x, y, cat, at_pc});
+      });
     });
   };
+  // Waiting for the tile of RW number k from `first` to `last`: stall until
+  // it arrives, shift after.
+  const auto charge_weights = [&](Cycle first, Cycle last, std::uint32_t k, std::uint32_t before_seq,
+                                  std::uint32_t at_pc) {
+    Cycle arrived = kNever;  // in the FIFO from this cycle on
+    if (k < rw_records.size() && rw_records[k] < before_seq) {
+      const Cycle d = completion(log.retired[rw_records[k]]);
+      if (d != kNever) arrived = d + 1;
+    }
+    charge(first, std::min(last, arrived - 1), PerfCategory::WeightStall, at_pc);
+    charge(std::max(first, arrived), last, PerfCategory::WeightShift, at_pc);
+  };
+  if (end > 0) {
+    for (std::uint32_t seq = 0; seq < log.retired.size(); ++seq) {
+      const RetireRecord& r = log.retired[seq];
+      const isa::Instruction& in = prog.code[r.pc];
+      if (in.opcode != isa::Opcode::MMC || !in.has(isa::kFlagMmcSwitch) || r.start <= r.issue + 1)
+        continue;
+      charge_weights(r.issue + 1, std::min<Cycle>(r.start - 1, end - 1), switches_before[seq], seq, r.pc);
+    }
+  }
   for (const StallRun& run : log.stall_runs) {
     for (; replayed < run.seq && replayed < log.retired.size(); ++replayed) {
       const isa::Instruction& in = prog.code[log.retired[replayed].pc];
@@ -126,17 +179,10 @@ PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const R
     const Cycle last = std::min<Cycle>(run.last, end - 1);
     if (end == 0 || run.first > last) continue;
     switch (run.cause) {
-      case StallCause::WeightsNotReady:
       case StallCause::FifoFull: {
         // The tile the next switch takes: RW number switches_before[seq].
         const std::uint32_t k = switches_before[std::min<std::size_t>(run.seq, switches_before.size() - 1)];
-        Cycle arrived = kNever;  // in the FIFO from this cycle on
-        if (k < rw_records.size() && rw_records[k] < run.seq) {
-          const Cycle d = completion(log.retired[rw_records[k]]);
-          if (d != kNever) arrived = d + 1;
-        }
-        charge(run.first, std::min(last, arrived - 1), PerfCategory::WeightStall, run.pc);
-        charge(std::max(run.first, arrived), last, PerfCategory::WeightShift, run.pc);
+        charge_weights(run.first, last, k, run.seq, run.pc);
         break;
       }
       case StallCause::Raw:
@@ -175,6 +221,9 @@ PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const R
       default: break;
     }
   }
+  if (intervals)
+    std::sort(intervals->begin(), intervals->end(),
+              [](const PerfInterval& a, const PerfInterval& b) { return a.first < b.first; });
   pc.non_matrix_cycles =
       end - pc.array_active_cycles - pc.weight_stall_cycles - pc.weight_shift_cycles;
   return pc;

@@ -8,9 +8,10 @@
 // Each cycle of a run is exactly one of (docs/microarchitecture.md,
 // "Statistics: the TPUv1 counters"):
 // - array active: the matrix unit reads a UB row (or a padding row);
-// - weight stall: the array reads no row while the controller holds an
-//   MMC.S for its weights (weights_not_ready) or an RW for FIFO room
-//   (fifo_full), and the tile the next switch takes has not yet arrived from
+// - weight stall: the array reads no row while the matrix unit waits for
+//   weights: an MMC.S issued and not yet started, or the controller holding
+//   an RW for FIFO room (fifo_full), and the tile it waits for (the one that
+//   MMC.S, or the next switch after the RW, takes) has not yet arrived from
 //   weight memory;
 // - weight shift: the same, but that tile has arrived: it waits in the FIFO
 //   or shifts into the shadow (the shift not hidden behind computation);

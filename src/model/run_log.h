@@ -22,14 +22,16 @@ struct RetireRecord {
   bool completed = false;
 };
 
-enum class StallCause : std::uint8_t { Raw, War, Waw, UnitBusy, FifoFull, WeightsNotReady, Drain };
-inline constexpr unsigned kNumStallCauses = 7;
+// An MMC.S does not stall the controller for its weights: it waits in the
+// matrix unit (docs/microarchitecture.md, "Weight buffers").
+enum class StallCause : std::uint8_t { Raw, War, Waw, UnitBusy, FifoFull, Drain };
+inline constexpr unsigned kNumStallCauses = 6;
 static_assert(static_cast<unsigned>(StallCause::Drain) + 1 == kNumStallCauses);
 // Statistics names, indexed by StallCause. The RTL core reports the index on
 // stall_cause_o; tpu-gen codes-pkg writes both to rtl/tpu_codes_pkg.sv.
 inline constexpr std::array<const char*, kNumStallCauses> kStallCauseNames = {
     "raw_hazard", "war_hazard", "waw_hazard", "unit_busy",
-    "fifo_full", "weights_not_ready", "drain"};
+    "fifo_full", "drain"};
 const char* stall_cause_name(StallCause c);
 
 // Why the RTL core stopped, as reported on fault_code_o (0: no fault). The

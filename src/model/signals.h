@@ -28,9 +28,13 @@ struct UnitCommand {
   isa::Instruction instr;
   Requant requant;          // ACT, POOL.A: the requantization registers at issue
   isa::ConvGeometry conv;   // MMC.C, POOL: the convolution and window registers at issue
+  // MMC: the cycle the controller computed it starts in (an MMC.S may wait
+  // in the matrix unit for its weights), which the array checks.
+  std::uint64_t start = 0;
 
   bool operator==(const UnitCommand& o) const {
-    return valid == o.valid && pc == o.pc && seq == o.seq && instr == o.instr && conv == o.conv &&
+    return valid == o.valid && pc == o.pc && seq == o.seq && start == o.start && instr == o.instr &&
+           conv == o.conv &&
            requant.multiplier == o.requant.multiplier && requant.shift == o.requant.shift &&
            requant.zero_point == o.requant.zero_point;
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace tpu::model {
 
@@ -69,8 +70,34 @@ void SystolicArray::handle_command(Cycle now) {
   const UnitCommand& c = cmd.read();
   if (!c.valid) return;
   ++stats_.instructions;
+  // The controller sends the next MMC only once this one has started.
+  if (pending_)
+    throw std::logic_error(fmt::format("matrix unit: pc {} arrived at cycle {} while pc {} waits",
+                                       c.pc, now, pending_->pc));
+  pending_ = c;
+}
+
+// docs/microarchitecture.md, "Weight buffers": an MMC starts in the cycle it
+// arrives, an MMC.S once the shadow has held its tile for a cycle (the
+// loaded state is registered). The controller computed the same cycle at
+// issue (UnitCommand::start); the detailed path, which ticks every cycle,
+// checks that the unit could not start earlier, and both that it can then.
+void SystolicArray::try_start(Cycle now) {
+  if (!pending_) return;
+  const UnitCommand& c = *pending_;
+  const bool ready =
+      !c.instr.has(isa::kFlagMmcSwitch) || (shadow_ == Shadow::Loaded && now >= loaded_at_ + 1);
+  if (now < c.start && !(ready && !fast_)) return;
+  if (now != c.start || !ready)
+    throw std::logic_error(fmt::format(
+        "matrix unit: pc {} {} at cycle {}, where the controller computed its start at {}", c.pc,
+        ready ? "could start" : "cannot start", now, c.start));
+  start_job(c, now);
+  pending_.reset();
+}
+
+void SystolicArray::start_job(const UnitCommand& c, Cycle now) {
   if (c.instr.has(isa::kFlagMmcSwitch)) {
-    // The controller issued this only with the shadow loaded.
     const std::uint8_t old = active_;
     active_ = static_cast<std::uint8_t>(1 - active_);
     shadow_ = Shadow::Free;
@@ -92,6 +119,7 @@ void SystolicArray::run_loader(Cycle now) {
     weights_[1 - active_] = std::move(loading_tile_);
     packed_valid_[1 - active_] = false;
     shadow_ = Shadow::Loaded;
+    loaded_at_ = now + 1;
     used_[1 - active_] = false;
     ++loaded_;
   }
@@ -259,6 +287,7 @@ void SystolicArray::flush_partial(Cycle t) {
 Cycle SystolicArray::next_activity(Cycle now) const {
   if (counters_changed_) return now + 1;
   Cycle next = jobs_.empty() ? kNever : jobs_.front().completion;
+  if (pending_) next = std::min(next, std::max<Cycle>(pending_->start, now + 1));
   if (shadow_ == Shadow::Loading) next = std::min(next, load_start_ + n_ - 1);
   if (shadow_ == Shadow::Free && !fifo_.empty())
     next = std::min(next, std::max(shadow_free_from_, now + 1));
@@ -283,6 +312,7 @@ void SystolicArray::tick_fast(Cycle now) {
     fifo_.emplace_back(t, t + n_ * n_);
   }
   handle_command(now);
+  try_start(now);
   run_loader(now);
   if (retired_now_ || !jobs_.empty()) ++stats_.busy_cycles;
   tiles_popped.write(popped_);
@@ -301,6 +331,7 @@ void SystolicArray::tick() {
     fifo_.emplace_back(t, t + n_ * n_);
   }
   handle_command(now);
+  try_start(now);
   run_loader(now);
   read_row(now);
   step_pes(now);

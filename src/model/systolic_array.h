@@ -38,6 +38,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "config/arch_config.h"
@@ -106,6 +107,8 @@ SC_MODULE(SystolicArray) {
   const std::int8_t* input_row(const UnitCommand& command, std::uint64_t i);
   void write_accumulators(Cycle now);
   void handle_command(Cycle now);
+  void try_start(Cycle now);
+  void start_job(const UnitCommand& c, Cycle now);
   void run_loader(Cycle now);
   void read_row(Cycle now);
   void step_pes(Cycle now);
@@ -122,6 +125,9 @@ SC_MODULE(SystolicArray) {
   std::vector<std::int8_t> weights_[2];  // two register sets, W[k * N + j]
   std::uint8_t active_ = 0;
   Shadow shadow_ = Shadow::Free;
+  Cycle loaded_at_ = 0;  // the first cycle at whose start the shadow was Loaded
+  // The MMC that arrived and has not started (an MMC.S waiting for weights).
+  std::optional<UnitCommand> pending_;
   Cycle shadow_free_from_ = 0;
   Cycle load_start_ = 0;
   std::vector<std::int8_t> loading_tile_;

@@ -74,7 +74,6 @@ SC_MODULE(Tpu) {
     controller.array_cmd(array_cmd);
     controller.act_cmd(act_cmd);
     controller.tiles_popped(tiles_popped);
-    controller.tiles_loaded(tiles_loaded);
     controller.pc_out(pc);
     controller.issue_out(issue);
     controller.stall_out(stall);

@@ -18,7 +18,7 @@ std::vector<FifoStep> weight_fifo_steps(const ArchConfig& cfg, const isa::Progra
     if (in.opcode == isa::Opcode::RW) arrival.push_back(r.completed ? r.completion + 1 : kNever);
     if (in.opcode != isa::Opcode::MMC) continue;
     if (in.has(isa::kFlagMmcSwitch)) {
-      shadow_free.push_back(used ? std::max(r.issue + 1, last_read + n + 1) : r.issue + 1);
+      shadow_free.push_back(used ? std::max(r.start, last_read + n + 1) : r.start);
       used = false;
     }
     const auto rows = static_cast<Cycle>(in.operands[2]);

@@ -6,9 +6,9 @@
 //   it is in the FIFO from cycle d + 1;
 // - it leaves the FIFO in the cycle L its shift into the shadow starts: the
 //   first cycle at whose start it is in the FIFO and the shadow is free. The
-//   shadow is free at reset; after MMC.S number k - 1 (issued at c) took tile
-//   k - 1, it is free from max(c + 1, u + N + 1), u the cycle the last row
-//   that used the set active before that switch was read (c + 1 when no row
+//   shadow is free at reset; after MMC.S number k - 1 (started at s) took
+//   tile k - 1, it is free from max(s, u + N + 1), u the cycle the last row
+//   that used the set active before that switch was read (s when no row
 //   used it).
 // Tiles move through the FIFO in order, and tile k waits for switch k - 1;
 // a tile that has not left by the end of the run stays.

@@ -64,7 +64,7 @@ ArchConfig config_with_array(std::uint64_t n) {
 
 }  // namespace
 
-TEST_CASE("comments run from # or ; to the end of the line", "[asm]") {
+TEST_CASE("comments run from # or semicolon to the end of the line", "[asm]") {
   const Code code = code_of(
       "# a whole-line comment with @ $ < characters the lexer would reject\n"
       "; another whole-line comment\n"

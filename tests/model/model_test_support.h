@@ -62,6 +62,17 @@ inline void check_unit(const model::RunLog& log, std::size_t pc, Cycle c, Cycle 
   CHECK(r.completion == d);
 }
 
+// An MMC issued at c that starts at s (an MMC.S may wait in the matrix unit
+// for its weights) and completes at d.
+inline void check_mmc(const model::RunLog& log, std::size_t pc, Cycle c, Cycle s, Cycle d) {
+  INFO("MMC at pc " << pc);
+  REQUIRE(pc < log.retired.size());
+  const model::RetireRecord& r = log.retired[pc];
+  CHECK(r.issue == c);
+  CHECK(r.start == s);
+  CHECK(r.completion == d);
+}
+
 // A controller-only instruction (NOP, SETQ, CMAP, CSTR, CTAP, CWIN, SYNC,
 // HLT): s = d = c.
 inline void check_controller(const model::RunLog& log, std::size_t pc, Cycle c) {

@@ -20,6 +20,7 @@ inline model::PerfCounters recount_perf(const ArchConfig& cfg, const isa::Progra
                                         const model::RunLog& log, const std::int8_t* weights) {
   using model::Cycle;
   constexpr Cycle kNone = std::numeric_limits<Cycle>::max();
+  constexpr std::size_t kNoTile = std::numeric_limits<std::size_t>::max();
   const std::size_t n = cfg.array_n;
   const Cycle cycles = log.stats.cycles;
   const auto& rec = log.retired;
@@ -64,23 +65,34 @@ inline model::PerfCounters recount_perf(const ArchConfig& cfg, const isa::Progra
       for (Cycle t = rec[i].start; t < rec[i].start + static_cast<Cycle>(op(i).operands[2]) && t < cycles; ++t)
         active[t] = true;
   p.array_active_cycles = static_cast<std::uint64_t>(std::count(active.begin(), active.end(), true));
-  // Each stall run's idle cycles, by the definitions.
+  // The tile the matrix unit waits for, cycle by cycle (kNone: not waiting):
+  // the RW number k it comes from. fifo_full runs first, then the in-unit
+  // waits of MMC.S, which take precedence where both hold.
+  const auto switches_before = [&](std::size_t seq) {
+    std::size_t k = 0;
+    for (std::size_t j = 0; j < seq; ++j) k += is_switch(j);
+    return k;
+  };
+  std::vector<std::size_t> waits_for(cycles, kNoTile);
+  for (const model::StallRun& run : log.stall_runs)
+    if (run.cause == model::StallCause::FifoFull)
+      for (Cycle t = run.first; t <= run.last && t < cycles; ++t) waits_for[t] = switches_before(run.seq);
+  for (std::size_t i = 0; i < rec.size(); ++i)
+    if (is_switch(i))
+      for (Cycle t = rec[i].issue + 1; t < rec[i].start && t < cycles; ++t) waits_for[t] = switches_before(i);
+  // RW number k's completion, if issued.
+  std::vector<Cycle> rw_done;
+  for (std::size_t j = 0; j < rec.size(); ++j)
+    if (op(j).opcode == isa::Opcode::RW) rw_done.push_back(done_at(j));
+  for (Cycle t = 0; t < cycles; ++t) {
+    if (active[t] || waits_for[t] == kNoTile) continue;
+    const Cycle d = waits_for[t] < rw_done.size() ? rw_done[waits_for[t]] : kNone;
+    if (d == kNone || t <= d) ++p.weight_stall_cycles;
+    else ++p.weight_shift_cycles;
+  }
+  // Hazard runs' idle cycles that are not waits for weights.
   for (const model::StallRun& run : log.stall_runs) {
     const std::size_t seq = run.seq;  // records before it: issued before the stalled instruction
-    if (run.cause == model::StallCause::WeightsNotReady || run.cause == model::StallCause::FifoFull) {
-      std::size_t k = 0;
-      for (std::size_t j = 0; j < seq; ++j) k += is_switch(j);
-      Cycle d = kNone;  // the completion of RW number k, if issued
-      std::size_t rw = 0;
-      for (std::size_t j = 0; j < seq; ++j)
-        if (op(j).opcode == isa::Opcode::RW && rw++ == k) d = done_at(j);
-      for (Cycle t = run.first; t <= run.last && t < cycles; ++t) {
-        if (active[t]) continue;
-        if (d == kNone || t <= d) ++p.weight_stall_cycles;
-        else ++p.weight_shift_cycles;
-      }
-      continue;
-    }
     if (run.cause != model::StallCause::Raw && run.cause != model::StallCause::War &&
         run.cause != model::StallCause::Waw)
       continue;
@@ -102,7 +114,7 @@ inline model::PerfCounters recount_perf(const ArchConfig& cfg, const isa::Progra
       }
     }
     for (Cycle t = run.first; t <= run.last && t < cycles; ++t) {
-      if (active[t]) continue;
+      if (active[t] || waits_for[t] != kNoTile) continue;
       if (std::any_of(inputs.begin(), inputs.end(), [t](Cycle d) { return t <= d; })) ++p.input_data_stall_cycles;
       else ++p.raw_stall_cycles;
     }

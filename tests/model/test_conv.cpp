@@ -42,6 +42,7 @@ using model::StallCause;
 using testing::check_controller;
 using testing::check_halt;
 using testing::check_stalls;
+using testing::check_mmc;
 using testing::check_unit;
 using testing::Cycle;
 using testing::fill_memories;
@@ -716,11 +717,13 @@ TEST_CASE("An MMC.C times exactly like an MMC of the same rows", "[conv][timing]
         const RunLog m_log = run(cfg, plain);
         check_same_timing(c_log, m_log);
         check_same_timing(run(cfg, conv, Detail::Fast), m_log);
-        // And the closed forms: an MMC issued at c completes at c + rows + 2N.
+        // And the closed forms: an MMC started at s_m completes at
+        // s_m + rows + 2N - 1; an MMC.S issued at 4 starts when tile 0 has
+        // been loaded for a cycle, D_w + N + 2.
         const std::size_t pc = s ? 4 : 3;
-        const Cycle c = s ? dw + 1 + n : 3;
-        check_unit(c_log, pc, c, c + rows + 2 * n);
-        check_halt(c_log, pc + 1, c + rows + 2 * n + 1);
+        const Cycle s_m = s ? dw + n + 2 : 4;
+        check_mmc(c_log, pc, pc, s_m, s_m + rows + 2 * n - 1);
+        check_halt(c_log, pc + 1, s_m + rows + 2 * n);
         CHECK(c_log.stats.macs == rows * n * n);
         CHECK(c_log.stats.array_active_cycles == rows);
         CHECK(c_log.stats.units.at("systolic_array").busy_cycles == rows + 2 * n);
@@ -739,9 +742,9 @@ TEST_CASE("Back-to-back MMC.Cs stream one row per cycle", "[conv][timing]") {
         CAPTURE(n, r, ctap_between);
         // RW 0 (pc 0), CMAP, CSTR, then three MMC.Cs of r, r + 1 and r rows
         // into overlapping ACC rows, the first switching to tile 0 (it issues
-        // when the tile is loaded, D_w + 1 + N). With a CTAP between them (a
-        // new kernel offset, as a convolution has), the CTAP issues in the
-        // cycle after each MMC.C, inside its r >= 2 rows.
+        // at 3 and starts when the tile has been loaded for a cycle, at
+        // D_w + 2 + N). With a CTAP between them (a new kernel offset, as a
+        // convolution has), the CTAP issues in the cycle after each MMC.C.
         const Cycle r1 = r, r2 = r + 1, r3 = r;
         const std::string src = "RW 0\nCMAP 5, 5, 5\nCSTR 1, 1, 3\nMMC.SC 0, 0, " +
                                 std::to_string(r1) + "\n" + (ctap_between ? "CTAP 0, 1\n" : "") +
@@ -765,13 +768,13 @@ TEST_CASE("Back-to-back MMC.Cs stream one row per cycle", "[conv][timing]") {
           const RunLog log = run(cfg, src, out, detail);
           const std::size_t step = ctap_between ? 2 : 1;
           const std::size_t pc1 = 3, pc2 = pc1 + step, pc3 = pc2 + step;
-          const Cycle c1 = dw + 1 + n, c2 = c1 + r1, c3 = c2 + r2;
+          const Cycle s1 = dw + 2 + n, c2 = s1 + r1 - 1, c3 = c2 + r2;
           check_unit(log, 0, 0, dw);
-          check_unit(log, pc1, c1, c1 + r1 + 2 * n);
+          check_mmc(log, pc1, 3, s1, s1 + r1 + 2 * n - 1);
           check_unit(log, pc2, c2, c2 + r2 + 2 * n);
           check_unit(log, pc3, c3, c3 + r3 + 2 * n);
           if (ctap_between) {
-            check_controller(log, pc1 + 1, c1 + 1);
+            check_controller(log, pc1 + 1, 4);
             check_controller(log, pc2 + 1, c2 + 1);
           }
           const Cycle c_hlt = c3 + r3 + 2 * n + 1;
@@ -780,9 +783,10 @@ TEST_CASE("Back-to-back MMC.Cs stream one row per cycle", "[conv][timing]") {
           CHECK(log.retired[pc2].start == log.retired[pc1].start + r1);
           CHECK(log.retired[pc3].start == log.retired[pc2].start + r2);
           CHECK(log.stats.array_active_cycles == r1 + r2 + r3);
-          const Cycle waits = ctap_between ? (r1 - 2) + (r2 - 2) : (r1 - 1) + (r2 - 1);
-          check_stalls(log, {{StallCause::WeightsNotReady, c1 - 3},
-                             {StallCause::UnitBusy, waits},
+          // The second MMC.C waits for the first one's last row, the third
+          // for the second one's.
+          const Cycle waits = ctap_between ? (c2 - 5) + (r2 - 2) : (c2 - 4) + (r2 - 1);
+          check_stalls(log, {{StallCause::UnitBusy, waits},
                              {StallCause::Drain, c_hlt - c3 - 1}});
           CHECK(acc_snapshot(out) == expect);
         }
@@ -938,15 +942,15 @@ TEST_CASE("CMAP, CSTR and CTAP after an MMC.C change neither its rows nor its ha
       for (Detail detail : {Detail::Detailed, Detail::Fast}) {
         model::Memories out = mem;
         const RunLog log = run(cfg, src, out, detail);
-        const Cycle c_m = dw + 1 + n, d_m = c_m + 4 + 2 * n;
+        // The MMC.SC issues at 4 and waits in the matrix unit for tile 0.
+        const Cycle s_m = dw + 2 + n, d_m = s_m + 4 + 2 * n - 1;
         const Cycle d_r = d_m + 1 + rhm_duration(cfg, 1);
         check_unit(log, 0, 0, dw);
-        check_unit(log, 4, c_m, d_m);
-        for (std::size_t pc = 5; pc < 8; ++pc) check_controller(log, pc, c_m + pc - 4);
+        check_mmc(log, 4, 4, s_m, d_m);
+        for (std::size_t pc = 5; pc < 8; ++pc) check_controller(log, pc, pc);
         check_unit(log, 8, d_m + 1, d_r);
         check_halt(log, 9, d_r + 1);
-        check_stalls(log, {{StallCause::WeightsNotReady, c_m - 4},
-                           {StallCause::War, d_m - (c_m + 4) + 1},
+        check_stalls(log, {{StallCause::War, d_m - 8 + 1},
                            {StallCause::Drain, d_r - (d_m + 1)}});
         // Rows 0, 2, 8 and 10 (no padding row); the RHM wrote row 15 after.
         CHECK(acc_snapshot(out) == expect);

@@ -35,6 +35,7 @@ using model::StallCause;
 using testing::check_controller;
 using testing::check_halt;
 using testing::check_stalls;
+using testing::check_mmc;
 using testing::check_unit;
 using testing::Cycle;
 
@@ -422,11 +423,13 @@ TEST_CASE("MMC.S waits for a tile from a slow weight target", "[memory_ports]") 
         };
         const model::RunLog log = testing::run_to_halt(cfg, prog, mem, opts);
         const Cycle d = tm.latency + ceil_div(n * n, tm.bpc);  // RW at 0
-        const Cycle c_m = d + 1 + n;
+        // The MMC.S issues at 1 and waits in the matrix unit until the tile
+        // has been loaded for a cycle; HLT drains from 2.
+        const Cycle s_m = d + 2 + n;
         check_unit(log, 0, 0, d);
-        check_unit(log, 1, c_m, c_m + rows + 2 * n);
-        check_halt(log, 2, c_m + rows + 2 * n + 1);
-        check_stalls(log, {{StallCause::WeightsNotReady, c_m - 1}, {StallCause::Drain, rows + 2 * n}});
+        check_mmc(log, 1, 1, s_m, s_m + rows + 2 * n - 1);
+        check_halt(log, 2, s_m + rows + 2 * n);
+        check_stalls(log, {{StallCause::Drain, s_m + rows + 2 * n - 2}});
         // ACC = UB . W2 as the target served it.
         const std::int8_t* w = served.row(2);
         for (Cycle i = 0; i < rows; ++i)

@@ -56,7 +56,7 @@ void check_counters(const RunLog& log, const PerfCounters& e) {
 
 }  // namespace
 
-TEST_CASE("TPUv1 counters: RW; MMC.S; HLT waits D_w for weight memory and N for the shift",
+TEST_CASE("TPUv1 counters: RW, MMC.S, HLT waits D_w for weight memory and N for the shift",
           "[perf]") {
   for_each_config([](const ArchConfig& cfg) {
     const Cycle n = cfg.array_n;
@@ -65,13 +65,15 @@ TEST_CASE("TPUv1 counters: RW; MMC.S; HLT waits D_w for weight memory and N for 
       model::Memories mem(cfg);
       fill_tile(mem, 0);
       const RunLog log = run(cfg, "RW 0\nMMC.S 0, 0, " + std::to_string(b) + "\nHLT\n", mem);
-      // RW at 0 completes at D_w: the MMC.S waits in 1..D_w for weight
-      // memory, then D_w + 1 .. D_w + N while the tile shifts into the
-      // shadow; it issues at D_w + 1 + N and the run takes D_w + B + 3N + 3.
+      // RW at 0 completes at D_w. The MMC.S issues at 1 and waits in the
+      // matrix unit: in 2..D_w for weight memory, then D_w + 1 .. D_w + N
+      // while the tile shifts into the shadow and one more cycle for the
+      // unit to see it loaded; it starts at D_w + N + 2 and the run takes
+      // D_w + B + 3N + 3.
       PerfCounters e;
       e.array_active_cycles = b;
-      e.weight_stall_cycles = dw;
-      e.weight_shift_cycles = n;
+      e.weight_stall_cycles = dw - 1;
+      e.weight_shift_cycles = n + 1;
       e.non_matrix_cycles = (dw + b + 3 * n + 3) - b - dw - n;
       e.useful_macs = b * n * n;
       check_counters(log, e);
@@ -111,18 +113,18 @@ TEST_CASE("TPUv1 counters: an MMC waiting for the host DMA's rows is an input da
       // RHM at 0 completes at d_h = Lh + ceil(B*N/Bh); the MMC.S reads its
       // rows: a RAW stall in 2..d_h, all of it an input data stall. RW at 1
       // completes at d_w = 1 + Lw + T; the shadow is loaded at the start of
-      // d_w + 1 + N. The MMC.S issues at c_m = max(d_h + 1, d_w + 1 + N),
-      // waiting for its weights from d_h + 1 on: weight memory up to d_w,
-      // the shift after.
+      // d_w + 1 + N. The MMC.S issues at d_h + 1 and starts at
+      // s = max(d_h + 2, d_w + N + 2), waiting in the matrix unit from
+      // d_h + 2 on: for weight memory up to d_w, for the shift after.
       const Cycle d_h = cfg.host_latency + ceil_div(rows * n, cfg.host_bytes_per_cycle);
       const Cycle d_w = 1 + cfg.weight_latency + tile_cycles(cfg);
-      const Cycle c_m = std::max(d_h + 1, d_w + 1 + n);
-      const Cycle cycles = c_m + rows + 2 * n + 2;
+      const Cycle s = std::max(d_h + 2, d_w + n + 2);
+      const Cycle cycles = s + rows + 2 * n + 1;
       PerfCounters e;
       e.array_active_cycles = rows;
       e.input_data_stall_cycles = span(2, d_h);
-      e.weight_stall_cycles = span(d_h + 1, std::min(c_m - 1, d_w));
-      e.weight_shift_cycles = span(std::max(d_h + 1, d_w + 1), c_m - 1);
+      e.weight_stall_cycles = span(d_h + 2, std::min(s - 1, d_w));
+      e.weight_shift_cycles = span(std::max(d_h + 2, d_w + 1), s - 1);
       e.non_matrix_cycles = cycles - rows - e.weight_stall_cycles - e.weight_shift_cycles;
       e.useful_macs = rows * n * n;
       CHECK(log.stats.cycles == cycles);
@@ -141,17 +143,19 @@ TEST_CASE("TPUv1 counters: an ACT waiting for the array's results is a RAW stall
     fill_tile(mem, 0);
     const std::string rows = std::to_string(b);
     const RunLog log = run(cfg, "RW 0\nMMC.S 0, 0, " + rows + "\nACT 0, 100, " + rows + "\nHLT\n", mem);
-    // MMC.S at c_m = D_w + 1 + N reads rows in c_m + 1 .. c_m + B and
-    // completes at d_m = c_m + B + 2N; the ACT reading its accumulators
-    // stalls in c_m + 1 .. d_m, the array idle in the last 2N of them. The
-    // ACT issues at d_m + 1 and completes at d_m + 1 + B + A; HLT follows.
-    const Cycle c_m = dw + 1 + n;
-    const Cycle d_m = c_m + b + 2 * n;
+    // MMC.S issues at 1, waits in the matrix unit in 2 .. s - 1 (weight
+    // memory up to D_w, the shift after), reads rows in s .. s + B - 1 with
+    // s = D_w + N + 2, and completes at d_m = s + B + 2N - 1; the ACT
+    // reading its accumulators stalls in 2 .. d_m: its cycles that are
+    // neither the wait for weights nor active are the last 2N, a RAW stall.
+    // The ACT issues at d_m + 1 and completes at d_m + 1 + B + A; HLT follows.
+    const Cycle s = dw + n + 2;
+    const Cycle d_m = s + b + 2 * n - 1;
     const Cycle cycles = d_m + 1 + b + cfg.act_latency + 2;
     PerfCounters e;
     e.array_active_cycles = b;
-    e.weight_stall_cycles = dw;
-    e.weight_shift_cycles = n;
+    e.weight_stall_cycles = dw - 1;
+    e.weight_shift_cycles = n + 1;
     e.raw_stall_cycles = 2 * n;
     e.non_matrix_cycles = cycles - b - dw - n;
     e.useful_macs = b * n * n;

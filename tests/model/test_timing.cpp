@@ -32,6 +32,7 @@ using model::StallCause;
 using testing::check_controller;
 using testing::check_halt;
 using testing::check_stalls;
+using testing::check_mmc;
 using testing::check_unit;
 using testing::Cycle;
 using testing::Stalls;
@@ -406,7 +407,7 @@ TEST_CASE("MMC with its weights ready completes at c + B + 2N", "[timing]") {
   });
 }
 
-TEST_CASE("RW; MMC.S; HLT takes D_w + B + 3N + 3 cycles", "[timing]") {
+TEST_CASE("RW, MMC.S, HLT takes D_w + B + 3N + 3 cycles", "[timing]") {
   for_each_config([](const ArchConfig& cfg) {
     const Cycle n = cfg.array_n;
     const Cycle dw = weight_duration(cfg);
@@ -417,15 +418,17 @@ TEST_CASE("RW; MMC.S; HLT takes D_w + B + 3N + 3 cycles", "[timing]") {
         const RunLog log = run(cfg, src);
         // RW at c = lead completes at c + D_w; the tile is in the FIFO at
         // c + D_w + 1, loads from then on and is loaded at the start of
-        // c + 1 + Lw + ceil(N*N/Bw) + N, the cycle the MMC.S issues.
+        // c + 1 + Lw + ceil(N*N/Bw) + N. The MMC.S issues at c + 1, waits
+        // in the matrix unit and starts the cycle after the tile is loaded.
         const Cycle c_rw = lead;
-        const Cycle c_m = c_rw + 1 + dw + n;
-        const Cycle d_m = c_m + b + 2 * n;
+        const Cycle s_m = c_rw + 1 + dw + n + 1;
+        const Cycle d_m = s_m + b + 2 * n - 1;
         check_unit(log, lead, c_rw, c_rw + dw);
-        check_unit(log, lead + 1, c_m, d_m);
+        check_mmc(log, lead + 1, c_rw + 1, s_m, d_m);
         check_halt(log, lead + 2, d_m + 1);
         CHECK(log.stats.cycles == lead + dw + b + 3 * n + 3);
-        check_stalls(log, {{StallCause::WeightsNotReady, dw + n}, {StallCause::Drain, b + 2 * n}});
+        // HLT waits from c + 2 to d_m; the controller never stalls for weights.
+        check_stalls(log, {{StallCause::Drain, d_m - c_rw - 1}});
       }
     }
   });
@@ -626,16 +629,17 @@ TEST_CASE("Two MMCs accumulating into the same ACC rows issue back to back at c 
           ref_mmc(expect, mem, 0, b, acc1, b, flags1 == ".O", n);
 
           const RunLog log = run(cfg, src, mem);
-          const Cycle c0 = dw + 1 + n;  // tile loaded at the start of D_w + 1 + N
-          const Cycle c1 = c0 + b;
+          // The MMC.S issues at 1 and starts the cycle after tile 0 is
+          // loaded (at the start of D_w + 1 + N); the MMC issues once it
+          // reads its last row, at s0 + B - 1.
+          const Cycle s0 = dw + n + 2;
+          const Cycle c1 = s0 + b - 1;
           const Cycle d1 = c1 + b + 2 * n;
           check_unit(log, 0, 0, dw);
-          check_unit(log, 1, c0, c0 + b + 2 * n);
+          check_mmc(log, 1, 1, s0, s0 + b + 2 * n - 1);
           check_unit(log, 2, c1, d1);
           check_halt(log, 3, d1 + 1);
-          check_stalls(log, {{StallCause::WeightsNotReady, dw + n},
-                             {StallCause::UnitBusy, b - 1},
-                             {StallCause::Drain, b + 2 * n}});
+          check_stalls(log, {{StallCause::UnitBusy, c1 - 2}, {StallCause::Drain, b + 2 * n}});
           CHECK(acc_snapshot(mem, b + 1) == expect);
         }
       }
@@ -775,17 +779,18 @@ TEST_CASE("FIFO full: an RW waits while tiles in the FIFO plus the RWs in flight
         INFO("F tiles queued behind a loaded shadow: the next RW waits for the loader");
         // RW 0; MMC.S 0, 0, BA; RW 1 .. RW F+1; MMC.S BA, 0, BB; RW F+2; HLT
         //
-        // MMC.S A issues when tile 0 is loaded, c_A = D_w + 1 + N, and frees
-        // the reset set at c_A + 1. RW 1 .. RW F issue back to back from
-        // c_A + 1 (with tile 0 popped, k - 1 < F) and stream from there:
-        // RW k completes at c_A + 1 + Lw + k*T. RW F+1 waits for tile 1's pop
-        // (tile 1 arrives at c_A + 1 + D_w, goes straight into the free
-        // shadow, and the controller sees the pop a cycle later): it issues
-        // at c_A + D_w + 3. MMC.S B issues when the array has read MMC.S A's
-        // rows, c_B = c_A + BA (BA is long enough for everything before it),
-        // and frees tile 0's set at max(c_B + 1, u + N + 1) with u = c_B.
-        // Tiles 2..F+1 fill the FIFO, so RW F+2 waits from c_B + 1 until the
-        // loader pops tile 2 at c_B + N + 1, and issues at c_B + N + 2.
+        // MMC.S A issues at 1 and waits in the matrix unit for tile 0 (in the
+        // FIFO from D_w + 1, loaded at the start of D_w + 1 + N): it starts
+        // at s_A = D_w + N + 2 and frees the reset set (no row used it) then.
+        // RW k (k RWs issued before it) needs tiles_popped >= k - F + 1,
+        // which the controller sees the cycle after the pop: RW 1 .. F-1
+        // issue at 2 .. F, RW F once tile 0 was popped (at D_w + 1), RW F+1
+        // once tile 1 was (at L_1 = max(d_1 + 1, s_A)). MMC.S B issues when
+        // the array reads MMC.S A's last row, c_B = s_A + BA - 1 (BA is long
+        // enough for everything before it), and starts at c_B + 1 with tile
+        // 1 long loaded; it frees tile 0's set at max(s_B, u + N + 1) with
+        // u = s_B - 1, so tile 2 (long arrived) is popped at s_B + N and RW
+        // F+2 issues the cycle after.
         const Cycle ba = (f + 1) * dw + n + 3;
         const Cycle bb = 3;
         std::string src = "RW 0\n" + line("MMC.S", {0, 0, ba});
@@ -794,26 +799,35 @@ TEST_CASE("FIFO full: an RW waits while tiles in the FIFO plus the RWs in flight
         INFO(src);
         const RunLog log = run(cfg, src);
 
-        const Cycle c_a = dw + 1 + n;
+        const Cycle s_a = dw + n + 2;
         check_unit(log, 0, 0, dw);
-        check_unit(log, 1, c_a, c_a + ba + 2 * n);
-        for (Cycle k = 1; k <= f; ++k) check_unit(log, 1 + k, c_a + k, c_a + 1 + lw + k * t);
-        const Cycle c_last = c_a + dw + 3;
-        const Cycle d_last = std::max(c_last + 1 + lw, c_a + 1 + lw + f * t + 1) + t - 1;
-        check_unit(log, 2 + f, c_last, d_last);
-        const Cycle c_b = c_a + ba;
-        REQUIRE(c_b > d_last);                    // every RW before MMC.S B has completed
-        REQUIRE(c_b >= c_a + 2 + dw + n);         // tile 1 loaded
-        const Cycle d_b = c_b + bb + 2 * n;
-        check_unit(log, f + 3, c_b, d_b);
-        const Cycle c_r = c_b + n + 2;
+        check_mmc(log, 1, 1, s_a, s_a + ba + 2 * n - 1);
+        std::vector<Cycle> c_rw(f + 2), d_rw(f + 2);
+        d_rw[0] = dw;
+        Cycle l1 = 0;  // tile 1's load
+        for (Cycle k = 1; k <= f + 1; ++k) {
+          c_rw[k] = k + 1;
+          if (k == f) c_rw[k] = std::max(c_rw[k], dw + 2);
+          if (k == f + 1) c_rw[k] = std::max(c_rw[k - 1] + 1, l1 + 1);
+          d_rw[k] = std::max(c_rw[k] + 1 + lw, d_rw[k - 1] + 1) + t - 1;
+          if (k == 1) l1 = std::max(d_rw[1] + 1, s_a);
+          check_unit(log, 1 + k, c_rw[k], d_rw[k]);
+        }
+        const Cycle c_b = s_a + ba - 1;
+        REQUIRE(c_b > c_rw[f + 1]);       // MMC.S B waits for the array, not for an RW
+        REQUIRE(c_b > d_rw[f + 1]);       // every RW before it has completed
+        REQUIRE(c_b >= l1 + n);           // tile 1 loaded: MMC.S B starts at c_B + 1
+        const Cycle s_b = c_b + 1;
+        const Cycle d_b = s_b + bb + 2 * n - 1;
+        check_mmc(log, f + 3, c_b, s_b, d_b);
+        const Cycle c_r = s_b + n + 1;
         const Cycle d_r = c_r + dw;  // the channel is idle by then
         check_unit(log, f + 4, c_r, d_r);
         const Cycle c_hlt = std::max(d_b, d_r) + 1;
         check_halt(log, f + 5, c_hlt);
-        check_stalls(log, {{StallCause::WeightsNotReady, dw + n},
-                           {StallCause::UnitBusy, c_b - c_last - 1},
-                           {StallCause::FifoFull, (c_last - (c_a + f + 1)) + (n + 1)},
+        check_stalls(log, {{StallCause::UnitBusy, c_b - c_rw[f + 1] - 1},
+                           {StallCause::FifoFull, (c_rw[f] - f - 1) + (c_rw[f + 1] - c_rw[f] - 1) +
+                                                      (c_r - c_b - 1)},
                            {StallCause::Drain, c_hlt - c_r - 1}});
       }
     }
@@ -845,23 +859,24 @@ TEST_CASE("Deadlock: an MMC.S waiting for weights that nothing will bring faults
     for (Cycle b : {Cycle{1}, Cycle{5}, 2 * n}) {
       CAPTURE(b);
       {
-        // RW 0; MMC.S 0, 0, B; MMC.S 0, 0, B: the second MMC.S waits for the
-        // array until c_m + B, then for weights with the shadow free, the
-        // FIFO empty and no RW in flight.
+        // RW 0; MMC.S 0, 0, B; MMC.S 0, 0, B: the first MMC.S issues at 1 and
+        // starts at s_m = D_w + N + 2; the second waits for the array until
+        // s_m + B - 1, when it would issue with no RW left for its tile.
         const std::string src =
             "RW 0\n" + line("MMC.S", {0, 0, b}) + line("MMC.S", {0, 0, b}) + "HLT\n";
         INFO(src);
         RunLog log;
         const model::Fault f = run_to_fault(cfg, src, log);
-        const Cycle c_m = dw + 1 + n;
+        const Cycle s_m = dw + n + 2;
         REQUIRE(log.retired.size() >= 2);
         check_unit(log, 0, 0, dw);
-        CHECK(log.retired[1].issue == c_m);
-        check_deadlock(f, log, 2, c_m + b);
+        CHECK(log.retired[1].issue == 1);
+        CHECK(log.retired[1].start == s_m);
+        check_deadlock(f, log, 2, s_m + b - 1);
       }
       if (cfg.fifo_depth >= 2) {
-        // RW 0; RW 1; MMC.S x3: the third waits with the shadow still in use
-        // (freed only at max(c_1 + 1, u_0 + N + 1)) and nothing to load.
+        // RW 0; RW 1; MMC.S x3: each MMC.S issues when the previous one reads
+        // its last row; the third then has no RW left for its tile.
         const std::string src = "RW 0\nRW 1\n" + line("MMC.S", {0, 0, b}) +
                                 line("MMC.S", {0, 0, b}) + line("MMC.S", {0, 0, b}) + "HLT\n";
         INFO(src);
@@ -870,15 +885,19 @@ TEST_CASE("Deadlock: an MMC.S waiting for weights that nothing will bring faults
         // RW 1 issues at 1 and streams right after tile 0: it arrives at
         // D_w + T and is in the FIFO at D_w + T + 1.
         const Cycle t = weight_tile_cycles(cfg);
-        const Cycle c0 = dw + 1 + n;
-        const Cycle l1 = std::max(c0 + 1, dw + t + 1);
-        const Cycle c1 = std::max(c0 + b, l1 + n);
+        // Switch 0 frees the reset set (no row used it) at its start s0.
+        const Cycle s0 = dw + n + 2;
+        const Cycle l1 = std::max(s0, dw + t + 1);
+        const Cycle c1 = s0 + b - 1;
+        const Cycle s1 = std::max(c1 + 1, l1 + n + 1);
         REQUIRE(log.retired.size() >= 4);
         check_unit(log, 0, 0, dw);
         check_unit(log, 1, 1, dw + t);
-        CHECK(log.retired[2].issue == c0);
+        CHECK(log.retired[2].issue == 2);
+        CHECK(log.retired[2].start == s0);
         CHECK(log.retired[3].issue == c1);
-        check_deadlock(f, log, 4, c1 + b);
+        CHECK(log.retired[3].start == s1);
+        check_deadlock(f, log, 4, s1 + b - 1);
       }
     }
   });
@@ -954,29 +973,32 @@ TEST_CASE("Back-to-back MMC.S chains follow the document's recurrence", "[timing
       for (Cycle k = 0; k < t; ++k) check_unit(log, k, k, cfg.weight_latency + (k + 1) * tw);
       const Cycle c_sync = cfg.weight_latency + t * tw + 1;
       check_controller(log, t, c_sync);
-      std::vector<Cycle> c(t);
-      c[0] = std::max(c_sync + 1, dw + 1 + n);
-      if (t > 1) c[1] = std::max(c[0] + b, c[0] + n + 1);
+      // Starts s_i by the chain's closed form; MMC.S i + 1 issues when MMC.S
+      // i reads its last row (the unit-busy rule) and waits in the unit.
+      std::vector<Cycle> s(t), c(t);
+      s[0] = std::max(c_sync + 2, dw + n + 2);
+      if (t > 1) s[1] = std::max(s[0] + b, s[0] + n + 1);
       for (Cycle i = 1; i + 1 < t; ++i)
-        c[i + 1] = std::max({c[i] + b, c[i] + n + 1, c[i - 1] + b + 2 * n + 1});
+        s[i + 1] = std::max({s[i] + b, s[i] + n + 1, s[i - 1] + b + 2 * n + 1});
+      c[0] = c_sync + 1;
+      for (Cycle i = 1; i < t; ++i) c[i] = std::max(c[i - 1] + 1, s[i - 1] + b - 1);
       for (Cycle i = 0; i < t; ++i) {
         CAPTURE(i);
-        check_unit(log, t + 1 + i, c[i], c[i] + b + 2 * n);
+        check_mmc(log, t + 1 + i, c[i], s[i], s[i] + b + 2 * n - 1);
       }
-      const Cycle c_hlt = c[t - 1] + b + 2 * n + 1;
+      const Cycle c_hlt = s[t - 1] + b + 2 * n;
       check_halt(log, 2 * t + 1, c_hlt);
 
-      Cycle wnr = c[0] - c_sync - 1;
-      for (Cycle i = 1; i < t; ++i) wnr += c[i] - c[i - 1] - b;
-      check_stalls(log, {{StallCause::UnitBusy, (t - 1) * (b - 1)},
-                         {StallCause::Drain, (c_sync - t) + b + 2 * n},
-                         {StallCause::WeightsNotReady, wnr}});
+      Cycle busy = 0;
+      for (Cycle i = 1; i < t; ++i) busy += c[i] - c[i - 1] - 1;
+      check_stalls(log, {{StallCause::UnitBusy, busy},
+                         {StallCause::Drain, (c_sync - t) + (c_hlt - c[t - 1] - 1)}});
       CHECK(log.stats.array_active_cycles == t * b);
       if (b >= 2 * n + 1) {
-        // c_i = c_0 + i*B: a row every cycle from the chain's first row
-        // (c_0 + 1) to its last (c_{T-1} + B); weight loading fully hidden.
-        for (Cycle i = 0; i < t; ++i) CHECK(log.retired[t + 1 + i].issue == c[0] + i * b);
-        CHECK(log.retired[2 * t].issue + b - c[0] == t * b);
+        // s_i = s_0 + i*B: a row every cycle from the chain's first row
+        // (s_0) to its last (s_{T-1} + B - 1); weight loading fully hidden.
+        for (Cycle i = 0; i < t; ++i) CHECK(log.retired[t + 1 + i].start == s[0] + i * b);
+        CHECK(log.retired[2 * t].start + b - s[0] == t * b);
       }
       CHECK(acc_snapshot(mem, b) == expect);
     }
@@ -1013,27 +1035,30 @@ TEST_CASE("A switch frees the old weights N + 1 cycles after the last row that u
         // RW k at k, streaming back to back: tile k arrives at Lw + (k+1)*T.
         const Cycle tw = weight_tile_cycles(cfg);
         const Cycle c_sync = cfg.weight_latency + 3 * tw + 1;
-        // Switch 0 at c0 frees the reset set (used by no row) at c0 + 1, so
-        // tile 1 is loaded at c0 + 1 + N.
-        const Cycle c0 = std::max(c_sync + 1, dw + 1 + n);
-        const Cycle c1 = c0 + b;
-        const Cycle u1 = c1 + b2;  // last row read with tile 0
-        const Cycle c2 = std::max(c1 + b2, c0 + 1 + n);
-        // Switch 1 frees tile 0's set at max(c2 + 1, u1 + N + 1); tile 2 is
-        // loaded N cycles later.
-        const Cycle c3 = std::max(c2 + b, std::max(c2 + 1, u1 + n + 1) + n);
-        const Cycle c_hlt = c3 + b + 2 * n + 1;
+        // Switch 0 starts at s0 (tile 0 loaded at the start of D_w + 1 + N)
+        // and frees the reset set (used by no row) then, so tile 1 is loaded
+        // at s0 + N and usable from s0 + N + 1. Each MMC issues when the
+        // previous reads its last row.
+        const Cycle c0 = c_sync + 1;
+        const Cycle s0 = std::max(c0 + 1, dw + n + 2);
+        const Cycle c1 = s0 + b - 1;  // starts at once
+        const Cycle u1 = c1 + b2;     // last row read with tile 0
+        const Cycle c2 = u1;
+        const Cycle s2 = std::max(c2 + 1, s0 + n + 1);
+        // Switch 1 frees tile 0's set at max(s2, u1 + N + 1); tile 2 is
+        // loaded N cycles later and used the cycle after.
+        const Cycle c3 = s2 + b - 1;
+        const Cycle s3 = std::max(c3 + 1, std::max(s2, u1 + n + 1) + n + 1);
+        const Cycle c_hlt = s3 + b + 2 * n;
         for (Cycle k = 0; k < 3; ++k) check_unit(log, k, k, cfg.weight_latency + (k + 1) * tw);
         check_controller(log, 3, c_sync);
-        check_unit(log, 4, c0, c0 + b + 2 * n);
+        check_mmc(log, 4, c0, s0, s0 + b + 2 * n - 1);
         check_unit(log, 5, c1, c1 + b2 + 2 * n);
-        check_unit(log, 6, c2, c2 + b + 2 * n);
-        check_unit(log, 7, c3, c3 + b + 2 * n);
+        check_mmc(log, 6, c2, s2, s2 + b + 2 * n - 1);
+        check_mmc(log, 7, c3, s3, s3 + b + 2 * n - 1);
         check_halt(log, 8, c_hlt);
-        check_stalls(
-            log, {{StallCause::UnitBusy, (b - 1) + (b2 - 1) + (b - 1)},
-                  {StallCause::WeightsNotReady, (c0 - c_sync - 1) + (c2 - c1 - b2) + (c3 - c2 - b)},
-                  {StallCause::Drain, (c_sync - 3) + b + 2 * n}});
+        check_stalls(log, {{StallCause::UnitBusy, (c1 - c0 - 1) + (c2 - c1 - 1) + (c3 - c2 - 1)},
+                           {StallCause::Drain, (c_sync - 3) + (c_hlt - c3 - 1)}});
         CHECK(log.stats.array_active_cycles == 3 * b + b2);
         CHECK(acc_snapshot(mem, acc_rows) == expect);
       }
@@ -1094,7 +1119,7 @@ TEST_CASE("SYNC issues one cycle after everything in flight has completed", "[ti
   });
 }
 
-TEST_CASE("HLT issues one cycle after everything in flight; total cycles = c_HLT + 1", "[timing]") {
+TEST_CASE("HLT issues one cycle after everything in flight, total cycles = c_HLT + 1", "[timing]") {
   for_each_config([](const ArchConfig& cfg) {
     for (const auto& [r, b, b2] :
          std::vector<std::tuple<Cycle, Cycle, Cycle>>{{13, 1, 1}, {1, 40, 1}, {1, 1, 90}}) {

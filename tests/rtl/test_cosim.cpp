@@ -157,6 +157,12 @@ TEST_CASE("a fault with instructions in flight runs identically on the RTL", "[r
         make(Opcode::POOL, isa::kFlagPoolAverage, 0, 20, 4), make(Opcode::RW, 0, 0),
         make(Opcode::RHM, 0, 0, 100, 8), make(Opcode::RHM, 0, 0, 16383, 2), make(Opcode::HLT)},
        100'000},
+      // An MMC.S waiting in the array for its weights (tile 0 is usable
+      // from D_w + N + 2 = 11) when the cycle limit stops the run: it never
+      // started, in both engines.
+      {"MMC.S waiting for weights",
+       {make(Opcode::RW, 0, 0), make(Opcode::MMC, isa::kFlagMmcSwitch, 0, 0, 4), make(Opcode::HLT)},
+       9},
       // An ACT and a POOL waiting for it; the cycle limit stops the run.
       {"cycle limit",
        {make(Opcode::ACT, 0, 0, 0, 6), make(Opcode::CWIN, 0, 2, 2),
@@ -180,6 +186,7 @@ TEST_CASE("a fault with instructions in flight runs identically on the RTL", "[r
     REQUIRE(lb.fault);
     CHECK(std::any_of(la.retired.begin(), la.retired.end(),
                       [](const model::RetireRecord& r) { return !r.completed; }));
+    if (std::string(c.name) == "MMC.S waiting for weights") CHECK(lb.retired.at(1).start == model::kNever);
     const auto d = rtl::compare(prog, la, a, lb, b);
     if (d) FAIL(d->message());
     for (const auto& [unit, stats] : la.stats.units) {
@@ -187,6 +194,46 @@ TEST_CASE("a fault with instructions in flight runs identically on the RTL", "[r
       CHECK(stats.busy_cycles == lb.stats.units.at(unit).busy_cycles);
     }
   }
+}
+
+// An MMC.S waits in the array for its weights while the controller issues
+// other units' instructions (docs/microarchitecture.md, "Weight buffers"):
+// an RHM and an ACT issue and complete during the wait, the next MMC waits
+// for the array (unit busy), and a second switch waits for a tile streaming
+// behind the first.
+TEST_CASE("an MMC.S waiting for its weights lets other units' instructions issue on both engines",
+          "[rtl]") {
+  const ArchConfig cfg = preset_config("small4");
+  assembler::Options o;
+  o.array_n = 4;
+  const assembler::Result asm_result = assembler::assemble(
+      "RW 0\nMMC.S 0, 0, 4\nRHM 0, 20, 3\nACT 100, 40, 2\nMMC 4, 8, 4\nWHM 20, 50, 3\n"
+      "RW 1\nMMC.S 8, 16, 2\nHLT\n",
+      o);
+  REQUIRE(asm_result.diagnostics.empty());
+  const isa::Program& prog = *asm_result.program;
+  model::Memories init(cfg);
+  std::mt19937 rng(4);
+  std::uniform_int_distribution<int> d(-128, 127);
+  for (std::size_t i = 0; i < 2 * init.weights.width(); ++i)
+    init.weights.data()[i] = static_cast<std::int8_t>(d(rng));
+  for (std::size_t i = 0; i < 16 * init.ub.width(); ++i) init.ub.data()[i] = static_cast<std::int8_t>(d(rng));
+  for (std::size_t i = 0; i < 4 * init.host.width(); ++i) init.host.data()[i] = static_cast<std::int8_t>(d(rng));
+  check_both(cfg, prog, init);
+  model::Memories mem = init;
+  const model::RunLog log = model::run_program(cfg, prog, mem);
+  const auto& r = log.retired;
+  REQUIRE(r.size() == 9);
+  CHECK(r[1].issue == 1);
+  CHECK(r[1].start > r[1].issue + 1);  // it waited
+  // The RHM and the ACT issued and completed while it waited.
+  CHECK(r[2].issue < r[1].start);
+  CHECK(r[3].issue < r[1].start);
+  CHECK(r[3].completion < r[1].start);
+  // The MMC after it issued when it read its last row.
+  CHECK(r[4].issue == r[1].start + 3);
+  // The second switch waited for tile 1 too.
+  CHECK(r[7].start > r[7].issue + 1);
 }
 
 // Tracing is compiled into the builds of N <= TPU_RTL_TRACE_MAX_N only (the
@@ -296,12 +343,13 @@ TEST_CASE("the RTL weight FIFO takes a tile streaming in while the previous one 
   check_both(cfg, prog, init);
 
   // RW 6's first row (the first cycle of its stream: Bw = N) lands before
-  // the load of tile 2 reads that slot's row 0, in the cycle before tile 2's
-  // MMC.S issues (the shadow is loaded at L + N).
+  // the load of tile 2 reads that slot's row 0, at L + N - 1, two cycles
+  // before tile 2's MMC.S starts (the shadow is loaded at L + N, and the
+  // array sees it a cycle later).
   model::Memories mem = init;
   const model::RunLog log = model::run_program(cfg, prog, mem);
   const model::RetireRecord& rw6 = log.retired.at(9);
   const model::RetireRecord& mmc2 = log.retired.at(10);
   const model::Cycle first_row = rw6.completion - model::weight_tile_cycles(cfg) + 1;
-  CHECK(first_row + 9 == mmc2.issue - 1);
+  CHECK(first_row + 9 == mmc2.start - 2);
 }
