@@ -58,7 +58,8 @@ void Timeline::add_run(const std::string& name, const isa::Program& prog, const 
     const model::RetireRecord& r = log.retired[seq];
     const isa::Instruction& in = prog.code[r.pc];
     const std::string text = isa::disassemble(in);
-    nlohmann::json args = {{"pc", r.pc}, {"issue", r.issue}, {"start", r.start}};
+    nlohmann::json args = {{"pc", r.pc}, {"issue", r.issue}};
+    args["start"] = r.start == model::kNever ? nlohmann::json("-") : nlohmann::json(r.start);
     args["completion"] = r.completed ? nlohmann::json(r.completion) : nlohmann::json("-");
     // The row count of the transfers, MMCs, ACTs and POOLs (their third operand).
     if (isa::spec_of(in.opcode).unit != isa::Unit::Controller && in.opcode != isa::Opcode::RW)
@@ -72,18 +73,24 @@ void Timeline::add_run(const std::string& name, const isa::Program& prog, const 
     if (in.opcode == isa::Opcode::RW) tiles.emplace_back(r.issue, 1);
     if (in.opcode == isa::Opcode::MMC && in.has(isa::kFlagMmcSwitch)) tiles.emplace_back(r.issue, -1);
     if (unit == isa::Unit::Controller) continue;
+    // An MMC.S waiting in the matrix unit for its weights: a slice of its own
+    // from issue + 1 on, on the track of the MMC.
+    const bool waits = in.opcode == isa::Opcode::MMC && r.start > r.issue + 1;
+    const model::Cycle from = waits ? r.issue + 1 : r.start;
     // An instruction cut by a fault ends in the run's last cycle.
-    if (!r.completed && r.start >= log.stats.cycles) continue;  // never started
+    if (!r.completed && from >= log.stats.cycles) continue;  // never started
     const model::Cycle last = r.completed ? r.completion : log.stats.cycles - 1;
     const auto u = static_cast<unsigned>(std::find(kUnits.begin(), kUnits.end(), unit) - kUnits.begin());
     unsigned tid = (u + 1) * kLanesPerUnit;
-    while (lane_free.count(tid) && lane_free[tid] > r.start) ++tid;
+    while (lane_free.count(tid) && lane_free[tid] > from) ++tid;
     if (!lane_free.count(tid)) {
       const unsigned lane = tid - (u + 1) * kLanesPerUnit;
       meta("thread_name", tid, lane == 0 ? std::string(track_name(unit)) : fmt::format("{} #{}", track_name(unit), lane + 1));
       meta("thread_sort_index", tid, "", true);
     }
     lane_free[tid] = last + 1;
+    if (waits) slice(tid, "wait for weights: " + text, from, std::min(r.start, log.stats.cycles) - 1, args);
+    if (r.start >= log.stats.cycles) continue;  // still waiting when the run stopped
     slice(tid, text, r.start, last, args);
     if (in.opcode == isa::Opcode::MMC) {
       // Row i: read at s + i, written to the accumulators at s + i + 2N.

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from waveform_check import Vcd
 
-TRACE = re.compile(r"^pc\s+(\d+)\s+(.+?)\s+issue\s+(\d+)\s+start\s+(\d+)\s+complete\s+(\S+)$")
+TRACE = re.compile(r"^pc\s+(\d+)\s+(.+?)\s+issue\s+(\d+)\s+start\s+(\S+)\s+complete\s+(\S+)$")
 STALL = re.compile(r"^\s+stall (\S+)\s+cycles (\d+)\.\.(\d+) \((\d+)\)$")
 CONTROLLER_ONLY = {"NOP", "SETQ", "CMAP", "CSTR", "CTAP", "CWIN", "SYNC", "HLT"}
 
@@ -81,7 +81,8 @@ def check(tpu_sim, args, tmp, engine, vcd=False):
     for line in r.stdout.splitlines():
         if m := TRACE.match(line):
             done = None if m[5] == "-" else int(m[5])
-            instrs.append((int(m[1]), m[2].strip(), int(m[3]), int(m[4]), done))
+            start = None if m[4] == "-" else int(m[4])  # "-": an MMC.S still waiting for weights
+            instrs.append((int(m[1]), m[2].strip(), int(m[3]), start, done))
         elif m := STALL.match(line):
             stalls.append((m[1], int(m[2]), int(m[3])))
             assert int(m[4]) == int(m[3]) - int(m[2]) + 1, line
@@ -90,7 +91,7 @@ def check(tpu_sim, args, tmp, engine, vcd=False):
     events = trace["traceEvents"]
     assert all(e["ph"] in ("M", "X", "C") for e in events)
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
-    got_issue, got_unit, got_stall = [], [], []
+    got_issue, got_unit, got_stall, got_wait = [], [], [], []
     for e in events:
         if e["ph"] != "X":
             continue
@@ -102,6 +103,9 @@ def check(tpu_sim, args, tmp, engine, vcd=False):
         elif e["name"].startswith("stall: "):
             assert track == "controller"
             got_stall.append((e["name"][7:], first, last))
+        elif e["name"].startswith("wait for weights: "):
+            assert track.startswith("systolic_array"), track
+            got_wait.append((e["args"]["pc"], e["name"][18:], first, last))
         else:
             assert track != "controller", e
             got_unit.append((e["args"]["pc"], e["name"], first, last))
@@ -120,6 +124,14 @@ def check(tpu_sim, args, tmp, engine, vcd=False):
             continue  # checked below
         want.append((pc, text, start, done))
     assert [u for u in got_unit if any(u == w for w in want)] == want, (got_unit, want)
+    # An MMC.S waiting in the matrix unit for its weights: issue + 1 .. start - 1
+    # (up to the run's last cycle if it never started).
+    run_end = json.loads((tmp / "s.json").read_text())["cycles"] - 1
+    want_wait = [(pc, text, issue + 1, run_end if start is None else start - 1)
+                 for pc, text, issue, start, _ in instrs
+                 if text.startswith("MMC") and (start is None or start > issue + 1) and issue + 1 <= run_end]
+    assert got_wait == want_wait, (got_wait, want_wait)
+    check.waits = getattr(check, "waits", 0) + len(got_wait)
     # Slices on one track never overlap (Chrome traces need nesting).
     by_track = {}
     for e in events:
@@ -174,6 +186,7 @@ def main():
         assert not bad.exists() and not bad.parent.exists()
     assert checked >= 5, checked
     assert check.fifo_peak >= 2, "no example program queues two tiles in the weight FIFO"
+    assert check.waits >= 1, "no example program has an MMC.S wait for its weights"
     print(f"{checked} timelines match their traces")
 
 
