@@ -489,8 +489,9 @@ def timeline_slices(trace):
     """The bars of a ``--timeline`` Chrome trace (a dict or a JSON file path).
 
     A list of dicts, one per complete ("X") event, in the trace's order:
-    process, track (its thread name), name, kind ("instruction", "issue" or
-    "stall"), cause (for a stall), start (cycle) and cycles, converted from
+    process, track (its thread name), name, kind ("instruction", "issue",
+    "stall" or "wait": an MMC.S waiting in the matrix unit for its weights),
+    cause (for a stall), start (cycle) and cycles, converted from
     ts and dur (microseconds) with ``otherData.clock_mhz``; and the counters
     as ``(process, name, cycle, value)`` tuples in a second list. Raises
     ValueError on anything that is not such a trace.
@@ -526,6 +527,8 @@ def timeline_slices(trace):
                 kind, cause = "stall", name[len("stall: "):]
             elif name.startswith("issue "):
                 kind, cause = "issue", None
+            elif name.startswith("wait for weights: "):
+                kind, cause = "wait", None
             else:
                 kind, cause = "instruction", None
             bars.append({"process": procs.get(e.get("pid"), str(e.get("pid"))), "pid": e.get("pid"),
@@ -614,6 +617,10 @@ def timeline(trace, path, max_cycles=None, *, min_cycle=0, title=None):
         elif b["kind"] == "issue":
             ax.broken_barh([(b["start"], w)], (y - 0.42, 0.84), facecolor="#222222",
                            edgecolor="none")
+        elif b["kind"] == "wait":
+            ax.broken_barh([(b["start"], w)], (y - 0.36, 0.72), facecolor="none",
+                           edgecolor=_UNIT_COLORS.get(_unit_of(b["track"]), "#7f7f7f"),
+                           hatch="////", linewidth=0.4)
         else:
             color = _UNIT_COLORS.get(_unit_of(b["track"]), "#7f7f7f")
             wide = b["cycles"] / span * axes_px > 4  # a white edge would hide a thin bar
@@ -635,6 +642,9 @@ def timeline(trace, path, max_cycles=None, *, min_cycle=0, title=None):
                 for u in sorted(units - set(_UNIT_COLORS))]
     if any(b["kind"] == "issue" for b in drawn):
         handles.append(Patch(facecolor="#222222", label="issue (1 cycle)"))
+    if any(b["kind"] == "wait" for b in drawn):
+        handles.append(Patch(facecolor="none", edgecolor=_UNIT_COLORS["systolic_array"], hatch="////",
+                             label="MMC.S waits for weights"))
     causes = {b["cause"] for b in drawn if b["kind"] == "stall"}
     handles += [Patch(facecolor=c, label=f"stall: {k}") for k, c in _STALL_COLORS.items()
                 if k in causes]

@@ -191,8 +191,12 @@ def test_timeline_bars_match_the_trace(trace, tmp_path):
             assert b["track"] == "controller"
         elif b["kind"] == "issue":
             assert (b["start"], b["cycles"]) == (a["issue"], 1)
+        elif b["kind"] == "wait":
+            assert b["track"] == "systolic_array" and b["name"].startswith("wait for weights: MMC.S")
+            assert (b["start"], b["cycles"]) == (a["issue"] + 1, a["start"] - a["issue"] - 1)
         else:
             assert (b["start"], b["cycles"]) == (a["start"], a["completion"] - a["start"] + 1)
+    assert any(b["kind"] == "wait" for b in out.data)  # mlp2's first MMC.S waits for tile 0
     # ... and the run's retire records: each unit instruction is a bar.
     units = {(b["args"]["pc"], b["start"], b["start"] + b["cycles"] - 1)
              for b in out.data if b["kind"] == "instruction"}
