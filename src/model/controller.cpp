@@ -164,13 +164,9 @@ Cycle Controller::mmc_start(const isa::Instruction& in, Cycle now) {
   if (in.has(isa::kFlagMmcSwitch)) {
     const Cycle load = std::max(tile_arrival_.at(switches_issued_) + 1, shadow_free_from_);
     start = std::max(start, load + n + 1);
-    shadow_free_from_ = set_used_ ? std::max(start, last_read_ + n + 1) : start;
-    set_used_ = false;
+    shadow_free_from_ = shadow_.on_switch(start, n);
   }
-  if (const auto rows = static_cast<Cycle>(in.operands[2]); rows > 0) {
-    last_read_ = start + rows - 1;
-    set_used_ = true;
-  }
+  shadow_.on_rows(start, static_cast<Cycle>(in.operands[2]));
   return start;
 }
 

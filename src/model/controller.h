@@ -8,8 +8,9 @@
 // It stalls issue on RAW/WAR/WAW hazards
 // between units, a busy unit, a full weight FIFO and SYNC/HLT drains. An
 // MMC.S waits for its weights in the matrix unit, not here: the controller
-// computes the cycle it will start in (mmc_start), which the array checks. Faults (bad address, deadlock, running past the
-// program, the cycle limit) stop the simulation.
+// computes the cycle it will start in (mmc_start), which the array checks.
+// Faults (bad address, deadlock, running past the program, the cycle limit)
+// stop the simulation.
 #pragma once
 
 #include <systemc.h>
@@ -22,6 +23,7 @@
 #include "model/memory_ports.h"
 #include "model/run_log.h"
 #include "model/signals.h"
+#include "model/weight_fifo.h"
 
 namespace tpu::model {
 
@@ -86,11 +88,10 @@ SC_MODULE(Controller) {
   std::uint32_t switches_issued_ = 0;
   // The weights' timeline, for MMC starts: each RW's tile arrival (its
   // reported completion), the cycle the shadow is free for the next tile,
-  // and the last row read with the active set (if any row used it).
+  // and the rows read with the active set (model/weight_fifo.h).
   std::vector<Cycle> tile_arrival_;
   Cycle shadow_free_from_ = 0;
-  Cycle last_read_ = 0;
-  bool set_used_ = false;
+  ShadowFree shadow_;
   bool stopped_ = false;
   // The last cycle ticked and, if it stalled, the cause: a cycle the fast
   // path's clock skips stalls for the same cause (it skips none otherwise).

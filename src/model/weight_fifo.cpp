@@ -10,23 +10,13 @@ std::vector<FifoStep> weight_fifo_steps(const ArchConfig& cfg, const isa::Progra
   const Cycle n = cfg.array_n;
   std::vector<Cycle> arrival;    // per RW, in issue order: in the FIFO from then (kNever: not arrived)
   std::vector<Cycle> shadow_free;  // per switch k: the shadow is free for tile k + 1 from then
-  // The last UB-read cycle of the rows that used the active set so far (none yet).
-  bool used = false;
-  Cycle last_read = 0;
+  ShadowFree shadow;
   for (const RetireRecord& r : log.retired) {
     const isa::Instruction& in = prog.code[r.pc];
     if (in.opcode == isa::Opcode::RW) arrival.push_back(r.completed ? r.completion + 1 : kNever);
     if (in.opcode != isa::Opcode::MMC) continue;
-    if (in.has(isa::kFlagMmcSwitch)) {
-      shadow_free.push_back(used ? std::max(r.start, last_read + n + 1) : r.start);
-      used = false;
-    }
-    const auto rows = static_cast<Cycle>(in.operands[2]);
-    if (rows > 0) {
-      // Rows are read at start .. start + rows - 1, one MMC after the other.
-      last_read = r.start + rows - 1;
-      used = true;
-    }
+    if (in.has(isa::kFlagMmcSwitch)) shadow_free.push_back(shadow.on_switch(r.start, n));
+    shadow.on_rows(r.start, static_cast<Cycle>(in.operands[2]));
   }
   std::vector<FifoStep> steps;
   for (std::size_t k = 0; k < arrival.size(); ++k) {

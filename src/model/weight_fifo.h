@@ -14,6 +14,7 @@
 // a tile that has not left by the end of the run stays.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -29,6 +30,31 @@ namespace tpu::model {
 struct FifoStep {
   Cycle cycle = 0;
   int delta = 0;
+};
+
+// The shadow's side of the rule above, as MMCs start one after the other:
+// the controller predicts each MMC.S's start with it, weight_fifo_steps
+// derives the FIFO's curve from the records with it.
+class ShadowFree {
+ public:
+  // A switch starting at `start`: the cycle from which the shadow is free
+  // for the next tile (max(start, u + N + 1), or start when no row used the
+  // set it replaces).
+  Cycle on_switch(Cycle start, Cycle n) {
+    const Cycle free = used_ ? std::max(start, last_read_ + n + 1) : start;
+    used_ = false;
+    return free;
+  }
+  // Any MMC's rows, read with the active set in start .. start + rows - 1.
+  void on_rows(Cycle start, Cycle rows) {
+    if (rows == 0) return;
+    last_read_ = start + rows - 1;
+    used_ = true;
+  }
+
+ private:
+  Cycle last_read_ = 0;
+  bool used_ = false;
 };
 
 std::vector<FifoStep> weight_fifo_steps(const ArchConfig& cfg, const isa::Program& prog, const RunLog& log);
