@@ -9,64 +9,48 @@
 namespace tpu::model {
 namespace {
 
-// The array's active cycles: one interval per MMC, in time order, disjoint
-// (the matrix unit reads one row per cycle, MMCs one after the other).
-class ActiveCycles {
+// Disjoint spans of cycles: the array's active cycles (one span per MMC,
+// added in time order), and the idle cycles already put in a category (a
+// cycle goes to the first wait that claims it: in-unit waits for weights
+// before the controller's stall runs).
+class Spans {
  public:
+  // Adds first..last, disjoint from every span held.
   void add(Cycle first, Cycle last) {
     if (last < first) return;
-    spans_.push_back({first, last});
+    spans_.emplace(first, last);
     total_ += last - first + 1;
   }
   Cycle total() const { return total_; }
 
-  // Calls fn(x, y) for each maximal run x..y of cycles in first..last in
-  // which the array reads no row.
+  // Calls fn(x, y) for each maximal run x..y of cycles in first..last that
+  // no span covers.
   template <typename Fn>
-  void for_each_idle(Cycle first, Cycle last, Fn&& fn) const {
-    auto it = std::upper_bound(spans_.begin(), spans_.end(), first,
-                               [](Cycle v, const Span& s) { return v < s.last + 1; });
+  void for_each_gap(Cycle first, Cycle last, Fn&& fn) const {
+    auto it = spans_.upper_bound(first);
+    if (it != spans_.begin() && std::prev(it)->second >= first) --it;
     Cycle from = first;
     for (; it != spans_.end() && it->first <= last && from <= last; ++it) {
       if (it->first > from) fn(from, it->first - 1);
-      from = std::max(from, it->last + 1);
+      from = std::max(from, it->second + 1);
     }
     if (from <= last) fn(from, last);
   }
 
- private:
-  struct Span {
-    Cycle first, last;
-  };
-  std::vector<Span> spans_;
-  Cycle total_ = 0;
-};
-
-// Cycles already put in a category: a cycle goes to the first wait that
-// claims it (in-unit waits for weights before the controller's stall runs).
-class Claimed {
- public:
-  // Calls fn(x, y) for each maximal run x..y of first..last not claimed yet,
-  // and claims it.
+  // for_each_gap, and the gaps become spans.
   template <typename Fn>
   void take(Cycle first, Cycle last, Fn&& fn) {
-    auto it = spans_.upper_bound(first);
-    if (it != spans_.begin() && std::prev(it)->second >= first) --it;
-    Cycle from = first;
-    std::vector<std::pair<Cycle, Cycle>> taken;
-    for (; it != spans_.end() && it->first <= last && from <= last; ++it) {
-      if (it->first > from) taken.emplace_back(from, it->first - 1);
-      from = std::max(from, it->second + 1);
-    }
-    if (from <= last) taken.emplace_back(from, last);
-    for (const auto& [x, y] : taken) {
+    std::vector<std::pair<Cycle, Cycle>> gaps;
+    for_each_gap(first, last, [&](Cycle x, Cycle y) { gaps.emplace_back(x, y); });
+    for (const auto& [x, y] : gaps) {
       fn(x, y);
-      spans_.emplace(x, y);
+      add(x, y);
     }
   }
 
  private:
-  std::map<Cycle, Cycle> spans_;  // first -> last, disjoint
+  std::map<Cycle, Cycle> spans_;  // first -> last
+  Cycle total_ = 0;
 };
 
 // Rows and columns of a weight tile that hold a nonzero weight. Branch-free
@@ -98,7 +82,7 @@ PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const R
   const auto completion = [](const RetireRecord& r) { return r.completed ? r.completion : kNever; };
 
   // The array's rows, the tiles' arrivals and the useful MACs, in issue order.
-  ActiveCycles active;
+  Spans active;
   std::vector<std::uint32_t> rw_records;      // retire record of RW number k
   std::vector<std::uint32_t> switches_before;  // per record: MMC.S issued before it
   std::unordered_map<std::uint64_t, std::uint64_t> lanes_of_tile;
@@ -130,13 +114,13 @@ PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const R
 
   // Waits for weights in the matrix unit, then the stall runs in time order:
   // their idle-array cycles not yet claimed, by category.
-  Claimed claimed;
+  Spans claimed;
   isa::ConvGeometry geometry;  // as the controller had it for record `replayed`
   std::uint32_t replayed = 0;
   std::vector<std::uint32_t> host_dma_records;  // RHM and WHM issued before `replayed`
   const auto charge = [&](Cycle first, Cycle last, PerfCategory cat, std::uint32_t at_pc) {
     if (first > last) return;
-    active.for_each_idle(first, last, [&](Cycle x0, Cycle y0) {
+    active.for_each_gap(first, last, [&](Cycle x0, Cycle y0) {
       claimed.take(x0, y0, [&](Cycle x, Cycle y) {
         const Cycle cycles = y - x + 1;
         switch (cat) {
