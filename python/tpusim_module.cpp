@@ -810,11 +810,7 @@ With encoding=True each line carries its pc and bytes as a comment.)doc");
       .def("trace",
            [](const RunResult& r) {
              std::string text;
-             for (const model::RetireRecord& rec : r.s->log.retired)
-               text += fmt::format("pc {:>4}  {:<28} issue {:>8}  start {:>8}  complete {:>8}\n", rec.pc,
-                                   isa::disassemble(r.s->program.code[rec.pc]), rec.issue,
-                                   rec.start == model::kNever ? std::string("-") : fmt::to_string(rec.start),
-                                   rec.completed ? fmt::to_string(rec.completion) : std::string("-"));
+             for (const model::RetireRecord& rec : r.s->log.retired) text += cli::trace_line(r.s->program, rec);
              return text;
            },
            "The per-instruction trace as `tpu-sim run --trace` prints it.")

@@ -177,6 +177,13 @@ void print_summary(const ArchConfig& cfg, const model::RunLog& log) {
                              log.stats.stall_cycles[c]);
 }
 
+std::string trace_line(const isa::Program& prog, const model::RetireRecord& r) {
+  return fmt::format("pc {:>4}  {:<28} issue {:>8}  start {:>8}  complete {:>8}\n", r.pc,
+                     isa::disassemble(prog.code[r.pc]), r.issue,
+                     r.start == model::kNever ? std::string("-") : fmt::to_string(r.start),
+                     r.completed ? fmt::to_string(r.completion) : std::string("-"));
+}
+
 void print_trace(const isa::Program& prog, const model::RunLog& log) {
   auto run = log.stall_runs.begin();
   const auto stalls_before = [&](std::size_t seq) {
@@ -186,11 +193,7 @@ void print_trace(const isa::Program& prog, const model::RunLog& log) {
   };
   for (std::size_t seq = 0; seq < log.retired.size(); ++seq) {
     stalls_before(seq);
-    const model::RetireRecord& r = log.retired[seq];
-    std::cout << fmt::format("pc {:>4}  {:<28} issue {:>8}  start {:>8}  complete {:>8}\n", r.pc,
-                             isa::disassemble(prog.code[r.pc]), r.issue,
-                             r.start == model::kNever ? std::string("-") : fmt::to_string(r.start),
-                             r.completed ? fmt::to_string(r.completion) : std::string("-"));
+    std::cout << trace_line(prog, log.retired[seq]);
   }
   stalls_before(log.retired.size());  // the instruction a fault or the cycle limit stopped
 }

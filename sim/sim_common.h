@@ -58,6 +58,10 @@ nlohmann::json stats_json(const ArchConfig& cfg, const model::RunLog& log);
 // The human-readable summary on stdout.
 void print_summary(const ArchConfig& cfg, const model::RunLog& log);
 
+// One line of --trace: an instruction's pc, disassembly, issue, start ("-":
+// an MMC.S still waiting when the run stopped) and completion cycles.
+std::string trace_line(const isa::Program& prog, const model::RetireRecord& r);
+
 // Runs `prog` on `mem` with the engine of --engine, prints the trace
 // (--trace) and summary, writes --stats and the waveform (--vcd or --fst, and
 // its .gtkw), and reports a fault on stderr; returns the log. With --engine
