@@ -52,25 +52,20 @@ inline model::RunLog run_to_halt(const ArchConfig& cfg, const isa::Program& prog
   return log;
 }
 
-// A unit instruction: issue c, start c + 1, completion d.
-inline void check_unit(const model::RunLog& log, std::size_t pc, Cycle c, Cycle d) {
-  INFO("unit instruction at pc " << pc);
-  REQUIRE(pc < log.retired.size());
-  const model::RetireRecord& r = log.retired[pc];
-  CHECK(r.issue == c);
-  CHECK(r.start == c + 1);
-  CHECK(r.completion == d);
-}
-
 // An MMC issued at c that starts at s (an MMC.S may wait in the matrix unit
 // for its weights) and completes at d.
 inline void check_mmc(const model::RunLog& log, std::size_t pc, Cycle c, Cycle s, Cycle d) {
-  INFO("MMC at pc " << pc);
+  INFO("unit instruction at pc " << pc);
   REQUIRE(pc < log.retired.size());
   const model::RetireRecord& r = log.retired[pc];
   CHECK(r.issue == c);
   CHECK(r.start == s);
   CHECK(r.completion == d);
+}
+
+// A unit instruction: issue c, start c + 1, completion d.
+inline void check_unit(const model::RunLog& log, std::size_t pc, Cycle c, Cycle d) {
+  check_mmc(log, pc, c, c + 1, d);
 }
 
 // A controller-only instruction (NOP, SETQ, CMAP, CSTR, CTAP, CWIN, SYNC,
