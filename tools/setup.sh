@@ -1,38 +1,86 @@
 #!/usr/bin/env bash
 # Sets tpu-sim up on a Debian 12 machine and runs one job.
 #
-#   tools/setup.sh demo    install, build, run the example program      (default)
-#   tools/setup.sh test    install, build (plain and ASan/UBSan), run every test through CTest,
-#                          then build the libFuzzer targets and run each one briefly
-#   tools/setup.sh build   install and build only
+#   tools/setup.sh demo      install what the demo needs, build tpu-as, tpu-dis and tpu-sim
+#                            (the SystemC model, no RTL), run the example program   (default)
+#   tools/setup.sh test      install everything, build (plain and ASan/UBSan), run the test
+#                            suite's default tier through CTest, then the libFuzzer targets
+#                            briefly (CI's command)
+#   tools/setup.sh test-all  the same with the full tier: every long regression whole
+#                            (docs/development.md, "Test tiers")
+#   tools/setup.sh build     install everything and build build/ whole (every RTL engine,
+#                            the tests, the Python module, the benchmarks)
 #
 # Installing is idempotent: only Debian packages that are missing are
 # installed (with sudo when not root). Builds go to build/, build-asan/ and
-# build-fuzz/.
+# build-fuzz/; ccache is used when it is installed (the test job installs it).
+# Every stage prints how long it took, and the job ends with the list.
 set -euo pipefail
 
 job=${1:-demo}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 
-# Exactly the Debian packages the project builds and tests with.
-packages=(
-  g++ cmake make pkg-config
-  libfmt-dev libcli11-dev nlohmann-json3-dev catch2
-  libsystemc-dev libeigen3-dev
-  verilator yosys gtkwave
+# What the demo needs: the compiler, the libraries tpu-sim links (SystemC,
+# ONNX, Verilator's runtime headers) and NumPy for the demo's check.
+demo_packages=(
+  g++ cmake make pkg-config zlib1g-dev
+  libfmt-dev libcli11-dev nlohmann-json3-dev
+  libsystemc-dev libeigen3-dev verilator
+  libonnx-dev libprotobuf-dev
+  python3 python3-numpy
+)
+# Everything the project builds and tests with.
+all_packages=(
+  "${demo_packages[@]}"
+  catch2 ccache yosys gtkwave
   clang libclang-rt-14-dev
-  python3 python3-numpy python3-sklearn python3-pytest python3-torch python3-torchvision
-  libonnx-dev libprotobuf-dev python3-onnx
+  python3-sklearn python3-pytest python3-torch python3-torchvision python3-onnx
   python3-dev pybind11-dev python3-distributed python3-pandas python3-matplotlib
 )
 
-install_packages() {
+# Stage timing: `stage NAME COMMAND...` runs COMMAND, prints its wall time
+# and remembers it for the summary at the end of the job.
+stage_names=()
+stage_seconds=()
+job_start=$SECONDS
+fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+stage() {
+  local name=$1
+  shift
+  local start=$SECONDS
+  printf '\n== setup: %s ==\n' "$name"
+  local status=0
+  "$@" || status=$?
+  local took=$((SECONDS - start))
+  stage_names+=("$name")
+  stage_seconds+=("$took")
+  printf '== setup: %s: %s%s ==\n' "$name" "$(fmt_time "$took")" \
+    "$([ $status -eq 0 ] || echo ", FAILED (status $status)")"
+  return $status
+}
+summary() {
+  local status=$?
+  [ ${#stage_names[@]} -gt 0 ] || return 0
+  printf '\n== setup %s: stage times ==\n' "$job"
+  local i
+  for i in "${!stage_names[@]}"; do
+    printf '  %-58s %s\n' "${stage_names[$i]}" "$(fmt_time "${stage_seconds[$i]}")"
+  done
+  printf '  %-58s %s%s\n' "total" "$(fmt_time $((SECONDS - job_start)))" \
+    "$([ $status -eq 0 ] || echo " (failed, status $status)")"
+}
+trap summary EXIT
+
+install_packages() {  # install_packages PACKAGE...
   local missing=()
-  for p in "${packages[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
-  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "setup: all ${#} packages are installed"
+    return 0
+  fi
   echo "setup: installing ${missing[*]}"
   local sudo=()
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)
@@ -41,50 +89,94 @@ install_packages() {
     "${missing[@]}"
 }
 
-build() {  # build DIR [cmake options...]
+launcher=()
+use_ccache() {
+  if command -v ccache >/dev/null; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  fi
+}
+
+configure() {  # configure DIR [cmake options...]
   local dir=$1
   shift
-  cmake -S "$root" -B "$root/$dir" -DTPU_WERROR=ON "$@" >/dev/null
-  cmake --build "$root/$dir" -j "$jobs"
+  cmake -S "$root" -B "$root/$dir" -DTPU_WERROR=ON "${launcher[@]}" "$@" >/dev/null
 }
 
-run_tests() {  # run_tests DIR
-  (cd "$root/$1" && ctest --output-on-failure -j "$jobs")
+build() {  # build DIR [TARGET...]
+  local dir=$1
+  shift
+  local targets=()
+  [ $# -eq 0 ] || targets=(--target "$@")
+  cmake --build "$root/$dir" -j "$jobs" "${targets[@]}"
 }
+
+run_tests() {  # run_tests DIR [ctest options...]
+  local dir=$1
+  shift
+  (cd "$root/$dir" && ctest --output-on-failure -j "$jobs" "$@")
+}
+
+# The default configuration of build/ (a demo build leaves the RTL, the tests
+# and the Python module out of the CMake cache: -U puts the defaults back).
+full_config=(-UTPU_RTL_PRESETS -UTPU_BUILD_TESTS -UTPU_PYTHON)
 
 # The fuzz targets of tests/fuzz with Clang's libFuzzer, ASan and UBSan in
-# build-fuzz/, each run for SECONDS (about 2 + 3 * SECONDS / 60 minutes on two
-# cores). Not -Werror: Clang warns where GCC, the project's compiler, does not.
-fuzz() {  # fuzz SECONDS
+# build-fuzz/. Not -Werror: Clang warns where GCC, the project's compiler, does not.
+fuzz_build() {
   CC=clang CXX=clang++ cmake -S "$root" -B "$root/build-fuzz" -DTPU_FUZZ=ON \
-    -DTPU_BUILD_TESTS=OFF >/dev/null
+    -DTPU_BUILD_TESTS=OFF -DTPU_RTL_PRESETS= "${launcher[@]}" >/dev/null
   cmake --build "$root/build-fuzz" -j "$jobs" --target tpu_fuzzers
-  "$root/tests/fuzz/run_fuzzers.sh" "$root/build-fuzz" "$1"
+}
+
+# The ASan/UBSan build takes the plain build's Verilated engines (not
+# instrumented in either build: sim/rtl/CMakeLists.txt) instead of compiling
+# them a second time.
+asan_config=(-DTPU_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DTPU_RTL_PREBUILT_DIR="$root/build")
+
+test_job() {  # test_job TIER (default or full)
+  local tier=$1
+  local tier_args=()
+  [ "$tier" = full ] || tier_args=(-LE full-only)
+  stage "install packages (${#all_packages[@]}, missing ones only)" install_packages "${all_packages[@]}"
+  use_ccache
+  echo "build/: the simulator and tools, the RTL core Verilated for small4, small8, small16 and"
+  echo "tpuv1 at N = 32, 64 and 128, the test programs, the Python module and the benchmark"
+  stage "configure build/" configure build "${full_config[@]}"
+  stage "build build/" build build
+  echo "build-asan/: the same with AddressSanitizer and UndefinedBehaviorSanitizer (Debug),"
+  echo "linking build/'s Verilated RTL engines"
+  stage "configure build-asan/" configure build-asan "${asan_config[@]}"
+  stage "build build-asan/" build build-asan
+  stage "tests ($tier tier)" run_tests build "${tier_args[@]}"
+  stage "tests under ASan + UBSan ($tier tier)" run_tests build-asan "${tier_args[@]}"
+  echo "build-fuzz/: the libFuzzer targets (Clang, ASan, UBSan)"
+  stage "build build-fuzz/" fuzz_build
+  local seconds=45
+  [ "$tier" = full ] && seconds=180
+  stage "fuzzers ($seconds s each)" "$root/tests/fuzz/run_fuzzers.sh" "$root/build-fuzz" "$seconds"
 }
 
 case "$job" in
   demo)
-    install_packages
-    build build
-    exec "$root/tools/demo.sh" "$root/build"
+    stage "install packages (${#demo_packages[@]} for the demo, missing ones only)" \
+      install_packages "${demo_packages[@]}"
+    use_ccache
+    echo "build/: tpu-as, tpu-dis and tpu-sim with the SystemC model (no RTL engine, no tests;"
+    echo "'bash tools/setup.sh build' builds the rest)"
+    stage "configure build/" configure build -DTPU_RTL_PRESETS= -DTPU_BUILD_TESTS=OFF -DTPU_PYTHON=OFF
+    stage "build tpu-as, tpu-dis, tpu-sim" build build tpu-as tpu-dis tpu-sim
+    stage "demo" "$root/tools/demo.sh" "$root/build"
     ;;
-  test)
-    install_packages
-    build build
-    build build-asan -DTPU_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-    echo "== tests =="
-    run_tests build
-    echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer =="
-    run_tests build-asan
-    echo "== fuzzers (libFuzzer, 45 s each) =="
-    fuzz 45
-    ;;
+  test) test_job default ;;
+  test-all) test_job full ;;
   build)
-    install_packages
-    build build
+    stage "install packages (${#all_packages[@]}, missing ones only)" install_packages "${all_packages[@]}"
+    use_ccache
+    stage "configure build/" configure build "${full_config[@]}"
+    stage "build build/" build build
     ;;
   *)
-    echo "usage: tools/setup.sh [demo|test|build]" >&2
+    echo "usage: tools/setup.sh [demo|test|test-all|build]" >&2
     exit 2
     ;;
 esac

@@ -24,6 +24,7 @@ using RunFn = model::RunLog (*)(const ArchConfig&, const isa::Program&, model::M
 
 // A build: a preset, with array_n replaced when array_n != 0.
 struct Build {
+  const char* entry;  // as in TPU_RTL_PRESETS: PRESET or PRESET/N
   const char* preset;
   std::uint64_t array_n;
   bool traced;  // waveform tracing compiled in
@@ -40,7 +41,8 @@ struct Build {
 
 const std::vector<Build>& builds() {
   static const std::vector<Build> kBuilds = {
-#define TPU_RTL_VARIANT(variant, preset, array_n, traced) {#preset, array_n, traced != 0, &run_##variant},
+#define TPU_RTL_VARIANT(variant, preset, array_n, traced) \
+  {array_n == 0 ? #preset : #preset "/" #array_n, #preset, array_n, traced != 0, &run_##variant},
 #include "rtl_variants.inc"
 #undef TPU_RTL_VARIANT
   };
@@ -132,11 +134,47 @@ std::optional<PortWidths> port_widths(const ArchConfig& cfg) {
                     model::rtl_weight_rows_per_cycle(built) * cfg.array_n};
 }
 
+namespace {
+
+// The TPU_RTL_PRESETS entry of a configuration: the first preset that, with
+// the configuration's array size, is the same build ("" when none is).
+std::string preset_entry(const ArchConfig& cfg) {
+  for (std::string_view name : preset_names()) {
+    ArchConfig p = preset_config(name);
+    const std::uint64_t own_n = p.array_n;
+    p.array_n = cfg.array_n;
+    if (same_build(p, cfg))
+      return own_n == cfg.array_n ? std::string(name) : fmt::format("{}/{}", name, cfg.array_n);
+  }
+  return {};
+}
+
+// The one command that builds the RTL engine for `cfg` beside those built.
+std::string build_command(const ArchConfig& cfg) {
+  const std::string entry = preset_entry(cfg);
+  if (entry.empty())
+    return "the RTL is built for presets (or a preset with another array size) only: see TPU_RTL_PRESETS in "
+           "README.md";
+  std::vector<std::string> entries;
+  for (const Build& b : builds()) entries.push_back(b.entry);
+  entries.push_back(entry);
+  std::string cmd = fmt::format("cmake -S . -B build -DTPU_RTL_PRESETS='{}' && cmake --build build",
+                                fmt::join(entries, ";"));
+  if (entry.find('/') != std::string::npos) {
+    const std::string variant = entry.substr(0, entry.find('/')) + "_n" + entry.substr(entry.find('/') + 1);
+    cmd = fmt::format("build/sim/tpu-gen config-pkg --preset {} --array {} -o rtl/config/{}/tpu_config_pkg.sv && {}",
+                      entry.substr(0, entry.find('/')), cfg.array_n, variant, cmd);
+  }
+  return "build it with: " + cmd;
+}
+
+}  // namespace
+
 std::string unavailable(const ArchConfig& cfg) {
   const std::optional<PortWidths> ports = port_widths(cfg);
   if (!ports)
-    return fmt::format("no RTL build for this configuration (N={}); the RTL is built for: {}", cfg.array_n,
-                       built_configs_text());
+    return fmt::format("no RTL build for this configuration (N={}); the RTL is built for: {}; {}", cfg.array_n,
+                       built_configs_text(), build_command(cfg));
   std::vector<std::string> why;
   if (cfg.host_bytes_per_cycle > ports->host_bytes_per_cycle)
     why.push_back(fmt::format("host_bytes_per_cycle {} > {}", cfg.host_bytes_per_cycle,

@@ -329,6 +329,10 @@ for s, mhz in ((a, 700), (b, 350)):
     expect_status 3 "$bin/tpu-sim" run "$tmp/m.tpu" --hostmem "$data/host.npy" \
       --weights "$data/weights.npy" --engine rtl --preset tpuv1 --array 8
     grep -q "no RTL build for this configuration" "$tmp/err" || fail "no-build message"
+    # ... and the one command that builds it: the package, then the builds so far and tpuv1/8
+    grep -qF "build it with: build/sim/tpu-gen config-pkg --preset tpuv1 --array 8 -o rtl/config/tpuv1_n8/tpu_config_pkg.sv && cmake -S . -B build -DTPU_RTL_PRESETS='" "$tmp/err" ||
+      { cat "$tmp/err"; fail "no-build message: the command that builds it"; }
+    grep -qF ";tpuv1/8' && cmake --build build" "$tmp/err" || { cat "$tmp/err"; fail "no-build message: the entry"; }
     ;;
   isa_pkg_fresh)  # the committed SystemVerilog package matches the instruction table
     "$bin/tpu-gen" isa-pkg >"$tmp/pkg.sv"
