@@ -3,9 +3,9 @@
 // each output it names (file(), folder()) and writes there as it goes; at
 // the end commit() moves them all into place. A command that stops at a
 // program fault (status 4) calls commit_fault(), which puts in place only
-// the outputs that show the fault (--stats, --timeline); any other way out
-// (an error, an exception, Ctrl-C) leaves the targets as they were and
-// removes the temporary files (PendingFile, PendingFolder).
+// the outputs that show the fault (--stats, --timeline: SuccessOrFault);
+// any other way out (an error, an exception, Ctrl-C) leaves the targets as
+// they were and removes the temporary files (PendingFile, PendingFolder).
 #pragma once
 
 #include <memory>

@@ -170,7 +170,7 @@ int Net::run() {
   const std::string out_path = outputs.file(args_.out);
   const std::string stats_path = outputs.file(args_.stats, Outputs::When::SuccessOrFault);
   const std::string report_path = outputs.file(report_);
-  const std::string timeline_path = outputs.file(args_.timeline);
+  const std::string timeline_path = outputs.file(args_.timeline, Outputs::When::SuccessOrFault);
   onnximport::OnnxRun onnx_run;
   if (is_onnx)
     onnx_run = onnximport::prepare_onnx(args_.model, args_.calibrate, args_.input,
@@ -238,11 +238,25 @@ int Net::run() {
                               plural(batch, "sample"), plural(seg.layers.size(), "layer")));
     return simulate(per, cfg, seg.program, mem);
   };
+  // The programs one after the other on one timeline, each instruction with its layer.
+  const auto write_timeline = [&](const compiler::NetworkRun& run) {
+    if (timeline_path.empty()) return;
+    Timeline timeline(cfg);
+    std::uint64_t offset = 0;
+    for (std::size_t k = 0; k < run.logs.size(); ++k) {
+      const compiler::SegmentPlan& seg = plan.segments[k];
+      timeline.add_run(fmt::format("program {}", k), seg.program, run.logs[k], offset,
+                       [&](std::uint32_t pc) { return layer_name(seg.instruction_layer.at(pc)); });
+      offset += run.logs[k].stats.cycles;
+    }
+    write_file_atomic(timeline_path, timeline.json());
+  };
   const compiler::NetworkRun result = compiler::run_network(plan, x, cfg, runner);
   if (result.fault) {
-    // The statistics up to the fault, as `tpu-sim run` writes them.
+    // The statistics and the timeline up to the fault, as `tpu-sim run` writes them.
     if (!stats_path.empty())
       write_file_atomic(stats_path, sweep::net_stats_json(cfg, plan, result, args_.model).dump(2) + "\n");
+    write_timeline(result);
     outputs.commit_fault();
     return kExitFault;
   }
@@ -286,18 +300,7 @@ int Net::run() {
                              log.stats.cycles, log.stats.instructions,
                              100.0 * util(log.stats.macs, log.stats.cycles));
   }
-  // The programs one after the other on one timeline, each instruction with its layer.
-  if (!timeline_path.empty()) {
-    Timeline timeline(cfg);
-    std::uint64_t offset = 0;
-    for (std::size_t k = 0; k < result.logs.size(); ++k) {
-      const compiler::SegmentPlan& seg = plan.segments[k];
-      timeline.add_run(fmt::format("program {}", k), seg.program, result.logs[k], offset,
-                       [&](std::uint32_t pc) { return layer_name(seg.instruction_layer.at(pc)); });
-      offset += result.logs[k].stats.cycles;
-    }
-    write_file_atomic(timeline_path, timeline.json());
-  }
+  write_timeline(result);
   for (const auto& ls : result.layers) useful += ls.useful_macs;
   std::cout << fmt::format(
       "total: {} cycles, {} MACs, utilization {:.2f}% of {}x{} MACs per cycle ({:.2f}% useful)\n",

@@ -222,15 +222,18 @@ PY
     [ "$(listing "$tmp/ok" | tr '\n' ' ')" = \
       "./f.npy ./p.s ./r.csv ./s.json ./saved/layer0_w.npy ./saved/model.json ./t.json ./y.npy " ] ||
       fail "a run that succeeds wrote: $(listing "$tmp/ok" | tr '\n' ' ')"
-    # Status 4 (a cycle limit): --stats only, with the fault; nothing else, no temporary file.
+    # Status 4 (a cycle limit): --stats and --timeline, which show the fault; nothing else,
+    # no temporary file.
     net 4 "$tmp/fault" "$tmp/x.npy" --max-cycles 5
-    [ "$(listing "$tmp/fault")" = "./s.json" ] || fail "a fault left: $(listing "$tmp/fault" | tr '\n' ' ')"
+    [ "$(listing "$tmp/fault" | tr '\n' ' ')" = "./s.json ./t.json " ] ||
+      fail "a fault left: $(listing "$tmp/fault" | tr '\n' ' ')"
     "$python" -c "
 import json
 s = json.load(open('$tmp/fault/s.json'))
 assert s['fault'].startswith('fault at pc ') and 'cycle limit' in s['fault'], s['fault']
 assert s['programs'][-1]['fault'] == s['fault'] and s['programs'][-1]['cycles'] == 5, s['programs']
-assert s['total']['cycles'] == 5 and s['network'], s['total']" || fail "net --stats at a fault"
+assert s['total']['cycles'] == 5 and s['network'], s['total']
+assert json.load(open('$tmp/fault/t.json'))" || fail "net --stats and --timeline at a fault"
     # Status 3 after the import (NaN in the input): nothing at all.
     net 3 "$tmp/nan" "$tmp/nan.npy"
     [ "$(listing "$tmp/nan")" = "" ] || fail "an error left: $(listing "$tmp/nan" | tr '\n' ' ')"
