@@ -72,7 +72,7 @@ std::string csv_field(const nlohmann::json& v) {
   return q + "\"";
 }
 
-// SIGINT and SIGTERM while the runs go: set by the handler, acted on by the
+// SIGINT, SIGTERM or SIGHUP while the runs go: set by the handler, acted on by the
 // loop that waits for the children (which kills them, see run_children).
 volatile std::sig_atomic_t g_stop_signal = 0;
 void note_stop_signal(int sig) { g_stop_signal = sig; }
@@ -81,7 +81,7 @@ constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 // Installs note_stop_signal for the stop signals whose action is the default
 // (one that is ignored, as under nohup, stays ignored) and restores the
-// previous actions on destruction. No SA_RESTART: a wait ends at once.
+// previous actions on destruction. No SA_RESTART: a nap ends at once.
 class StopSignals {
  public:
   StopSignals() {
