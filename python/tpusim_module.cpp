@@ -40,6 +40,7 @@
 #include "model/run_log.h"
 #include "rtl/rtl_engine.h"
 #include "sim_common.h"
+#include "sweep_file.h"
 #include "sweep_workload.h"
 
 namespace py = pybind11;
@@ -232,18 +233,62 @@ std::string describe(const py::array& a) {
                      format_shape(shape));
 }
 
-// `o` as a C-contiguous NumPy array of dtype T and rank `rank` (a view when
-// it already is one), else InputError like the tools' .npy checks.
+[[noreturn]] void raise_out_of_memory(const std::string& what) {
+  raise_error(kExitBadInput, fmt::format("{}: {}", what, sweep::message_of(std::bad_alloc())));
+}
+
+// `o` as a NumPy array of dtype T and rank `rank`, not copied (a view of a
+// broadcast or strided array stays one: its shape is checked before any
+// copy is made), else InputError like the tools' .npy checks.
 template <typename T>
-py::array_t<T, py::array::c_style> array_arg(py::handle o, std::size_t rank, const std::string& what,
-                                             const std::string& desc) {
+py::array typed_array(py::handle o, std::size_t rank, const std::string& what, const std::string& desc) {
   py::module_ np = py::module_::import("numpy");
-  py::array a = np.attr("asarray")(o);
+  py::array a;
+  try {
+    a = np.attr("asarray")(o);
+  } catch (const py::error_already_set& e) {
+    if (e.matches(PyExc_MemoryError)) raise_out_of_memory(what);
+    throw;
+  }
   if (!a.dtype().is(py::dtype::of<T>()) || static_cast<std::size_t>(a.ndim()) != rank)
     raise_error(kExitBadInput, fmt::format("{}: expected a {}-D {} array ({}), got {}", what, rank,
                                            py::str(py::dtype::of<T>()).cast<std::string>(), desc,
                                            describe(a)));
-  return np.attr("ascontiguousarray")(a).cast<py::array_t<T, py::array::c_style>>();
+  return a;
+}
+
+// `a` (of dtype T) C-contiguous: itself when it is, else a copy; NumPy's
+// MemoryError for a copy too large becomes InputError, as the tools say it.
+template <typename T>
+py::array_t<T, py::array::c_style> contiguous(const py::array& a, const std::string& what) {
+  try {
+    return py::module_::import("numpy").attr("ascontiguousarray")(a).cast<py::array_t<T, py::array::c_style>>();
+  } catch (const py::error_already_set& e) {
+    if (e.matches(PyExc_MemoryError)) raise_out_of_memory(what);
+    throw;
+  }
+}
+
+// `o` as a C-contiguous NumPy array of dtype T and rank `rank` (typed_array, then contiguous).
+template <typename T>
+py::array_t<T, py::array::c_style> array_arg(py::handle o, std::size_t rank, const std::string& what,
+                                             const std::string& desc) {
+  return contiguous<T>(typed_array<T>(o, rank, what, desc), what);
+}
+
+// A 2-D int8 array as a matrix, copied once, straight from a strided or
+// broadcast view (no contiguous copy first).
+compiler::MatrixI8 matrix_arg(py::handle o, const std::string& what, const std::string& desc) {
+  const py::array a = typed_array<std::int8_t>(o, 2, what, desc);
+  const auto v = a.unchecked<std::int8_t, 2>();
+  compiler::MatrixI8 m;
+  m.rows = static_cast<std::size_t>(v.shape(0));
+  m.cols = static_cast<std::size_t>(v.shape(1));
+  m.data.resize(m.rows * m.cols);  // std::bad_alloc: InputError "out of memory" (translate)
+  std::int8_t* out = m.data.data();
+  for (py::ssize_t i = 0; i < v.shape(0); ++i)
+    for (py::ssize_t j = 0; j < v.shape(1); ++j) *out++ = v(i, j);
+  return m;
 }
 
 // A NumPy array over memory owned by `owner` (a shared_ptr kept in a capsule).
@@ -286,13 +331,33 @@ std::string disassembly(const isa::Program& prog, bool encoding) {
 
 // ---- Engine options -------------------------------------------------------------
 
+// max_cycles as the tools take it (sweep::check_max_cycles): an integer
+// (int, NumPy's) >= 0; anything else is the tools' usage error, not a TypeError.
+model::Cycle max_cycles_arg(py::handle o) {
+  nlohmann::json v = py::repr(o).cast<std::string>();
+  if (PyIndex_Check(o.ptr()) && !py::isinstance<py::bool_>(o)) {
+    const auto i = py::reinterpret_steal<py::object>(PyNumber_Index(o.ptr()));
+    if (!i) throw py::error_already_set();
+    const long long small = PyLong_AsLongLong(i.ptr());
+    if (small == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      const unsigned long long big = PyLong_AsUnsignedLongLong(i.ptr());
+      if (big == static_cast<unsigned long long>(-1) && PyErr_Occurred()) PyErr_Clear();
+      else v = static_cast<std::uint64_t>(big);
+    } else {
+      v = static_cast<std::int64_t>(small);
+    }
+  }
+  return sweep::check_max_cycles(v);
+}
+
 sweep::EngineOptions engine_options(const std::string& engine, const std::string& detail,
-                                    model::Cycle max_cycles, const py::object& vcd) {
+                                    py::handle max_cycles, const py::object& vcd) {
   sweep::EngineOptions o;
   sweep::check_engine(engine);
   o.engine = engine;
   o.detail = sweep::parse_detail(detail);
-  o.max_cycles = max_cycles;
+  o.max_cycles = max_cycles_arg(max_cycles);
   if (!vcd.is_none()) o.vcd = path_of(vcd, "vcd");
   return o;
 }
@@ -333,7 +398,7 @@ struct NetResult {
 // ---- The API functions ----------------------------------------------------------
 
 RunResult run(py::handle program, py::handle hostmem, py::handle weights, py::handle config,
-              const std::string& engine, const std::string& detail, model::Cycle max_cycles,
+              const std::string& engine, const std::string& detail, py::handle max_cycles,
               const py::object& vcd, bool raise_on_fault) {
   auto s = std::make_shared<RunState>();
   s->program = program_arg(program);
@@ -342,24 +407,28 @@ RunResult run(py::handle program, py::handle hostmem, py::handle weights, py::ha
   validate(s->cfg);
   const sweep::EngineOptions opts = engine_options(engine, detail, max_cycles, vcd);
   const std::uint64_t n = s->cfg.array_n;
+  // Shapes are checked on the arrays as given (a view is not copied), the
+  // copies made only for inputs that fit.
   std::optional<py::array_t<std::int8_t, py::array::c_style>> h, w;
   if (!hostmem.is_none()) {
-    h = array_arg<std::int8_t>(hostmem, 2, "hostmem", "host memory, rows x N");
-    if (static_cast<std::uint64_t>(h->shape(1)) != n)
+    const py::array a = typed_array<std::int8_t>(hostmem, 2, "hostmem", "host memory, rows x N");
+    if (static_cast<std::uint64_t>(a.shape(1)) != n)
       raise_error(kExitBadInput, fmt::format("hostmem: rows have {} bytes but the array is N={}",
-                                             h->shape(1), n));
-    if (static_cast<std::uint64_t>(h->shape(0)) > s->cfg.host_rows)
+                                             a.shape(1), n));
+    if (static_cast<std::uint64_t>(a.shape(0)) > s->cfg.host_rows)
       raise_error(kExitBadInput, fmt::format("hostmem: {} rows do not fit in host memory ({} rows)",
-                                             h->shape(0), s->cfg.host_rows));
+                                             a.shape(0), s->cfg.host_rows));
+    h = contiguous<std::int8_t>(a, "hostmem");
   }
   if (!weights.is_none()) {
-    w = array_arg<std::int8_t>(weights, 3, "weights", "weight memory, tiles x N x N");
-    if (static_cast<std::uint64_t>(w->shape(1)) != n || static_cast<std::uint64_t>(w->shape(2)) != n)
+    const py::array a = typed_array<std::int8_t>(weights, 3, "weights", "weight memory, tiles x N x N");
+    if (static_cast<std::uint64_t>(a.shape(1)) != n || static_cast<std::uint64_t>(a.shape(2)) != n)
       raise_error(kExitBadInput, fmt::format("weights: tiles are {}x{} but the array is N={}",
-                                             w->shape(1), w->shape(2), n));
-    if (static_cast<std::uint64_t>(w->shape(0)) > s->cfg.weight_tiles)
+                                             a.shape(1), a.shape(2), n));
+    if (static_cast<std::uint64_t>(a.shape(0)) > s->cfg.weight_tiles)
       raise_error(kExitBadInput, fmt::format("weights: {} tiles do not fit in weight memory ({} tiles)",
-                                             w->shape(0), s->cfg.weight_tiles));
+                                             a.shape(0), s->cfg.weight_tiles));
+    w = contiguous<std::int8_t>(a, "weights");
   }
   const std::int8_t* hp = h ? h->data() : nullptr;
   const std::size_t hbytes = h ? static_cast<std::size_t>(h->size()) : 0;
@@ -386,7 +455,7 @@ RunResult run(py::handle program, py::handle hostmem, py::handle weights, py::ha
 
 GemmResult gemm(py::handle a_obj, py::handle b_obj, py::handle requant, const std::string& act,
                 bool check, py::handle config, const std::string& engine, const std::string& detail,
-                model::Cycle max_cycles, const py::object& vcd) {
+                py::handle max_cycles, const py::object& vcd) {
   const ArchConfig cfg = config_arg(config);
   const sweep::EngineOptions opts = engine_options(engine, detail, max_cycles, vcd);
   std::string requant_text;
@@ -402,15 +471,8 @@ GemmResult gemm(py::handle a_obj, py::handle b_obj, py::handle requant, const st
     if (v.size() != 3) raise_error(kExitUsage, "requant: expected (M, S, Z) or \"M,S,Z\"");
     requant_text = fmt::format("{},{},{}", v[0], v[1], v[2]);
   }
-  const auto a_arr = array_arg<std::int8_t>(a_obj, 2, "A", "M x K");
-  const auto b_arr = array_arg<std::int8_t>(b_obj, 2, "B", "K x Nout");
-  compiler::MatrixI8 a, b;
-  a.rows = static_cast<std::size_t>(a_arr.shape(0));
-  a.cols = static_cast<std::size_t>(a_arr.shape(1));
-  a.data.assign(a_arr.data(), a_arr.data() + a_arr.size());
-  b.rows = static_cast<std::size_t>(b_arr.shape(0));
-  b.cols = static_cast<std::size_t>(b_arr.shape(1));
-  b.data.assign(b_arr.data(), b_arr.data() + b_arr.size());
+  const compiler::MatrixI8 a = matrix_arg(a_obj, "A", "M x K");
+  const compiler::MatrixI8 b = matrix_arg(b_obj, "B", "K x Nout");
   sweep::GemmOutcome g;
   {
     py::gil_scoped_release release;
@@ -467,10 +529,10 @@ compiler::Tensor input_arg(py::handle x_obj, const compiler::Network& net) {
 }
 
 NetResult net(py::handle model, py::handle x_obj, py::handle labels, py::handle config, bool host_steps,
-              bool check, const std::string& engine, const std::string& detail, model::Cycle max_cycles,
+              bool check, const std::string& engine, const std::string& detail, py::handle max_cycles,
               const py::object& vcd) {
   const ArchConfig cfg = config_arg(config);
-  const sweep::EngineOptions opts = engine_options(engine, detail, max_cycles, vcd);
+  sweep::EngineOptions opts = engine_options(engine, detail, max_cycles, vcd);
   const compiler::Network network = model_arg(model);
   const std::string model_path = py::isinstance<compiler::Network>(model) ? "" : path_of(model, "model");
   const compiler::Tensor x = input_arg(x_obj, network);
@@ -484,6 +546,12 @@ NetResult net(py::handle model, py::handle x_obj, py::handle labels, py::handle 
                                              x.batch(), describe(l)));
     label_arr = np.attr("ascontiguousarray")(l, "int64").cast<py::array_t<std::int64_t>>();
   }
+  // Ctrl-C is noticed between the network's programs (KeyboardInterrupt);
+  // within one program the model has no point to stop at.
+  opts.between_programs = [] {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  };
   sweep::NetOutcome o;
   {
     py::gil_scoped_release release;
@@ -515,16 +583,33 @@ NetResult net(py::handle model, py::handle x_obj, py::handle labels, py::handle 
 }
 
 py::dict run_workload(py::handle config, py::handle workload, const std::string& base_dir,
-                      const std::string& engine, const std::string& detail, model::Cycle max_cycles) {
+                      const std::string& engine, const std::string& detail, py::handle max_cycles,
+                      const std::string& name) {
   const ArchConfig cfg = config_arg(config);
   const nlohmann::json w = to_json(workload, "workload");
   const sweep::EngineOptions opts = engine_options(engine, detail, max_cycles, py::none());
   nlohmann::json row;
   {
     py::gil_scoped_release release;
-    row = sweep::run_workload(cfg, w, base_dir, opts);
+    row = sweep::run_workload(cfg, w, base_dir, opts, name);
   }
   return to_python(row);
+}
+
+py::dict sweep_file_dict(py::handle path) {
+  const sweep::SweepFile f = sweep::load_sweep_file(path_of(path, "path"));
+  py::dict d, grid;
+  d["base"] = to_python(f.base);
+  for (const auto& [k, v] : f.grid) grid[py::str(k)] = to_python(v);
+  d["grid"] = grid;
+  d["workloads"] = to_python(nlohmann::json(f.workloads));
+  d["names"] = py::cast(f.names);
+  d["engine"] = f.opts.engine;
+  d["detail"] = f.detail;
+  d["max_cycles"] = f.opts.max_cycles;
+  d["timeout_s"] = f.timeout_s ? py::object(py::float_(*f.timeout_s)) : py::none();
+  d["base_dir"] = f.base_dir;
+  return d;
 }
 
 }  // namespace
@@ -908,9 +993,21 @@ compile with host steps between programs. check=True compares the output
 with the int8 reference (CheckError).)doc");
   m.def("run_workload", &run_workload, py::arg("config"), py::arg("workload"), py::kw_only(),
         py::arg("base_dir") = "", py::arg("engine") = "systemc", py::arg("detail") = "auto",
-        py::arg("max_cycles") = kMaxCycles,
+        py::arg("max_cycles") = kMaxCycles, py::arg("name") = "",
         R"doc(Runs one sweep workload (a dict, docs/python.md "Workloads") on a configuration
-and returns its statistics as one flat dict, as `tpu-sim sweep` does.)doc");
+and returns its statistics as one flat dict, as `tpu-sim sweep` does. name: the
+workload's name in error messages (default: its "name", else KIND0).)doc");
+  m.def("load_sweep_file", &sweep_file_dict, py::arg("path"),
+        R"doc(Reads and checks a sweep file as `tpu-sim sweep` does (the same checks and
+messages; InputError "PATH: reason"); returns a dict: base, grid (in the file's
+order), workloads, names, engine, detail, max_cycles, timeout_s (None if not
+given), base_dir.)doc");
+  m.def("check_run_options",
+        [](const std::string& engine, const std::string& detail, py::handle max_cycles) {
+          engine_options(engine, detail, max_cycles, py::none());
+        },
+        py::arg("engine"), py::arg("detail"), py::arg("max_cycles"),
+        "Checks engine, detail and max_cycles as the tools do (UsageError).");
   m.def("expand_grid",
         [](py::handle grid) {
           py::list l;

@@ -11,6 +11,7 @@
 #include <map>
 #include <new>
 #include <random>
+#include <type_traits>
 
 #include "asm/assembler.h"
 #include "common/exit_codes.h"
@@ -58,6 +59,12 @@ std::string path_in(const std::string& base_dir, const std::string& path) {
 template <typename T>
 T field(const nlohmann::json& w, const char* key, const std::string& what) {
   if (!w.contains(key)) throw FileError(fmt::format("{}: no \"{}\"", what, key));
+  // A count or a seed: JSON's get<> would wrap a negative number around.
+  if constexpr (std::is_integral_v<T> && std::is_unsigned_v<T> && !std::is_same_v<T, bool>) {
+    const nlohmann::json& v = w.at(key);
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v.get<std::int64_t>() < 0))
+      throw FileError(fmt::format("{}: \"{}\" must be an integer >= 0, not {}", what, key, v.dump()));
+  }
   try {
     return w.at(key).get<T>();
   } catch (const nlohmann::json::exception&) {
@@ -69,7 +76,12 @@ T field_or(const nlohmann::json& w, const char* key, T fallback, const std::stri
   return w.contains(key) ? field<T>(w, key, what) : fallback;
 }
 
-compiler::MatrixI8 random_matrix(std::size_t rows, std::size_t cols, std::mt19937_64& gen) {
+compiler::MatrixI8 random_matrix(std::size_t rows, std::size_t cols, std::mt19937_64& gen,
+                                 const std::string& what) {
+  // More bytes than a vector can hold is not "out of memory" but a size no
+  // machine has: say which.
+  if (cols != 0 && rows > std::vector<std::int8_t>().max_size() / cols)
+    throw FileError(fmt::format("{}: a {} x {} matrix is too large", what, rows, cols));
   compiler::MatrixI8 m;
   m.rows = rows;
   m.cols = cols;
@@ -200,6 +212,58 @@ GemmOutcome run_gemm(const ArchConfig& cfg, const compiler::MatrixI8& a, const c
   return out;
 }
 
+nlohmann::json net_stats_json(const ArchConfig& cfg, const compiler::NetworkPlan& plan,
+                              const compiler::NetworkRun& run, const std::string& model_path) {
+  const compiler::Network& net = plan.net;
+  const std::size_t batch = plan.batch;
+  nlohmann::json stats;
+  const auto layer_name = [&](std::size_t i) {
+    return net.layers[i].name.empty() ? fmt::format("#{}", i) : net.layers[i].name;
+  };
+  // Each layer's object as the per-layer report has it (layer_report.h).
+  nlohmann::json layers = nlohmann::json::array();
+  std::uint64_t useful = 0;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    cli::LayerReportRow row;
+    row.name = layer_name(i);
+    row.type = compiler::layer_kind_name(net.layers[i].kind);
+    row.batch = batch;
+    row.shape = plan.infos[i + 1].shape;
+    row.stats = run.layers[i];
+    layers.push_back(cli::layer_report_json(row, cfg.array_n));
+    useful += row.stats.useful_macs;
+  }
+  std::uint64_t total_cycles = 0, total_macs = 0;
+  nlohmann::json programs_json = nlohmann::json::array();
+  for (std::size_t k = 0; k < run.logs.size(); ++k) {
+    const model::RunLog& log = run.logs[k];
+    total_cycles += log.stats.cycles;
+    total_macs += log.stats.macs;
+    nlohmann::json pj = cli::stats_json(cfg, log);
+    pj["layers"] = nlohmann::json::array();
+    for (std::size_t id : plan.segments[k].layers) pj["layers"].push_back(layer_name(id));
+    programs_json.push_back(pj);
+  }
+  const double seconds = static_cast<double>(total_cycles) / (static_cast<double>(cfg.clock_mhz) * 1e6);
+  stats["network"] = net.name.empty() ? model_path : net.name;
+  stats["batch"] = batch;
+  stats["array_n"] = cfg.array_n;
+  stats["programs"] = programs_json;
+  stats["layers"] = layers;
+  stats["total"] = {{"cycles", total_cycles},
+                    {"macs", total_macs},
+                    {"useful_macs", useful},
+                    {"utilization", cli::layer_utilization(total_macs, total_cycles, cfg.array_n)},
+                    {"clock_mhz", cfg.clock_mhz},
+                    {"seconds", seconds},
+                    {"useful_tops", seconds > 0 ? 2.0 * static_cast<double>(useful) / seconds / 1e12 : 0.0}};
+  if (run.fault && !run.logs.empty()) {
+    const model::RunLog& last = run.logs.back();
+    stats["fault"] = last.fault ? last.fault->message() : std::string("the program did not halt");
+  }
+  return stats;
+}
+
 NetOutcome run_net(const ArchConfig& cfg, const compiler::Network& net, const compiler::Tensor& x,
                    bool host_steps, bool check, const EngineOptions& opts,
                    const std::string& model_path) {
@@ -212,6 +276,7 @@ NetOutcome run_net(const ArchConfig& cfg, const compiler::Network& net, const co
   const std::size_t programs = out.plan.segments.size();
   const compiler::ProgramRunner runner = [&](std::size_t k, const compiler::SegmentPlan& seg,
                                              model::Memories& mem) {
+    if (opts.between_programs) opts.between_programs();
     EngineOptions per = opts;
     if (!opts.vcd.empty() && programs > 1) {
       const std::filesystem::path p(opts.vcd);
@@ -222,46 +287,7 @@ NetOutcome run_net(const ArchConfig& cfg, const compiler::Network& net, const co
   out.run = compiler::run_network(out.plan, x, cfg, runner);
   if (out.run.fault) throw FaultError(out.run.logs.back());
 
-  const auto layer_name = [&](std::size_t i) {
-    return net.layers[i].name.empty() ? fmt::format("#{}", i) : net.layers[i].name;
-  };
-  // Each layer's object as `tpu-sim net --stats` writes it (layer_report.h).
-  nlohmann::json layers = nlohmann::json::array();
-  std::uint64_t useful = 0;
-  for (std::size_t i = 0; i < net.layers.size(); ++i) {
-    cli::LayerReportRow row;
-    row.name = layer_name(i);
-    row.type = compiler::layer_kind_name(net.layers[i].kind);
-    row.batch = batch;
-    row.shape = out.plan.infos[i + 1].shape;
-    row.stats = out.run.layers[i];
-    layers.push_back(cli::layer_report_json(row, cfg.array_n));
-    useful += row.stats.useful_macs;
-  }
-  std::uint64_t total_cycles = 0, total_macs = 0;
-  nlohmann::json programs_json = nlohmann::json::array();
-  for (std::size_t k = 0; k < out.run.logs.size(); ++k) {
-    const model::RunLog& log = out.run.logs[k];
-    total_cycles += log.stats.cycles;
-    total_macs += log.stats.macs;
-    nlohmann::json pj = cli::stats_json(cfg, log);
-    pj["layers"] = nlohmann::json::array();
-    for (std::size_t id : out.plan.segments[k].layers) pj["layers"].push_back(layer_name(id));
-    programs_json.push_back(pj);
-  }
-  const double seconds = static_cast<double>(total_cycles) / (static_cast<double>(cfg.clock_mhz) * 1e6);
-  out.stats["network"] = net.name.empty() ? model_path : net.name;
-  out.stats["batch"] = batch;
-  out.stats["array_n"] = cfg.array_n;
-  out.stats["programs"] = programs_json;
-  out.stats["layers"] = layers;
-  out.stats["total"] = {{"cycles", total_cycles},
-                        {"macs", total_macs},
-                        {"useful_macs", useful},
-                        {"utilization", cli::layer_utilization(total_macs, total_cycles, cfg.array_n)},
-                        {"clock_mhz", cfg.clock_mhz},
-                        {"seconds", seconds},
-                        {"useful_tops", seconds > 0 ? 2.0 * static_cast<double>(useful) / seconds / 1e12 : 0.0}};
+  out.stats = net_stats_json(cfg, out.plan, out.run, model_path);
   if (check) {
     const compiler::Tensor want = compiler::reference_network(net, x);
     for (std::size_t i = 0; i < want.data.size(); ++i)
@@ -319,9 +345,9 @@ nlohmann::json flatten(const nlohmann::json& j) {
 }
 
 nlohmann::json run_workload(const ArchConfig& cfg, const nlohmann::json& w, const std::string& base_dir,
-                            const EngineOptions& opts) {
+                            const EngineOptions& opts, const std::string& name) {
   if (!w.is_object()) throw FileError("a workload must be an object with a \"kind\"");
-  const std::string what = fmt::format("workload {}", workload_name(w, 0));
+  const std::string what = fmt::format("workload {}", name.empty() ? workload_name(w, 0) : name);
   const std::string kind = field<std::string>(w, "kind", what);
   if (kind == "gemm") {
     compiler::MatrixI8 a, b;
@@ -332,8 +358,8 @@ nlohmann::json run_workload(const ArchConfig& cfg, const nlohmann::json& w, cons
       std::mt19937_64 gen(field_or<std::uint64_t>(w, "seed", 0, what));
       const auto m = field<std::size_t>(w, "m", what), k = field<std::size_t>(w, "k", what),
                  n = field<std::size_t>(w, "n", what);
-      a = random_matrix(m, k, gen);
-      b = random_matrix(k, n, gen);
+      a = random_matrix(m, k, gen, what);
+      b = random_matrix(k, n, gen, what);
     }
     const GemmOutcome g = run_gemm(cfg, a, b, field_or<std::string>(w, "requant", "", what),
                                    field_or<std::string>(w, "act", "none", what),

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -83,6 +84,9 @@ struct EngineOptions {
   model::Detail detail = model::Detail::Auto;
   model::Cycle max_cycles = 100'000'000;
   std::string vcd;
+  // Called before each program of a network (run_net); may throw to stop
+  // the run there (the Python module: Ctrl-C between programs).
+  std::function<void()> between_programs;
 };
 
 // "systemc" | "rtl" | "both" and "auto" | "detailed" | "fast", else UsageError.
@@ -120,6 +124,14 @@ struct NetOutcome {
   // array_n, programs (each stats_json and its layers), layers, total.
   nlohmann::json stats;
 };
+// The statistics of a network run, as `tpu-sim net --stats` writes them
+// (docs/quantization.md): network (its name, else `model_path`), batch,
+// array_n, programs (each stats_json and its layers), layers, total. For a
+// run that faulted: the programs run so far, the last with its "fault", the
+// layers' counts so far, and "fault" (the message) at the top.
+nlohmann::json net_stats_json(const ArchConfig& cfg, const compiler::NetworkPlan& plan,
+                              const compiler::NetworkRun& run, const std::string& model_path);
+
 // Throws FaultError on a fault and, with `check`, CheckError when the output
 // differs from the int8 reference.
 // `model_path` names the network in the statistics when it has no name.
@@ -138,9 +150,11 @@ ArchConfig config_of(const nlohmann::json& base, const nlohmann::json& point);
 
 // Runs `workload` on `cfg` and returns its statistics as one flat JSON object
 // of numbers and strings (nested objects joined with '.': "stall_cycles.raw_hazard").
-// Throws on any error, as the tools would report it (exit_status_of).
+// Throws on any error, as the tools would report it (exit_status_of); the
+// messages name the workload `name` (default: workload_name(workload, 0)).
 nlohmann::json run_workload(const ArchConfig& cfg, const nlohmann::json& workload,
-                            const std::string& base_dir, const EngineOptions& opts);
+                            const std::string& base_dir, const EngineOptions& opts,
+                            const std::string& name = {});
 
 // The workload's name: "name", else KIND and its index.
 std::string workload_name(const nlohmann::json& workload, std::size_t index);

@@ -16,8 +16,10 @@
 #include "layer_report.h"
 #include "timeline.h"
 #include "onnx/onnx_net.h"
+#include "outputs.h"
 #include "progress.h"
 #include "sim_common.h"
+#include "sweep_workload.h"
 
 namespace tpu::cli {
 namespace {
@@ -162,10 +164,17 @@ int Net::run() {
     throw CLI::ValidationError("--calibrate, --save-model and --float-out", "only for an .onnx model");
   if (is_onnx && args_.calibrate.empty() && onnximport::onnx_needs_calibration(args_.model))  // not QDQ
     throw CLI::ValidationError("--calibrate", "an .onnx model needs a calibration set");
+  // Every output goes to a temporary name first and is put in place at the
+  // end: a run that fails leaves none behind, a fault only --stats (outputs.h).
+  Outputs outputs;
+  const std::string out_path = outputs.file(args_.out);
+  const std::string stats_path = outputs.file(args_.stats, Outputs::When::SuccessOrFault);
+  const std::string report_path = outputs.file(report_);
+  const std::string timeline_path = outputs.file(args_.timeline, Outputs::When::SuccessOrFault);
   onnximport::OnnxRun onnx_run;
   if (is_onnx)
-    onnx_run = onnximport::prepare_onnx(args_.model, args_.calibrate, args_.input, args_.save_model,
-                                        args_.float_out);
+    onnx_run = onnximport::prepare_onnx(args_.model, args_.calibrate, args_.input,
+                                        outputs.folder(args_.save_model), outputs.file(args_.float_out));
   const compiler::Network net = is_onnx ? onnx_run.net : compiler::load_network(args_.model);
   const compiler::Tensor x = is_onnx ? onnx_run.input : read_input(args_.input, net);
   const std::size_t batch = x.batch();
@@ -180,7 +189,7 @@ int Net::run() {
   const std::size_t programs = plan.segments.size();
   if (!args_.emit_asm.empty())
     for (std::size_t k = 0; k < programs; ++k)
-      write_file_atomic(indexed_path(args_.emit_asm, k, programs), plan.segments[k].assembly);
+      write_file_atomic(outputs.file(indexed_path(args_.emit_asm, k, programs)), plan.segments[k].assembly);
 
   const std::string name = net.name.empty() ? args_.model : net.name;
   std::cout << fmt::format("network {}: {}, batch {}, on a {}x{} array: {}\n", name,
@@ -229,8 +238,28 @@ int Net::run() {
                               plural(batch, "sample"), plural(seg.layers.size(), "layer")));
     return simulate(per, cfg, seg.program, mem);
   };
+  // The programs one after the other on one timeline, each instruction with its layer.
+  const auto write_timeline = [&](const compiler::NetworkRun& run) {
+    if (timeline_path.empty()) return;
+    Timeline timeline(cfg);
+    std::uint64_t offset = 0;
+    for (std::size_t k = 0; k < run.logs.size(); ++k) {
+      const compiler::SegmentPlan& seg = plan.segments[k];
+      timeline.add_run(fmt::format("program {}", k), seg.program, run.logs[k], offset,
+                       [&](std::uint32_t pc) { return layer_name(seg.instruction_layer.at(pc)); });
+      offset += run.logs[k].stats.cycles;
+    }
+    write_file_atomic(timeline_path, timeline.json());
+  };
   const compiler::NetworkRun result = compiler::run_network(plan, x, cfg, runner);
-  if (result.fault) return kExitFault;
+  if (result.fault) {
+    // The statistics and the timeline up to the fault, as `tpu-sim run` writes them.
+    if (!stats_path.empty())
+      write_file_atomic(stats_path, sweep::net_stats_json(cfg, plan, result, args_.model).dump(2) + "\n");
+    write_timeline(result);
+    outputs.commit_fault();
+    return kExitFault;
+  }
 
   // Per-layer report.
   const double nn = static_cast<double>(cfg.array_n * cfg.array_n);
@@ -240,7 +269,6 @@ int Net::run() {
   std::cout << fmt::format("{:<12} {:<10} {:<14} {:<8} {:>10} {:>12} {:>12} {:>12}\n", "layer",
                            "type", "output", "where", "cycles", "array MACs", "utilization",
                            "useful MACs");
-  nlohmann::json layers_json = nlohmann::json::array();
   std::vector<LayerReportRow> report_rows;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     const compiler::LayerStats& ls = result.layers[i];
@@ -259,13 +287,11 @@ int Net::run() {
     row.batch = batch;
     row.shape = plan.infos[i + 1].shape;
     row.stats = ls;
-    layers_json.push_back(layer_report_json(row, cfg.array_n));
     report_rows.push_back(std::move(row));
   }
   // One row per layer; units in the header (layer_report.h).
-  if (!report_.empty()) write_file_atomic(report_, layer_report_csv(report_rows, cfg.array_n));
+  if (!report_path.empty()) write_file_atomic(report_path, layer_report_csv(report_rows, cfg.array_n));
   std::uint64_t total_cycles = 0, total_macs = 0, useful = 0;
-  nlohmann::json programs_json = nlohmann::json::array();
   for (std::size_t k = 0; k < result.logs.size(); ++k) {
     const model::RunLog& log = result.logs[k];
     total_cycles += log.stats.cycles;
@@ -273,23 +299,8 @@ int Net::run() {
     std::cout << fmt::format("program {}: {} cycles, {} instructions, utilization {:.2f}%\n", k,
                              log.stats.cycles, log.stats.instructions,
                              100.0 * util(log.stats.macs, log.stats.cycles));
-    nlohmann::json pj = stats_json(cfg, log);
-    pj["layers"] = nlohmann::json::array();
-    for (std::size_t id : plan.segments[k].layers) pj["layers"].push_back(layer_name(id));
-    programs_json.push_back(pj);
   }
-  // The programs one after the other on one timeline, each instruction with its layer.
-  if (!args_.timeline.empty()) {
-    Timeline timeline(cfg);
-    std::uint64_t offset = 0;
-    for (std::size_t k = 0; k < result.logs.size(); ++k) {
-      const compiler::SegmentPlan& seg = plan.segments[k];
-      timeline.add_run(fmt::format("program {}", k), seg.program, result.logs[k], offset,
-                       [&](std::uint32_t pc) { return layer_name(seg.instruction_layer.at(pc)); });
-      offset += result.logs[k].stats.cycles;
-    }
-    write_file_atomic(args_.timeline, timeline.json());
-  }
+  write_timeline(result);
   for (const auto& ls : result.layers) useful += ls.useful_macs;
   std::cout << fmt::format(
       "total: {} cycles, {} MACs, utilization {:.2f}% of {}x{} MACs per cycle ({:.2f}% useful)\n",
@@ -302,28 +313,16 @@ int Net::run() {
                            seconds, cfg.clock_mhz, useful_tops);
 
   const compiler::Tensor& y = result.output;
-  if (!args_.out.empty() && is_onnx) {
-    onnximport::write_onnx_output(onnx_run, y, args_.out);
-  } else if (!args_.out.empty()) {
+  if (!out_path.empty() && is_onnx) {
+    onnximport::write_onnx_output(onnx_run, y, out_path);
+  } else if (!out_path.empty()) {
     if (y.int32)
-      write_npy(args_.out, NpyArray::of<std::int32_t>(y.shape, y.data));
+      write_npy(out_path, NpyArray::of<std::int32_t>(y.shape, y.data));
     else
-      write_npy(args_.out, NpyArray::of<std::int8_t>(
-                               y.shape, std::vector<std::int8_t>(y.data.begin(), y.data.end())));
+      write_npy(out_path, NpyArray::of<std::int8_t>(
+                              y.shape, std::vector<std::int8_t>(y.data.begin(), y.data.end())));
   }
-  nlohmann::json stats;
-  stats["network"] = name;
-  stats["batch"] = batch;
-  stats["array_n"] = cfg.array_n;
-  stats["programs"] = programs_json;
-  stats["layers"] = layers_json;
-  stats["total"] = {{"cycles", total_cycles},
-                    {"macs", total_macs},
-                    {"useful_macs", useful},
-                    {"utilization", util(total_macs, total_cycles)},
-                    {"clock_mhz", cfg.clock_mhz},
-                    {"seconds", seconds},
-                    {"useful_tops", useful_tops}};
+  nlohmann::json stats = sweep::net_stats_json(cfg, plan, result, args_.model);
   if (!labels.empty()) {
     if (y.shape.size() != 2)
       throw FileError(fmt::format("{}: labels need a 2-D output (batch x classes), the output is {}",
@@ -342,7 +341,8 @@ int Net::run() {
                          {"total", batch},
                          {"accuracy", static_cast<double>(correct) / batch}};
   }
-  if (!args_.stats.empty()) write_file_atomic(args_.stats, stats.dump(2) + "\n");
+  if (!stats_path.empty()) write_file_atomic(stats_path, stats.dump(2) + "\n");
+  outputs.commit();
   if (args_.check) {
     progress_show(fmt::format("tpu-sim net: checking {} against the int8 reference", plural(batch, "sample")));
     const compiler::Tensor want = compiler::reference_network(net, x);

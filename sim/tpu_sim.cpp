@@ -17,6 +17,7 @@
 #include <new>
 #include <nlohmann/json.hpp>
 
+#include "outputs.h"
 #include "sim_common.h"
 #include "tpu_net.h"
 #include "tpu_sweep.h"
@@ -90,15 +91,18 @@ int run(const RunArgs& args) {
   model::Memories mem(cfg);
   std::uint64_t host_input_rows = 0;
   load_memories(args, cfg, mem, host_input_rows);
+  cli::Outputs outputs;  // --out only on success (outputs.h); simulate() writes --stats
+  const std::string out_path = outputs.file(args.out);
   const model::RunLog log = simulate(args, cfg, prog, mem);
   if (log.fault) return kExitFault;
-  if (!args.out.empty()) {
+  if (!out_path.empty()) {
     // A WHM never executed (after HLT) may name rows past the end of host memory.
     const std::uint64_t rows = std::min(output_rows(prog, host_input_rows), cfg.host_rows);
     std::vector<std::int8_t> host(mem.host.data().begin(),
                                   mem.host.data().begin() + static_cast<std::ptrdiff_t>(rows * cfg.array_n));
-    write_npy(args.out, NpyArray::of<std::int8_t>({rows, cfg.array_n}, host));
+    write_npy(out_path, NpyArray::of<std::int8_t>({rows, cfg.array_n}, host));
   }
+  outputs.commit();
   return kExitOk;
 }
 
@@ -132,7 +136,10 @@ int gemm(const GemmArgs& args) {
       {"tanh", model::ActFunction::Tanh}};
   spec.act = kActs.at(args.act);
   const compiler::GemmPlan plan = compiler::compile_gemm(a, b, spec, cfg);
-  if (!args.emit_asm.empty()) write_file_atomic(args.emit_asm, plan.assembly);
+  // --emit-asm and --out only on success (outputs.h); simulate() writes --stats.
+  cli::Outputs outputs;
+  if (const std::string p = outputs.file(args.emit_asm); !p.empty()) write_file_atomic(p, plan.assembly);
+  const std::string out_path = outputs.file(args.out);
 
   model::Memories mem(cfg);
   std::copy(plan.host.begin(), plan.host.end(), mem.host.data().begin());
@@ -143,13 +150,14 @@ int gemm(const GemmArgs& args) {
   const model::RunLog log = simulate(args, cfg, plan.program, mem);
   if (log.fault) return kExitFault;
   const std::vector<std::int32_t> c = compiler::extract_result(plan, mem.host.data().data(), cfg.array_n);
-  if (!args.out.empty()) {
+  if (!out_path.empty()) {
     if (plan.int8_output)
-      write_npy(args.out, NpyArray::of<std::int8_t>({plan.m, plan.n_out},
+      write_npy(out_path, NpyArray::of<std::int8_t>({plan.m, plan.n_out},
                                                     std::vector<std::int8_t>(c.begin(), c.end())));
     else
-      write_npy(args.out, NpyArray::of<std::int32_t>({plan.m, plan.n_out}, c));
+      write_npy(out_path, NpyArray::of<std::int32_t>({plan.m, plan.n_out}, c));
   }
+  outputs.commit();
   if (args.check) {
     const std::vector<std::int32_t> ref = compiler::reference_gemm(a, b, spec);
     for (std::size_t i = 0; i < c.size(); ++i)

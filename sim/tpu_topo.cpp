@@ -14,6 +14,7 @@
 #include "compiler/layer_reference.h"
 #include "compiler/topology.h"
 #include "layer_report.h"
+#include "outputs.h"
 #include "progress.h"
 #include "sim_common.h"
 
@@ -183,6 +184,29 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
   std::vector<LayerReportRow> report_rows;
   nlohmann::json layers_json = nlohmann::json::array();
   std::uint64_t total_cycles = 0, total_macs = 0, total_useful = 0, total_scalesim = 0, checked = 0;
+  // --report at the end; --stats at the end or at a fault (outputs.h).
+  Outputs outputs;
+  const std::string report_path = outputs.file(report_);
+  const std::string stats_path = outputs.file(args_.stats, Outputs::When::SuccessOrFault);
+  // The rows run so far (all of them at the end).
+  const auto stats_json_so_far = [&] {
+    const double seconds = static_cast<double>(total_cycles) / (static_cast<double>(cfg.clock_mhz) * 1e6);
+    nlohmann::json stats;
+    stats["topology"] = path_;
+    stats["format"] = gemm ? "gemm" : "conv";
+    stats["seed"] = seed_;
+    stats["array_n"] = cfg.array_n;
+    stats["layers"] = layers_json;
+    stats["total"] = {{"cycles", total_cycles},
+                      {"macs", total_macs},
+                      {"useful_macs", total_useful},
+                      {"scalesim_macs", total_scalesim},
+                      {"utilization", layer_utilization(total_macs, total_cycles, cfg.array_n)},
+                      {"clock_mhz", cfg.clock_mhz},
+                      {"seconds", seconds},
+                      {"useful_tops", seconds > 0 ? 2.0 * static_cast<double>(total_useful) / seconds / 1e12 : 0.0}};
+    return stats;
+  };
   for (std::size_t k = 0; k < selected.size(); ++k) {
     const std::size_t index = selected[k];
     const compiler::TopologyRow& row = topo.rows[index];
@@ -255,7 +279,21 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
       };
       const compiler::Tensor& input = pieces.empty() ? rn.input : pieces[piece].input;
       const compiler::NetworkRun result = compiler::run_network(plan, input, cfg, runner);
-      if (result.fault) return kExitFault;
+      if (result.fault) {
+        // The rows before, and this row's programs up to the fault (the last has its "fault").
+        if (!stats_path.empty()) {
+          for (const model::RunLog& log : result.logs) programs_json.push_back(stats_json(cfg, log));
+          nlohmann::json stats = stats_json_so_far();
+          const model::RunLog& last = result.logs.back();
+          stats["fault"] = {{"line", row.line},
+                            {"name", row.name},
+                            {"message", last.fault ? last.fault->message() : "the program did not halt"},
+                            {"programs", programs_json}};
+          write_file_atomic(stats_path, stats.dump(2) + "\n");
+        }
+        outputs.commit_fault();
+        return kExitFault;
+      }
       add_layer_stats(ls, result.layers.at(0));
       for (const model::RunLog& log : result.logs) {
         cycles += log.stats.cycles;
@@ -344,8 +382,8 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
   }
   progress_clear();
 
-  if (!report_.empty())
-    write_file_atomic(report_, layer_report_csv(report_rows, cfg.array_n,
+  if (!report_path.empty())
+    write_file_atomic(report_path, layer_report_csv(report_rows, cfg.array_n,
                                                 {"line", "scalesim_ofmap_hxw", "scalesim_macs",
                                                  "useful_utilization_percent", "note"}));
   const double seconds = static_cast<double>(total_cycles) / (static_cast<double>(cfg.clock_mhz) * 1e6);
@@ -357,23 +395,8 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
       cfg.array_n, total_useful, total_scalesim);
   std::cout << fmt::format("time: {:.6g} s at {} MHz, {:.4g} TOPS of useful work (2 ops per useful MAC)\n",
                            seconds, cfg.clock_mhz, useful_tops);
-  if (!args_.stats.empty()) {
-    nlohmann::json stats;
-    stats["topology"] = path_;
-    stats["format"] = gemm ? "gemm" : "conv";
-    stats["seed"] = seed_;
-    stats["array_n"] = cfg.array_n;
-    stats["layers"] = layers_json;
-    stats["total"] = {{"cycles", total_cycles},
-                      {"macs", total_macs},
-                      {"useful_macs", total_useful},
-                      {"scalesim_macs", total_scalesim},
-                      {"utilization", layer_utilization(total_macs, total_cycles, cfg.array_n)},
-                      {"clock_mhz", cfg.clock_mhz},
-                      {"seconds", seconds},
-                      {"useful_tops", useful_tops}};
-    write_file_atomic(args_.stats, stats.dump(2) + "\n");
-  }
+  if (!stats_path.empty()) write_file_atomic(stats_path, stats_json_so_far().dump(2) + "\n");
+  outputs.commit();
   if (check_)
     std::cout << fmt::format("check: {} {} the int8 reference ({})\n",
                              plural(selected.size(), "row"), agree(selected.size(), "equals", "equal"),

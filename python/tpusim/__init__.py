@@ -37,6 +37,7 @@ from ._tpusim import (  # noqa: F401
     expand_grid,
     gemm,
     load_model,
+    load_sweep_file,
     net,
     presets,
     rtl_builds,
@@ -60,5 +61,6 @@ __all__ = [
     "DEFAULT_PRESET", "AssemblerError", "CheckError", "Config", "DivergenceError", "Error",
     "FaultError", "GemmResult", "InputError", "Model", "NetResult", "Program", "RunResult",
     "UsageError", "assemble", "assemble_file", "disassemble", "expand_grid", "gemm",
-    "load_model", "net", "presets", "rtl_builds", "run", "run_workload", "sweep", "sweep_file",
+    "load_model", "load_sweep_file", "net", "presets", "rtl_builds", "run", "run_workload", "sweep",
+    "sweep_file",
 ]

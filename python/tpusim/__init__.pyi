@@ -169,8 +169,10 @@ def load_model(path: PathLike) -> Model:
     """Reads a model file."""
 def run_workload(config: ConfigLike, workload: Mapping[str, Any], *, base_dir: str = "",
                  engine: str = "systemc", detail: str = "auto",
-                 max_cycles: int = 100_000_000) -> dict[str, Any]:
+                 max_cycles: int = 100_000_000, name: str = "") -> dict[str, Any]:
     """One sweep run: flat statistics."""
+def load_sweep_file(path: PathLike) -> dict[str, Any]:
+    """A sweep file, read and checked as `tpu-sim sweep` does."""
 def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The points of a grid, the last field fastest."""
 def sweep(grid: Mapping[str, Sequence[Any]], workloads: Union[Sequence[Workload], Mapping[str, Workload]],

@@ -6,7 +6,9 @@ returns one row of statistics. Nothing is written by the runs themselves, so
 no two of them share an output file; the client writes the CSV, whole or not
 at all, and (with ``rows_dir``) one JSON file per run under a name of its own.
 A run that fails, even one whose worker process dies, becomes a row with its
-error; the sweep goes on.
+error; the sweep goes on. A worker that dies takes with it every run it held,
+so those runs are run again, one at a time, before any is called lost: a run
+is reported lost only when it was alone on the worker that died.
 """
 import json
 import os
@@ -54,7 +56,7 @@ def _run_one(task):
             stats = dict(workload(cfg))
         else:
             stats = t.run_workload(cfg, workload, base_dir=opts["base_dir"], engine=opts["engine"],
-                                   detail=opts["detail"], max_cycles=opts["max_cycles"])
+                                   detail=opts["detail"], max_cycles=opts["max_cycles"], name=name)
         for k, v in stats.items():
             if k in point:  # array_n: the grid's value, which the statistics repeat
                 continue
@@ -128,11 +130,12 @@ def sweep(grid, workloads, *, base=None, out=None, rows_dir=None, n_workers=2, a
     """
     import pandas as pd
 
-    from ._tpusim import expand_grid
+    from ._tpusim import check_run_options, expand_grid
 
+    check_run_options(engine, detail, max_cycles)  # the tools' usage errors, before any run
     points = expand_grid(grid or {})
     items = _as_workloads(workloads)
-    opts = {"engine": engine, "detail": detail, "max_cycles": int(max_cycles),
+    opts = {"engine": engine, "detail": detail, "max_cycles": max_cycles,
             "base_dir": os.path.abspath(os.fspath(base_dir))}
     tasks = []
     for point in points:
@@ -170,19 +173,27 @@ def _run_on_dask(tasks, bar, n_workers, address, client, retries):
     try:
         if client is None:
             if address is None:
-                cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                       dashboard_address=None)
+                # A task on a worker that dies fails at once (no waiting for
+                # it to kill more workers): _run_lost_alone runs it again.
+                import dask
+                with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
+                    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                           dashboard_address=None)
                 client = Client(cluster)
             else:
                 client = Client(address)
         futures = client.map(_run_one, tasks, pure=False, retries=retries)
         index = {f.key: t for f, t in zip(futures, tasks)}
-        rows = []
+        rows, lost = [], []
         for f in as_completed(futures):
             try:
                 row = f.result()
-            except Exception as e:  # noqa: BLE001  e.g. KilledWorker: the worker died
-                row = _failed_row(index[f.key], e)
+            except Exception:  # noqa: BLE001  e.g. KilledWorker: a worker died, maybe of another run
+                lost.append(index[f.key])
+                continue
+            rows.append(row)
+            bar.update(row)
+        for row in _run_lost_alone(client, lost):
             rows.append(row)
             bar.update(row)
         return rows
@@ -193,16 +204,34 @@ def _run_on_dask(tasks, bar, n_workers, address, client, retries):
             cluster.close()
 
 
+def _run_lost_alone(client, lost):
+    """The runs whose worker died, each again with nothing else running (_run_one
+    never raises, so only a worker's death fails a task): one that is lost now
+    took its worker down itself, and its row says so; the others' rows are
+    their own results."""
+    for task in sorted(lost, key=lambda t: t[0]):
+        try:
+            yield client.submit(_run_one, task, pure=False).result()
+        except Exception as e:  # noqa: BLE001
+            yield _failed_row(task, e)
+
+
 def sweep_file(path, **kwargs):
     """Run a sweep described by a JSON file, the format of `tpu-sim sweep`:
     {"base": {...}, "grid": {...}, "workloads": [...], "engine": ..., "detail": ...,
     "max_cycles": ...}; workload paths are relative to the file's folder.
-    Keyword arguments are those of sweep() and win over the file's."""
-    with open(path) as f:
-        spec = json.load(f)
-    args = {"base": spec.get("base"), "engine": spec.get("engine", "systemc"),
-            "detail": spec.get("detail", "auto"),
-            "max_cycles": spec.get("max_cycles", 100_000_000),
-            "base_dir": os.path.dirname(os.path.abspath(os.fspath(path)))}
+    The file is checked as `tpu-sim sweep` checks it (InputError, the same
+    message). Keyword arguments are those of sweep() and win over the file's.
+    A file's "timeout_s" is a UsageError: runs on Dask cannot be stopped
+    (`tpu-sim sweep` stops them)."""
+    from ._tpusim import UsageError, load_sweep_file
+
+    spec = load_sweep_file(os.fspath(path))
+    if spec["timeout_s"] is not None:
+        raise UsageError(f"{os.fspath(path)}: timeout_s: tpusim.sweep cannot stop a run on Dask; "
+                         "use tpu-sim sweep for a time limit")
+    args = {"base": spec["base"], "engine": spec["engine"], "detail": spec["detail"],
+            "max_cycles": spec["max_cycles"], "base_dir": spec["base_dir"]}
     args.update(kwargs)
-    return sweep(spec.get("grid", {}), spec.get("workloads", []), **args)
+    workloads = dict(zip(spec["names"], spec["workloads"]))
+    return sweep(spec["grid"], workloads, **args)

@@ -13,9 +13,11 @@
 #include <system_error>
 #include <utility>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace tpu {
@@ -31,9 +33,31 @@ static_assert(std::atomic<const char*>::is_always_lock_free);
 std::atomic<const char*> g_guarded[kMaxGuarded];
 constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
+// A guarded folder (PendingFolder): its files, then the folder, with system
+// calls only (opendir and readdir may allocate, which a handler must not).
+void remove_folder_in_handler(const char* path) {
+  const int fd = ::open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  alignas(8) char buf[4096];
+  // Until a pass over the folder removes nothing ("." and ".." stay).
+  for (bool removed = true; removed;) {
+    removed = false;
+    ::lseek(fd, 0, SEEK_SET);
+    for (long n; (n = ::syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0;)
+      for (long off = 0; off < n;) {
+        const auto* d = reinterpret_cast<const struct dirent64*>(buf + off);
+        removed |= ::unlinkat(fd, d->d_name, 0) == 0;
+        off += d->d_reclen;
+      }
+  }
+  ::close(fd);
+  ::rmdir(path);
+}
+
 void remove_guarded_and_reraise(int sig) {
   for (std::atomic<const char*>& slot : g_guarded)
-    if (const char* p = slot.load()) ::unlink(p);
+    if (const char* p = slot.load())
+      if (::unlink(p) != 0 && errno == EISDIR) remove_folder_in_handler(p);
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
@@ -291,6 +315,66 @@ void write_file_atomic(const std::string& path, const void* data, std::size_t si
   if (!written || !closed)
     throw FileError(fmt::format("{}: write failed: {}", path, std::strerror(err != 0 ? err : EIO)));
   out.commit();
+}
+
+namespace {
+
+// The nearest folder that exists at or above `p`'s parent ("." for a bare name).
+fs::path nearest_existing_folder(const fs::path& p) {
+  fs::path folder = p.parent_path();
+  std::error_code ec;
+  while (!folder.empty() && !fs::exists(folder, ec)) folder = folder.parent_path();
+  return folder.empty() ? fs::path(".") : folder;
+}
+
+std::string temp_folder_for(const std::string& target) {
+  const fs::path t = fs::path(target).lexically_normal();
+  const std::string name = t.filename().empty() ? t.parent_path().filename().string() : t.filename().string();
+  const fs::path bare = t.filename().empty() ? t.parent_path() : t;
+  return (nearest_existing_folder(bare) / ("." + name + "." + std::to_string(::getpid()) + ".tmp")).string();
+}
+
+// Moves every entry of `from` into `to` (created if needed) by rename.
+void move_entries(const fs::path& from, const fs::path& to, const std::string& target) {
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  if (ec) throw FileError(fmt::format("{}: cannot create the folder: {}", target, ec.message()));
+  for (const fs::directory_entry& e : fs::directory_iterator(from, ec)) {
+    const fs::path dest = to / e.path().filename();
+    if (e.is_directory(ec) && fs::is_directory(dest, ec)) {
+      move_entries(e.path(), dest, target);
+      continue;
+    }
+    fs::rename(e.path(), dest, ec);
+    if (ec) throw FileError(fmt::format("{}: cannot move {} into place: {}", target,
+                                        e.path().filename().string(), ec.message()));
+  }
+  if (ec) throw FileError(fmt::format("{}: cannot read {}: {}", target, from.string(), ec.message()));
+}
+
+}  // namespace
+
+PendingFolder::PendingFolder(std::string target)
+    : target_(std::move(target)), tmp_(temp_folder_for(target_)), guard_(tmp_) {
+  std::error_code ec;
+  if (fs::exists(target_, ec) && !fs::is_directory(target_, ec))
+    throw FileError(fmt::format("{}: not a folder", target_));
+  fs::remove_all(tmp_, ec);  // left by an earlier process of the same id, killed
+  if (!fs::create_directory(tmp_, ec))
+    throw FileError(fmt::format("{}: cannot write: {}", target_, ec ? ec.message() : "exists"));
+}
+
+PendingFolder::~PendingFolder() {
+  if (committed_) return;
+  std::error_code ec;
+  fs::remove_all(tmp_, ec);
+}
+
+void PendingFolder::commit() {
+  move_entries(tmp_, target_, target_);
+  std::error_code ec;
+  fs::remove_all(tmp_, ec);
+  committed_ = true;
 }
 
 }  // namespace tpu

@@ -117,4 +117,31 @@ class PendingFile {
   bool committed_ = false;
 };
 
+// A folder of outputs (a model file's model.json and .npy files) written
+// under a temporary name and moved into `target` by commit(). The temporary
+// folder ".NAME.PID.tmp" is made in the nearest folder above `target` that
+// exists, so that nothing is created on the way to a target that is never
+// committed; commit() creates `target` (and the folders above it) and moves
+// each file in by rename, replacing a file of the same name whole. Until
+// commit() the temporary folder and its files are removed on destruction and
+// on SIGINT/SIGTERM/SIGHUP (the files, not folders nested in it). A target
+// that exists and is no folder is a FileError "TARGET: not a folder".
+class PendingFolder {
+ public:
+  explicit PendingFolder(std::string target);
+  ~PendingFolder();
+  PendingFolder(const PendingFolder&) = delete;
+  PendingFolder& operator=(const PendingFolder&) = delete;
+
+  const std::string& path() const { return tmp_; }  // where to write
+  const std::string& target() const { return target_; }
+  void commit();  // throws FileError
+
+ private:
+  std::string target_;
+  std::string tmp_;
+  RemoveOnSignal guard_;
+  bool committed_ = false;
+};
+
 }  // namespace tpu

@@ -188,6 +188,158 @@ import numpy as np
 o = np.load('$tmp/o.npy')
 assert o.shape == (64, 8) and o.dtype == np.int8 and not o.any(), (o.shape, o.dtype)"
     ;;
+  net_failure_outputs)  # tpu-sim net and topo: outputs only on success, --stats also on a fault
+    export LC_ALL=C  # the order of listing
+    # A float ONNX model (one MatMul), its calibration set, an input and one with a NaN.
+    "$python" - "$tmp" <<'PY'
+import sys
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper, save
+d = sys.argv[1]
+r = np.random.default_rng(3)
+w = r.standard_normal((6, 4)).astype(np.float32)
+g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], "mm",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+                      [numpy_helper.from_array(w, "w")])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/m.onnx")
+np.save(f"{d}/calib.npy", r.standard_normal((16, 6)).astype(np.float32))
+x = r.standard_normal((3, 6)).astype(np.float32)
+np.save(f"{d}/x.npy", x)
+x[1, 2] = np.nan
+np.save(f"{d}/nan.npy", x)
+PY
+    net() {  # net STATUS DIR INPUT [ARGS...]: every output of tpu-sim net into DIR
+      local want=$1 dir=$2 input=$3
+      shift 3
+      mkdir "$dir"
+      expect_status "$want" "$bin/tpu-sim" net "$tmp/m.onnx" --calibrate "$tmp/calib.npy" \
+        --input "$input" --array 4 --out "$dir/y.npy" --float-out "$dir/f.npy" \
+        --save-model "$dir/saved" --emit-asm "$dir/p.s" --report "$dir/r.csv" \
+        --timeline "$dir/t.json" --stats "$dir/s.json" "$@"
+    }
+    net 0 "$tmp/ok" "$tmp/x.npy"
+    [ "$(listing "$tmp/ok" | tr '\n' ' ')" = \
+      "./f.npy ./p.s ./r.csv ./s.json ./saved/layer0_w.npy ./saved/model.json ./t.json ./y.npy " ] ||
+      fail "a run that succeeds wrote: $(listing "$tmp/ok" | tr '\n' ' ')"
+    # Status 4 (a cycle limit): --stats and --timeline, which show the fault; nothing else,
+    # no temporary file.
+    net 4 "$tmp/fault" "$tmp/x.npy" --max-cycles 5
+    [ "$(listing "$tmp/fault" | tr '\n' ' ')" = "./s.json ./t.json " ] ||
+      fail "a fault left: $(listing "$tmp/fault" | tr '\n' ' ')"
+    "$python" -c "
+import json
+s = json.load(open('$tmp/fault/s.json'))
+assert s['fault'].startswith('fault at pc ') and 'cycle limit' in s['fault'], s['fault']
+assert s['programs'][-1]['fault'] == s['fault'] and s['programs'][-1]['cycles'] == 5, s['programs']
+assert s['total']['cycles'] == 5 and s['network'], s['total']
+assert json.load(open('$tmp/fault/t.json'))" || fail "net --stats and --timeline at a fault"
+    # Status 3 after the import (NaN in the input): nothing at all.
+    net 3 "$tmp/nan" "$tmp/nan.npy"
+    [ "$(listing "$tmp/nan")" = "" ] || fail "an error left: $(listing "$tmp/nan" | tr '\n' ' ')"
+    # An existing --save-model folder keeps what it had; a new run replaces its files.
+    mkdir -p "$tmp/keep/saved"
+    echo old >"$tmp/keep/saved/model.json"
+    echo mine >"$tmp/keep/saved/notes.txt"
+    expect_status 4 "$bin/tpu-sim" net "$tmp/m.onnx" --calibrate "$tmp/calib.npy" --input "$tmp/x.npy" \
+      --array 4 --save-model "$tmp/keep/saved" --max-cycles 5
+    [ "$(cat "$tmp/keep/saved/model.json")" = old ] || fail "a fault replaced --save-model's model.json"
+    expect_status 0 "$bin/tpu-sim" net "$tmp/m.onnx" --calibrate "$tmp/calib.npy" --input "$tmp/x.npy" \
+      --array 4 --save-model "$tmp/keep/saved"
+    grep -q '"tpu-sim-net"' "$tmp/keep/saved/model.json" || fail "--save-model over an existing folder"
+    [ "$(listing "$tmp/keep" | tr '\n' ' ')" = "./saved/layer0_w.npy ./saved/model.json ./saved/notes.txt " ] ||
+      fail "--save-model over a folder: $(listing "$tmp/keep" | tr '\n' ' ')"
+    # tpu-sim topo at a fault: --stats with the fault, no --report.
+    mkdir "$tmp/topo"
+    printf 'Layer,M,N,K,\ng1,8,8,8,\n' >"$tmp/g.csv"
+    expect_status 4 "$bin/tpu-sim" topo "$tmp/g.csv" --array 4 --max-cycles 5 \
+      --stats "$tmp/topo/s.json" --report "$tmp/topo/r.csv"
+    [ "$(listing "$tmp/topo")" = "./s.json" ] || fail "topo at a fault left: $(listing "$tmp/topo")"
+    "$python" -c "
+import json
+s = json.load(open('$tmp/topo/s.json'))
+f = s['fault']
+assert f['name'] == 'g1' and f['line'] == 2 and 'cycle limit' in f['message'], f
+assert f['programs'][-1]['cycles'] == 5 and s['layers'] == [], s" || fail "topo --stats at a fault"
+    ;;
+  sweep_interrupt)  # Ctrl-C or SIGTERM on tpu-sim sweep: its runs killed and reaped, its folder gone
+    { for _ in $(seq 3000); do echo "RHM 0, 0, 16383"; done; echo HLT; } >"$tmp/long.s"
+    # Minutes of simulation at the detailed level (the fast one skips the DMA's cycles).
+    printf '{"grid": {"preset": ["small4"]}, "detail": "detailed",
+      "workloads": [{"kind": "run", "program": "long.s"}]}' >"$tmp/s.json"
+    mkdir "$tmp/t"
+    for sig in INT TERM; do
+      set -m  # a job of its own, as a command typed at a terminal
+      TMPDIR=$tmp/t "$bin/tpu-sim" sweep "$tmp/s.json" --jobs 1 >"$tmp/out" 2>"$tmp/err" &
+      pid=$!
+      set +m
+      child=
+      for _ in $(seq 100); do
+        child=$(pgrep -P "$pid" || true)
+        [ -z "$child" ] || break
+        sleep 0.1
+      done
+      [ -n "$child" ] || fail "SIG$sig: no run started"
+      sleep 0.3
+      kill -"$sig" "$pid"
+      status=0
+      wait "$pid" || status=$?
+      want=$((128 + $(kill -l "$sig")))
+      [ "$status" -eq "$want" ] || fail "SIG$sig: the sweep exited $status, want $want"
+      ! kill -0 "$child" 2>/dev/null || { kill -9 "$child"; fail "SIG$sig: the run $child outlived the sweep"; }
+      [ -z "$(ls -A "$tmp/t")" ] || fail "SIG$sig: left $(ls -A "$tmp/t")"
+    done
+    ;;
+  sweep_timeout)  # timeout_s (the file's) and --timeout: a run that takes longer is stopped
+    { for _ in $(seq 3000); do echo "RHM 0, 0, 16383"; done; echo HLT; } >"$tmp/long.s"
+    # The long run takes minutes; the quick one well under the limit, even on a busy machine.
+    printf '{"grid": {"preset": ["small4"]}, "timeout_s": 5, "detail": "detailed", "workloads": [
+      {"name": "long", "kind": "run", "program": "long.s"},
+      {"name": "quick", "kind": "gemm", "m": 4, "k": 4, "n": 4}]}' >"$tmp/s.json"
+    start=$(date +%s)
+    expect_status 0 "$bin/tpu-sim" sweep "$tmp/s.json" --jobs 2 --out "$tmp/r.csv"
+    [ $(($(date +%s) - start)) -lt 60 ] || fail "the time limit did not stop the run"
+    "$python" - "$tmp/r.csv" <<'PY' || fail "timed-out row"
+import csv, sys
+rows = {r["workload"]: r for r in csv.DictReader(open(sys.argv[1]))}
+long, quick = rows["long"], rows["quick"]
+assert long["status"] == "timeout" and long["error_code"] == "124", long
+assert "timeout_s = 5 s" in long["error"] and 5 <= float(long["wall_seconds"]) < 60, long
+assert quick["status"] == "ok" and int(quick["cycles"]) > 0, quick
+PY
+    grep -q "2 runs (1 configurations x 2 workloads), 1 failed" "$tmp/err" || fail "summary: $(cat "$tmp/err")"
+    # --timeout wins over the file's; a bad value is a usage error (2) or a file error (3).
+    sed 's/"timeout_s": 5/"timeout_s": 1000/' "$tmp/s.json" >"$tmp/s2.json"
+    expect_status 0 "$bin/tpu-sim" sweep "$tmp/s2.json" --jobs 2 --timeout 5 --out "$tmp/r2.csv"
+    grep -q ',long,timeout,124,' "$tmp/r2.csv" || fail "--timeout: $(cat "$tmp/r2.csv")"
+    expect_status 2 "$bin/tpu-sim" sweep "$tmp/s2.json" --timeout 0
+    sed 's/"timeout_s": 5/"timeout_s": -1/' "$tmp/s.json" >"$tmp/s3.json"
+    expect_status 3 "$bin/tpu-sim" sweep "$tmp/s3.json"
+    grep -qx "tpu-sim: error: $tmp/s3.json: timeout_s: expected a number of seconds > 0, got -1" "$tmp/err" ||
+      fail "timeout_s message: $(cat "$tmp/err")"
+    ;;
+  sweep_messages)  # a sweep file's errors: one line naming the file, the field and the workload
+    printf '{"workloads": [{"kind": "gemm", "m": 4, "k": 4, "n": 4}], "max_cycles": -5}' >"$tmp/c.json"
+    expect_status 3 "$bin/tpu-sim" sweep "$tmp/c.json"
+    grep -qx "tpu-sim: error: $tmp/c.json: max_cycles: expected a number of cycles (an integer >= 0), got -5" \
+      "$tmp/err" || fail "max_cycles message: $(cat "$tmp/err")"
+    printf '{"workloads": [{"kind": "gemm", "m": 4, "k": 4, "n": 4}, {"kind": "gemm", "m": 4, "k": 4, "n": 4},
+      {"kind": "gemm", "m": -5, "k": 4, "n": 4}, {"kind": "gemm", "m": 4, "k": 4, "n": 4, "act": "nope"}]}' \
+      >"$tmp/w.json"
+    expect_status 0 "$bin/tpu-sim" sweep "$tmp/w.json" --out "$tmp/r.csv"
+    "$python" - "$tmp/r.csv" <<'PY' || fail "row errors"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert [r["workload"] for r in rows] == ["gemm0", "gemm1", "gemm2", "gemm3"], rows
+assert rows[2]["error"] == 'workload gemm2: "m" must be an integer >= 0, not -5', rows[2]["error"]
+assert rows[2]["error_code"] == "3" and rows[3]["error_code"] == "2", rows
+assert "nope" in rows[3]["error"], rows[3]["error"]
+PY
+    printf '{"workloads": [{"kind": "gemm", "m": 4000000000000, "k": 4000000000000, "n": 4}]}' >"$tmp/big.json"
+    expect_status 0 "$bin/tpu-sim" sweep "$tmp/big.json" --out "$tmp/b.csv"
+    grep -qF 'workload gemm0: a 4000000000000 x 4000000000000 matrix is too large' "$tmp/b.csv" ||
+      fail "a huge GEMM: $(cat "$tmp/b.csv")"
+    ;;
   *)
     fail "unknown case $case_name"
     ;;

@@ -192,6 +192,65 @@ def test_run_errors(tmp_path):
     assert "cycle" in str(e.value)
 
 
+def test_max_cycles_is_checked_as_the_tools_do():
+    # The tools' usage error (2) and message, not pybind11's TypeError.
+    prog = tpusim.assemble("HLT\n")
+    msg = "max_cycles: expected a number of cycles (an integer >= 0), got "
+    for bad, shown in [(-1, "-1"), (1.5, '"1.5"'), ("9", '"\'9\'"'), (True, '"True"')]:
+        with pytest.raises(tpusim.UsageError) as e:
+            tpusim.run(prog, max_cycles=bad)
+        assert e.value.code == 2 and str(e.value) == msg + shown
+    with pytest.raises(tpusim.UsageError, match="max_cycles"):
+        tpusim.gemm(rand_int8(4, 4), rand_int8(4, 4), max_cycles=-5)
+    with pytest.raises(tpusim.UsageError, match="max_cycles"):
+        tpusim.run_workload("small8", {"kind": "gemm", "m": 4, "k": 4, "n": 4}, max_cycles=-5)
+    assert tpusim.run(prog, max_cycles=np.int64(10)).stats["halted"]
+    assert tpusim.run(prog, max_cycles=2**64 - 1).stats["halted"]
+
+
+def test_sizes_are_checked_before_copying():
+    import tracemalloc
+    prog = tpusim.assemble("HLT\n", array_n=8)
+    # 10^9 rows as a broadcast view of one row (8 bytes): a copy would take 8 GB.
+    view = np.broadcast_to(np.zeros((1, 8), np.int8), (10**9, 8))
+    tracemalloc.start()
+    try:
+        with pytest.raises(tpusim.InputError, match="hostmem: 1000000000 rows do not fit in host memory"):
+            tpusim.run(prog, view)
+        with pytest.raises(tpusim.InputError, match="weights: 1000000000 tiles do not fit"):
+            tpusim.run(prog, None, np.broadcast_to(np.zeros((1, 8, 8), np.int8), (10**9, 8, 8)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 2**20, f"{peak} bytes allocated"
+    # An input no machine can copy (2^50 bytes): tpusim's error, not NumPy's MemoryError.
+    huge = np.broadcast_to(np.int8(1), (2**48, 4))
+    with pytest.raises(tpusim.InputError, match="out of memory"):
+        tpusim.gemm(huge, rand_int8(4, 4))
+
+
+def test_ctrl_c_stops_a_network_between_programs(source_dir):
+    # Two programs (host steps), the first about a fifth of the run: Ctrl-C (here
+    # interrupt_main, as the signal handler would) during it raises KeyboardInterrupt when
+    # it ends, without running the second. (Within one program the model has no point to
+    # stop at: docs/python.md.)
+    import _thread
+    d = source_dir / "programs" / "nets" / "digits_cnn"
+    x = np.concatenate([np.load(d / "test_x.npy")] * 4)
+    run = dict(host_steps=True, detail="detailed", config="small4")
+    start = time.monotonic()
+    assert len(tpusim.net(d / "model.json", x, **run).stats["programs"]) == 2
+    whole = time.monotonic() - start
+    timer = threading.Timer(whole / 20, _thread.interrupt_main)
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        tpusim.net(d / "model.json", x, **run)
+    stopped = time.monotonic() - start
+    timer.join()
+    assert stopped < 0.6 * whole, (stopped, whole)
+
+
 def test_engine_without_rtl_build():
     prog = tpusim.assemble("HLT\n", array_n=32)
     with pytest.raises(tpusim.InputError, match="RTL|rtl"):

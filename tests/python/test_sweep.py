@@ -2,8 +2,10 @@
 runs as rows, and `tpu-sim sweep` on the same sweep file."""
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -23,6 +25,14 @@ def worker_pid(config):
 
 def raises_in_python(config):
     raise RuntimeError(f"no workload for N={config.array_n}")
+
+
+def kills_its_worker(config):
+    """N=8 with FIFO depth 1 ends the worker process that runs it; the others take a while."""
+    if config.array_n == 8 and config.fifo_depth == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.2)
+    return {"cycles": config.array_n}
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +115,22 @@ def test_failing_runs_are_rows(client, matrices):
     assert missing.status == "error" and missing.error_code == 3 and "nope.npy" in missing.error
     py = df[(df.fifo_depth == 4) & (df.workload == "python")].iloc[0]
     assert py.status == "error" and py.error == "RuntimeError: no workload for N=8"
+
+
+def test_a_run_that_kills_its_worker_loses_only_its_row(client):
+    # The run at N=8, depth 1 kills every worker that runs it. The runs queued on the same
+    # worker are lost with it; they are run again, alone, and only its row says it was lost.
+    # On one worker of the sweep's own cluster (`client` only sends this module's functions
+    # by value), so that the healthy runs are always beside it, and the shared cluster
+    # keeps its workers.
+    grid = {"array_n": [8, 4, 16], "fifo_depth": [1, 2, 3]}
+    df = tpusim.sweep(grid, [kills_its_worker], progress=False, n_workers=1)
+    assert len(df) == 9
+    killer = (df.array_n == 8) & (df.fifo_depth == 1)
+    assert df[killer].status.tolist() == ["error"] and df[killer].error.iloc[0].startswith("the run was lost")
+    ok = df[~killer]
+    assert (ok.status == "ok").all(), ok[ok.status != "ok"][["array_n", "fifo_depth", "error"]].values.tolist()
+    assert ok.cycles.tolist() == ok.array_n.tolist()
 
 
 def test_sweep_file_matches_cli(client, tpu_sim, source_dir, tmp_path):

@@ -92,3 +92,52 @@ def test_sweep_bad_workloads_are_rows(tpu_sim, tmp_path):
     assert 'no "kind"' in rows[0]["error"] and 'unknown kind "conv"' in rows[1]["error"]
     assert "m.json" in rows[2]["error"]
     assert rows[3]["error_code"] == "1" and f"{tmp_path}/p.s:2:6: error: unknown flag 'X'" in rows[3]["error"]
+
+
+# One check of a sweep file for both front ends: the same status and message.
+BAD_FILES = [
+    ("{", "not valid JSON"),
+    ("[]", "expected a JSON object"),
+    ('{"workloads": []}', '"workloads" must be a non-empty list'),
+    ('{"workloads": [{"kind": "gemm"}], "grids": {}}', 'unknown field "grids"'),
+    ('{"workloads": [{"kind": "gemm"}], "engine": "verilog"}', "engine: 'verilog' is not one of"),
+    ('{"workloads": [{"kind": "gemm"}], "detail": 3}', "detail: expected a name, got 3"),
+    ('{"workloads": [{"kind": "gemm"}], "max_cycles": -5}',
+     "max_cycles: expected a number of cycles (an integer >= 0), got -5"),
+    ('{"workloads": [{"kind": "gemm"}], "base": [1]}', '"base" must be an object'),
+    ('{"workloads": [{"kind": "gemm"}], "grid": {"array_n": []}}', 'grid: "array_n" has no values'),
+    ('{"workloads": [{"name": "a", "kind": "gemm"}, {"name": "a", "kind": "gemm"}]}',
+     'two workloads are named "a"'),
+]
+
+
+@pytest.mark.parametrize("content,reason", BAD_FILES)
+def test_sweep_file_errors_match_cli(tpu_sim, tmp_path, content, reason):
+    path = tmp_path / "s.json"
+    path.write_text(content)
+    p = sweep(tpu_sim, path, expect=3)
+    line = p.stderr.strip()
+    assert line.startswith(f"tpu-sim: error: {path}: ") and reason in line, line
+    with pytest.raises(tpusim.InputError) as e:
+        tpusim.sweep_file(path, n_workers=0)
+    assert e.value.code == 3 and f"tpu-sim: error: {e.value}" == line
+
+
+def test_sweep_file_timeout_is_for_the_cli(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text('{"workloads": [{"kind": "gemm", "m": 4, "k": 4, "n": 4}], "timeout_s": 5}')
+    with pytest.raises(tpusim.UsageError, match="timeout_s: tpusim.sweep cannot stop a run"):
+        tpusim.sweep_file(path, n_workers=0)
+
+
+def test_row_errors_name_their_workload(tmp_path):
+    # Each row's error names its own workload (not the first's), and a negative size is
+    # said as such (not the C++ library's text).
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"workloads": [{"kind": "gemm", "m": 4, "k": 4, "n": 4}] * 2 +
+                                             [{"kind": "gemm", "m": -5, "k": 4, "n": 4}]}))
+    df = tpusim.sweep_file(path, n_workers=0)
+    assert df.workload.tolist() == ["gemm0", "gemm1", "gemm2"]
+    assert df.error.iloc[2] == 'workload gemm2: "m" must be an integer >= 0, not -5'
+    with pytest.raises(tpusim.UsageError, match="max_cycles"):
+        tpusim.sweep({}, [{"kind": "gemm", "m": 4, "k": 4, "n": 4}], n_workers=0, max_cycles=-1)
