@@ -278,11 +278,18 @@ std::string Importer::layer_name(const onnx::NodeProto& n) {
 
 std::size_t Importer::add_layer(const onnx::NodeProto& n, FloatLayer l) {
   l.name = layer_name(n);
+  Shape out;
   try {
-    shapes_.push_back(float_layer_shape(l, shapes_));
+    out = float_layer_shape(l, shapes_);
   } catch (const compiler::CompileError& e) {
     fail(n, e.what());
   }
+  if (!within_tensor_limit(out)) {
+    const Shape model = out.size() == 3 ? Shape{out[2], out[0], out[1]} : out;  // (C, H, W), as the model has it
+    fail(n, fmt::format("its output, of shape [{}] per sample, has more than {} elements (tpu-sim's limit)",
+                        fmt::join(model, ", "), kMaxTensorElements));
+  }
+  shapes_.push_back(std::move(out));
   net_.layers.push_back(std::move(l));
   layer_op_.push_back(n.op_type());
   return net_.layers.size();  // the new tensor's id
@@ -1151,6 +1158,9 @@ FloatNet Importer::run() {
       fail(fmt::format("input '{}': dimension {} must be a fixed size", input->name(), i));
     dims.push_back(static_cast<std::size_t>(d.dim_value()));
   }
+  if (!within_tensor_limit(dims))
+    fail(fmt::format("input '{}', of shape [{}] per sample, has more than {} elements (tpu-sim's limit)",
+                     input->name(), fmt::join(dims, ", "), kMaxTensorElements));
   if (dims.size() == 3) {
     net_.model_input_shape = dims;
     net_.input_shape = {dims[1], dims[2], dims[0]};

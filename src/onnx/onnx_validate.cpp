@@ -172,6 +172,13 @@ std::uint64_t tensor_element_count(const TensorProto& t, const std::string& what
   return count;
 }
 
+bool within_tensor_limit(const std::vector<std::size_t>& shape) {
+  std::uint64_t count = 1;
+  for (std::size_t d : shape)
+    if (__builtin_mul_overflow(count, static_cast<std::uint64_t>(d), &count)) return false;
+  return count <= kMaxTensorElements;
+}
+
 std::string node_operator_error(const std::string& domain, const std::string& op) {
   static const std::set<std::string_view> kMapped = {
       "Constant", "Identity", "Dropout", "Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip",

@@ -17,8 +17,10 @@
 // - every value's declared shape: no negative dimension.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace onnx {
 class ModelProto;
@@ -35,6 +37,16 @@ inline constexpr std::int64_t kMaxOpset = 17;
 // The largest stride, dilation, kernel size, pad or group count a node may
 // hold (tpu-sim's layer fields are unsigned; real networks stay far below).
 inline constexpr std::int64_t kWindowLimit = 65536;
+
+// The most elements one sample of a tensor may have (the model's input and
+// every layer's output, checked as the importer computes their shapes): 2^26,
+// more than a 3 x 4096 x 4096 image; the importer keeps per-element tables
+// (a flattened map's permutation) that must fit in memory.
+inline constexpr std::uint64_t kMaxTensorElements = std::uint64_t{1} << 26;
+
+// Whether a shape has at most kMaxTensorElements elements (the product
+// computed with overflow checks).
+bool within_tensor_limit(const std::vector<std::size_t>& shape);
 
 // Throws FileError ("WHERE: reason", one line) for the first thing in `model`
 // the importer or libonnx cannot take safely.

@@ -67,6 +67,13 @@ def with_opset(m, version):
     return m
 
 
+def flatten_only(in_shape):
+    g = helper.make_graph([helper.make_node("Flatten", ["x"], ["y"], name="flat")], "t",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, None])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
 def pool(op, **attrs):
     return [helper.make_node(op, ["c"], ["m"], name="pool", kernel_shape=[1, 1], **attrs)]
 
@@ -109,6 +116,13 @@ CASES = {
                   "initializer 'w' has 8 bytes of data for 36 elements"),
     "opset_99": (with_opset(net(), 99),
                  "opset 99 is not supported (tpu-sim imports opsets 1 to 17 of the ONNX domain)"),
+    # Tensors past 2^26 elements per sample (the old code ran out of memory making a flatten's permutation).
+    "input_too_large": (flatten_only([1, 1, 65536, 65536]),
+                        "input 'x', of shape [1, 65536, 65536] per sample, has more than 67108864 elements "
+                        "(tpu-sim's limit)"),
+    "output_too_large": (net(conv_attrs={"pads": [65536] * 4}),
+                         "node 'conv' (Conv): its output, of shape [4, 131078, 131078] per sample, has more than "
+                         "67108864 elements (tpu-sim's limit)"),
     "garbage": (b"\x08\x07\x12\xff\xff\xff\xff\x0fnot a protobuf",
                 "not an ONNX model (the protobuf does not parse)"),
 }
