@@ -1208,12 +1208,18 @@ FloatNet import_onnx_model(onnx::ModelProto model, const std::string& where) {
   } catch (const std::exception& e) {
     throw FileError(one_line(fmt::format("{}: the ONNX checker rejects the model: {}", where, e.what())));
   }
+  // The importer computes every shape itself, and refuses any graph whose
+  // shapes it cannot; libonnx's shape inference runs after it, as a check of
+  // the shapes the model declares, since libonnx 1.12 trusts shapes: a Conv
+  // reading a tensor of fewer dimensions than its weights reads past the
+  // input's shape (SIGSEGV; found by fuzz_onnx).
+  FloatNet net = Importer(model.graph(), where).run();
   try {
     onnx::shape_inference::InferShapes(model);
   } catch (const std::exception& e) {
     throw FileError(one_line(fmt::format("{}: ONNX shape inference fails: {}", where, e.what())));
   }
-  return Importer(model.graph(), where).run();
+  return net;
 }
 
 FloatNet import_onnx(const std::string& path) {

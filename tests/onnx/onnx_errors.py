@@ -123,9 +123,19 @@ CASES = {
     "output_too_large": (net(conv_attrs={"pads": [65536] * 4}),
                          "node 'conv' (Conv): its output, of shape [4, 131078, 131078] per sample, has more than "
                          "67108864 elements (tpu-sim's limit)"),
+    # Found by fuzz_onnx: 1-D weights make libonnx infer a 2-D output, and the next Conv (4-D weights) read past
+    # its input's shape in libonnx's shape inference (SIGSEGV); the importer now runs first.
+    "conv_weights_1d": (with_initializer(net(middle=[helper.make_node("Conv", ["c", "w2"], ["c2"], name="conv2")]),
+                                         "w", [4], b"\0" * 16),
+                        "node 'conv' (Conv): only 2-D convolutions (4-D weights) are supported"),
     "garbage": (b"\x08\x07\x12\xff\xff\xff\xff\x0fnot a protobuf",
                 "not an ONNX model (the protobuf does not parse)"),
 }
+
+
+def add_w2(m):
+    m.graph.initializer.extend([const("w2", np.zeros((4, 4, 3, 3), np.float32))])
+    return m
 
 
 def fix_clip(m):
@@ -164,6 +174,8 @@ def main():
             else:
                 if name == "clip":
                     m = fix_clip(m)
+                if name == "conv_weights_1d":
+                    m = add_w2(m)
                 path.write_bytes(m.SerializeToString())
             expect([str(path), "--calibrate", str(d / "x.npy"), "--input", str(d / "x.npy")], 3,
                    f"tpu-sim: error: {path}: {msg}")
