@@ -18,6 +18,7 @@
 #include "common/file_io.h"
 #include "compiler/quant.h"
 #include "onnx/float_exec.h"
+#include "onnx/onnx_validate.h"
 
 namespace tpu::onnximport {
 namespace {
@@ -207,16 +208,12 @@ class Importer {
 };
 
 Const Importer::read_tensor(const onnx::TensorProto& t, const std::string& what) const {
-  if (t.data_location() == onnx::TensorProto::EXTERNAL)
-    fail(fmt::format("{} '{}' keeps its data in an external file, which tpu-sim does not read", what, t.name()));
+  // validate_model has checked the dims and the data's length (and refused
+  // external data); the count is checked again here, as read_tensor trusts it.
   Const c;
   c.type = t.data_type();
-  std::size_t count = 1;
-  for (std::int64_t d : t.dims()) {
-    if (d < 0) fail(fmt::format("{} '{}' has a negative dimension", what, t.name()));
-    c.dims.push_back(d);
-    count *= static_cast<std::size_t>(d);
-  }
+  const std::size_t count = tensor_element_count(t, what, where_);
+  c.dims.assign(t.dims().begin(), t.dims().end());
   const std::string& raw = t.raw_data();
   const auto from_raw = [&](auto zero) {
     using T = decltype(zero);
@@ -281,11 +278,18 @@ std::string Importer::layer_name(const onnx::NodeProto& n) {
 
 std::size_t Importer::add_layer(const onnx::NodeProto& n, FloatLayer l) {
   l.name = layer_name(n);
+  Shape out;
   try {
-    shapes_.push_back(float_layer_shape(l, shapes_));
+    out = float_layer_shape(l, shapes_);
   } catch (const compiler::CompileError& e) {
     fail(n, e.what());
   }
+  if (!within_tensor_limit(out)) {
+    const Shape model = out.size() == 3 ? Shape{out[2], out[0], out[1]} : out;  // (C, H, W), as the model has it
+    fail(n, fmt::format("its output, of shape [{}] per sample, has more than {} elements (tpu-sim's limit)",
+                        fmt::join(model, ", "), kMaxTensorElements));
+  }
+  shapes_.push_back(std::move(out));
   net_.layers.push_back(std::move(l));
   layer_op_.push_back(n.op_type());
   return net_.layers.size();  // the new tensor's id
@@ -322,10 +326,7 @@ void Importer::window(const onnx::NodeProto& n, FloatLayer& l, const Shape& in, 
   if (dil[0] != 1 || dil[1] != 1)
     fail(n, fmt::format("dilations [{}, {}] are not supported (tpu-sim's convolutions and pools are not dilated)",
                         dil[0], dil[1]));
-  for (std::int64_t s : strides)
-    if (s < 1 || s > 65536) fail(n, fmt::format("stride {} is not supported", s));
-  for (std::int64_t p : pads)
-    if (p < 0 || p > 65536) fail(n, fmt::format("pad {} is not supported", p));
+  // validate_model has bounded strides (1 up) and pads (0 up) by kWindowLimit.
   l.stride_h = static_cast<unsigned>(strides[0]);
   l.stride_w = static_cast<unsigned>(strides[1]);
   // ONNX pads: [top, left, bottom, right].
@@ -541,8 +542,7 @@ void Importer::pool(const onnx::NodeProto& n) {
   l.kind = max ? LayerKind::MaxPool2d : LayerKind::AvgPool2d;
   l.inputs = {x.tensor};
   const auto ks = attr_ints(n, "kernel_shape", {});
-  if (ks.size() != 2 || ks[0] < 1 || ks[1] < 1 || ks[0] > 65536 || ks[1] > 65536)
-    fail(n, "needs a 2-D kernel_shape");
+  if (ks.size() != 2) fail(n, "needs a 2-D kernel_shape");  // each 1 to kWindowLimit (validate_model)
   l.kernel_h = static_cast<unsigned>(ks[0]);
   l.kernel_w = static_cast<unsigned>(ks[1]);
   if (x.padded) {
@@ -1082,8 +1082,7 @@ void Importer::finish_qdq() {
 
 void Importer::node(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
-  if (!n.domain().empty() && n.domain() != "ai.onnx")
-    fail(n, fmt::format("operator domain '{}' is not supported", n.domain()));
+  if (const std::string why = node_operator_error(n.domain(), op); !why.empty()) fail(n, why);
   if (n.output_size() < 1) fail(n, "has no output");
   if (op == "Constant") {
     only_attrs(n, {"value"});
@@ -1128,15 +1127,7 @@ void Importer::node(const onnx::NodeProto& n) {
     cast(n);
   } else if (op == "ConstantOfShape") {
     constant_of_shape(n);
-  } else if (op == "QLinearConv" || op == "QLinearMatMul" || op == "ConvInteger" || op == "MatMulInteger" ||
-             op == "QLinearAdd" || op == "QLinearMul" || op == "QLinearAveragePool" ||
-             op == "QLinearGlobalAveragePool" || op == "QGemm") {
-    fail(n, "the QOperator form is not supported: tpu-sim imports quantized models in QDQ form (QuantizeLinear and "
-            "DequantizeLinear around float Conv, Gemm, MatMul)");
-  } else if (op == "DynamicQuantizeLinear") {
-    fail(n, "dynamic quantization is not supported (tpu-sim takes static QDQ models: QuantizeLinear with constant "
-            "scales and zero points)");
-  } else {
+  } else {  // node_operator_error lists the operators above
     fail(n, "operator not supported (docs/onnx.md lists the supported ones)");
   }
 }
@@ -1167,6 +1158,9 @@ FloatNet Importer::run() {
       fail(fmt::format("input '{}': dimension {} must be a fixed size", input->name(), i));
     dims.push_back(static_cast<std::size_t>(d.dim_value()));
   }
+  if (!within_tensor_limit(dims))
+    fail(fmt::format("input '{}', of shape [{}] per sample, has more than {} elements (tpu-sim's limit)",
+                     input->name(), fmt::join(dims, ", "), kMaxTensorElements));
   if (dims.size() == 3) {
     net_.model_input_shape = dims;
     net_.input_shape = {dims[1], dims[2], dims[0]};
@@ -1208,17 +1202,24 @@ FloatNet Importer::run() {
 }  // namespace
 
 FloatNet import_onnx_model(onnx::ModelProto model, const std::string& where) {
+  validate_model(model, where);  // first: libonnx trusts strides and dims
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
     throw FileError(one_line(fmt::format("{}: the ONNX checker rejects the model: {}", where, e.what())));
   }
+  // The importer computes every shape itself, and refuses any graph whose
+  // shapes it cannot; libonnx's shape inference runs after it, as a check of
+  // the shapes the model declares, since libonnx 1.12 trusts shapes: a Conv
+  // reading a tensor of fewer dimensions than its weights reads past the
+  // input's shape (SIGSEGV; found by fuzz_onnx).
+  FloatNet net = Importer(model.graph(), where).run();
   try {
     onnx::shape_inference::InferShapes(model);
   } catch (const std::exception& e) {
     throw FileError(one_line(fmt::format("{}: ONNX shape inference fails: {}", where, e.what())));
   }
-  return Importer(model.graph(), where).run();
+  return net;
 }
 
 FloatNet import_onnx(const std::string& path) {

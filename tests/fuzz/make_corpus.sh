@@ -13,6 +13,11 @@
 #   fuzz_config   tests/fuzz/seeds/config/*.json
 #   fuzz_net      tests/fuzz/seeds/net/*.hex as bytes (networks written out
 #                 byte by byte in hex, with comments after '#')
+#   fuzz_onnx     ONNX models: the ONNX tests' networks exported by PyTorch and
+#                 built with python3-onnx, and their error cases
+#                 (make_onnx_seeds.py says which)
+#   fuzz_sweep    tests/fuzz/seeds/sweep/*.json (sweep files: docs/python.md's
+#                 example at small sizes, every workload kind, wrong types)
 set -euo pipefail
 
 out=$1
@@ -20,7 +25,7 @@ tpu_as=$2
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 python=/usr/bin/python3  # Debian's python3-numpy, as tests/CMakeLists.txt uses
 
-mkdir -p "$out"/{fuzz_asm,fuzz_program,fuzz_sim,fuzz_npy,fuzz_config,fuzz_net}
+mkdir -p "$out"/{fuzz_asm,fuzz_program,fuzz_sim,fuzz_npy,fuzz_config,fuzz_net,fuzz_onnx,fuzz_sweep}
 
 cp "$src"/programs/*.s "$src"/tests/fuzz/seeds/asm/*.s "$out/fuzz_asm/"
 cp "$src"/tests/fuzz/seeds/config/*.json "$out/fuzz_config/"
@@ -53,5 +58,13 @@ if "$python" -c 'import numpy' 2>/dev/null; then
 else
   echo "make_corpus.sh: $python has no numpy; the .npy corpus has only programs/data" >&2
 fi
+
+if "$python" -c 'import onnx, numpy' 2>/dev/null; then
+  "$python" "$src/tests/fuzz/make_onnx_seeds.py" "$out/fuzz_onnx" >/dev/null 2>&1 ||
+    { echo "make_corpus.sh: make_onnx_seeds.py failed" >&2; exit 1; }
+else
+  echo "make_corpus.sh: $python has no onnx; fuzz_onnx starts from an empty corpus" >&2
+fi
+cp "$src"/tests/fuzz/seeds/sweep/*.json "$out/fuzz_sweep/"
 
 for t in "$out"/*/; do echo "seed corpus $(basename "$t"): $(ls "$t" | wc -l) files"; done

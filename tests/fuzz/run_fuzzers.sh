@@ -4,8 +4,9 @@
 #   tests/fuzz/run_fuzzers.sh BUILD_DIR SECONDS [TARGET...]
 #
 # BUILD_DIR is configured with CXX=clang++ -DTPU_FUZZ=ON and built with
-# --target tpu_fuzzers; TARGET defaults to all six (fuzz_asm fuzz_program
-# fuzz_npy fuzz_config fuzz_sim fuzz_net). Up to nproc targets run at once.
+# --target tpu_fuzzers; TARGET defaults to all eight (fuzz_asm fuzz_program
+# fuzz_npy fuzz_config fuzz_sim fuzz_net fuzz_onnx fuzz_sweep). Up to nproc
+# targets run at once.
 #
 # Each target's corpus is BUILD_DIR/fuzz-corpus/TARGET: seeded by
 # make_corpus.sh the first time, it keeps what the fuzzer adds, so later runs
@@ -27,14 +28,14 @@ build=$(cd "$1" && pwd)
 seconds=$2
 shift 2
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_asm fuzz_program fuzz_npy fuzz_config fuzz_sim fuzz_net)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_asm fuzz_program fuzz_npy fuzz_config fuzz_sim fuzz_net fuzz_onnx fuzz_sweep)
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 bin=$build/tests/fuzz
 corpus=$build/fuzz-corpus
 artifacts=$build/fuzz-artifacts
 logs=$build/fuzz-logs
 mkdir -p "$artifacts" "$logs" "$build/fuzz-tmp"
-export TMPDIR=$build/fuzz-tmp  # fuzz_npy's scratch files, kept out of /tmp
+export TMPDIR=$build/fuzz-tmp  # fuzz_npy's and fuzz_sweep's scratch files, kept out of /tmp
 
 if [ ! -d "$corpus" ]; then
   rm -rf "$corpus.new"

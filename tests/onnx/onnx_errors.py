@@ -50,6 +50,39 @@ def net(conv_attrs=None, head=None, middle=None):
     return model(nodes, inits)
 
 
+def with_initializer(m, name, dims, raw=b""):
+    """`m` with initializer `name` (replaced or added): float32 of `dims` with raw_data `raw`, built by hand (the
+    helper would check the sizes)."""
+    t = TensorProto()
+    t.name, t.data_type, t.raw_data = name, TensorProto.FLOAT, raw
+    t.dims.extend(dims)
+    kept = [i for i in m.graph.initializer if i.name != name]
+    del m.graph.initializer[:]
+    m.graph.initializer.extend(kept + [t])
+    return m
+
+
+def with_opset(m, version):
+    m.opset_import[0].version = version
+    return m
+
+
+def flatten_only(in_shape):
+    g = helper.make_graph([helper.make_node("Flatten", ["x"], ["y"], name="flat")], "t",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, None])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
+def pool(op, **attrs):
+    return [helper.make_node(op, ["c"], ["m"], name="pool", kernel_shape=[1, 1], **attrs)]
+
+
+# The element count 2^62 + 1 as two dims below 2^32 (a^4 + 4b^4 = (a^2 + 2b^2 + 2ab)(a^2 + 2b^2 - 2ab), a = 1,
+# b = 2^15): 4 bytes per float wrap 2^62 + 1 elements to 4 bytes.
+WRAP_DIMS = [2**31 + 2**16 + 1, 2**31 - 2**16 + 1]
+assert WRAP_DIMS[0] * WRAP_DIMS[1] == 2**62 + 1
+
 CASES = {
     # name: (model bytes or ModelProto, expected message after "PATH: ")
     "softmax": (net(head=helper.make_node("Softmax", ["g"], ["y"], name="sm")),
@@ -66,9 +99,43 @@ CASES = {
                                   helper.make_node("Sigmoid", ["m"], ["s"], name="sig")]),
                       "node 'sig' (Sigmoid): must follow a Conv, Gemm or MatMul without activation (the activation "
                       "is fused into it)"),
+    # Found by issue 25: checked before libonnx (its shape inference divides by the strides; its checker and the
+    # importer counted elements in wrapping 64-bit arithmetic).
+    "conv_stride_0": (net(conv_attrs={"pads": [1, 1, 1, 1], "strides": [0, 0]}),
+                      "node 'conv' (Conv): strides [0, 0] are not supported (each 1 to 65536)"),
+    "maxpool_stride_0": (net(middle=pool("MaxPool", strides=[0, 1])),
+                         "node 'pool' (MaxPool): strides [0, 1] are not supported (each 1 to 65536)"),
+    "avgpool_stride_0": (net(middle=pool("AveragePool", strides=[1, 0])),
+                         "node 'pool' (AveragePool): strides [1, 0] are not supported (each 1 to 65536)"),
+    "dims_past_2_64": (with_initializer(net(), "w", [4, 1, 2**31, 2**31]),
+                       "initializer 'w' has dimensions [4, 1, 2147483648, 2147483648] whose product is past 2^64"),
+    "negative_dims": (with_initializer(net(), "w", [4, 1, 0, -3]), "initializer 'w' has a negative dimension -3"),
+    "data_size_wraps": (with_initializer(net(), "big", WRAP_DIMS, b"\0" * 4),
+                        f"initializer 'big' has 4 bytes of data for {2**62 + 1} elements"),
+    "data_size": (with_initializer(net(), "w", [4, 1, 3, 3], b"\0" * 8),
+                  "initializer 'w' has 8 bytes of data for 36 elements"),
+    "opset_99": (with_opset(net(), 99),
+                 "opset 99 is not supported (tpu-sim imports opsets 1 to 17 of the ONNX domain)"),
+    # Tensors past 2^26 elements per sample (the old code ran out of memory making a flatten's permutation).
+    "input_too_large": (flatten_only([1, 1, 65536, 65536]),
+                        "input 'x', of shape [1, 65536, 65536] per sample, has more than 67108864 elements "
+                        "(tpu-sim's limit)"),
+    "output_too_large": (net(conv_attrs={"pads": [65536] * 4}),
+                         "node 'conv' (Conv): its output, of shape [4, 131078, 131078] per sample, has more than "
+                         "67108864 elements (tpu-sim's limit)"),
+    # Found by fuzz_onnx: 1-D weights make libonnx infer a 2-D output, and the next Conv (4-D weights) read past
+    # its input's shape in libonnx's shape inference (SIGSEGV); the importer now runs first.
+    "conv_weights_1d": (with_initializer(net(middle=[helper.make_node("Conv", ["c", "w2"], ["c2"], name="conv2")]),
+                                         "w", [4], b"\0" * 16),
+                        "node 'conv' (Conv): only 2-D convolutions (4-D weights) are supported"),
     "garbage": (b"\x08\x07\x12\xff\xff\xff\xff\x0fnot a protobuf",
                 "not an ONNX model (the protobuf does not parse)"),
 }
+
+
+def add_w2(m):
+    m.graph.initializer.extend([const("w2", np.zeros((4, 4, 3, 3), np.float32))])
+    return m
 
 
 def fix_clip(m):
@@ -107,6 +174,8 @@ def main():
             else:
                 if name == "clip":
                     m = fix_clip(m)
+                if name == "conv_weights_1d":
+                    m = add_w2(m)
                 path.write_bytes(m.SerializeToString())
             expect([str(path), "--calibrate", str(d / "x.npy"), "--input", str(d / "x.npy")], 3,
                    f"tpu-sim: error: {path}: {msg}")

@@ -359,3 +359,73 @@ TEST_CASE("QDQ weights with a zero point are refused", "[onnx][qdq]") {
         "(tpu-sim's weights are symmetric, int8 with zero point 0 or uint8 with 128: the array has no weight zero "
         "point)");
 }
+
+// The first pass (onnx_validate.cpp) refuses what libonnx would trust. Each
+// model is the 1x1 conv of the tests above with one thing changed.
+static onnx::ModelProto conv_1x1() {
+  onnx::ModelProto m = model({1, 1, 2, 2}, {1, 2, 2, 2});
+  add_float(*m.mutable_graph(), "w", {2, 1, 1, 1}, {2.0f, -1.0f});
+  add_node(*m.mutable_graph(), "Conv", "conv", {"x", "w"}, "y");
+  return m;
+}
+
+TEST_CASE("the first pass counts a tensor's elements with overflow checks", "[onnx]") {
+  onnx::ModelProto ok = conv_1x1();
+  CHECK(import(ok).layers.size() == 1);
+  // 2^32 * 2^32 wraps to 0 in 64 bits, 3 * 2^31 * 2^31 to 2^62 * 3 mod 2^64 = 2^63 + 2^62.
+  onnx::ModelProto m = conv_1x1();
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_dims();
+  for (std::int64_t d : {std::int64_t{1} << 31, std::int64_t{1} << 31, std::int64_t{4}, std::int64_t{1}})
+    w->add_dims(d);
+  w->clear_float_data();
+  CHECK(import_error(m) == "m.onnx: initializer 'w' has dimensions [2147483648, 2147483648, 4, 1] whose product is "
+                           "past 2^64");
+  w->set_dims(2, 3);  // 3 * 2^62 < 2^64: no overflow, but no data for them
+  CHECK(import_error(m) == "m.onnx: initializer 'w' has 0 values for 13835058055282163712 elements");
+  w->set_dims(0, std::int64_t{1} << 32);
+  CHECK(import_error(m) == "m.onnx: initializer 'w' has a dimension of 4294967296, more than 4294967295");
+  w->set_dims(0, -2);
+  CHECK(import_error(m) == "m.onnx: initializer 'w' has a negative dimension -2");
+}
+
+TEST_CASE("the first pass checks raw data against the element count", "[onnx]") {
+  onnx::ModelProto m = conv_1x1();
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_float_data();
+  w->set_raw_data(std::string(7, '\0'));
+  CHECK(import_error(m) == "m.onnx: initializer 'w' has 7 bytes of data for 2 elements");
+  // 2^62 + 1 = (2^31 + 2^16 + 1)(2^31 - 2^16 + 1) elements of 4 bytes wrap to 4 bytes in 64 bits.
+  w->clear_dims();
+  w->add_dims((std::int64_t{1} << 31) + (1 << 16) + 1);
+  w->add_dims((std::int64_t{1} << 31) - (1 << 16) + 1);
+  w->set_raw_data(std::string(4, '\0'));
+  CHECK(import_error(m) == "m.onnx: initializer 'w' has 4 bytes of data for 4611686018427387905 elements");
+}
+
+TEST_CASE("the first pass bounds window attributes on every node", "[onnx]") {
+  for (const char* name : {"strides", "dilations", "kernel_shape"})
+    for (std::int64_t bad : {std::int64_t{0}, std::int64_t{-1}, std::int64_t{65537}}) {
+      onnx::ModelProto m = conv_1x1();
+      add_ints(m.mutable_graph()->mutable_node(0), name, {1, bad});
+      CHECK(import_error(m) == "m.onnx: node 'conv' (Conv): " + std::string(name) + " [1, " + std::to_string(bad) +
+                                   "] are not supported (each 1 to 65536)");
+    }
+  onnx::ModelProto m = conv_1x1();
+  add_ints(m.mutable_graph()->mutable_node(0), "pads", {0, 0, -1, 0});
+  CHECK(import_error(m) == "m.onnx: node 'conv' (Conv): pads [0, 0, -1, 0] are not supported (each 0 to 65536)");
+  onnx::ModelProto g = conv_1x1();
+  onnx::AttributeProto* group = g.mutable_graph()->mutable_node(0)->add_attribute();
+  group->set_name("group");
+  group->set_type(onnx::AttributeProto::INT);
+  group->set_i(0);
+  CHECK(import_error(g) == "m.onnx: node 'conv' (Conv): group 0 is not supported (1 to 65536)");
+}
+
+TEST_CASE("the first pass refuses opsets the importer does not know", "[onnx]") {
+  onnx::ModelProto m = conv_1x1();
+  m.mutable_opset_import(0)->set_version(18);
+  CHECK(import_error(m) == "m.onnx: opset 18 is not supported (tpu-sim imports opsets 1 to 17 of the ONNX domain)");
+  m.mutable_opset_import(0)->set_version(17);
+  CHECK(import(m).layers.size() == 1);
+}
