@@ -299,10 +299,18 @@ NetOutcome run_net(const ArchConfig& cfg, const compiler::Network& net, const co
 }
 
 std::vector<nlohmann::json> expand_grid(const Grid& grid) {
+  // The number of points first: a few bytes of lists multiply to more points
+  // than memory holds.
+  std::uint64_t count = 1;
+  for (const auto& [key, values] : grid) {
+    const std::uint64_t n = values.is_array() ? values.size() : 1;
+    if (n == 0) throw FileError(fmt::format("grid: \"{}\" has no values", key));
+    if (__builtin_mul_overflow(count, n, &count) || count > kMaxGridPoints)
+      throw FileError(fmt::format("grid: more than {} points (the product of the lists' lengths)", kMaxGridPoints));
+  }
   std::vector<nlohmann::json> points{nlohmann::json::object()};
   for (const auto& [key, values] : grid) {
     const nlohmann::json list = values.is_array() ? values : nlohmann::json::array({values});
-    if (list.empty()) throw FileError(fmt::format("grid: \"{}\" has no values", key));
     std::vector<nlohmann::json> next;
     for (const nlohmann::json& p : points)
       for (const nlohmann::json& v : list) {
@@ -332,7 +340,11 @@ ArchConfig config_of(const nlohmann::json& base, const nlohmann::json& point) {
 }
 
 std::string workload_name(const nlohmann::json& w, std::size_t index) {
-  if (w.is_object() && w.contains("name") && w["name"].is_string()) return w["name"].get<std::string>();
+  if (w.is_object() && w.contains("name") && w["name"].is_string()) {
+    std::string name = w["name"].get<std::string>();
+    if (name.empty()) throw UsageError(fmt::format("workload {}: \"name\" is empty", index));
+    return name;
+  }
   const std::string kind =
       w.is_object() && w.contains("kind") && w["kind"].is_string() ? w["kind"].get<std::string>() : "workload";
   return fmt::format("{}{}", kind, index);

@@ -140,8 +140,11 @@ NetOutcome run_net(const ArchConfig& cfg, const compiler::Network& net, const co
                    const std::string& model_path = {});
 
 // The cartesian product of a grid, fields (name, [v1, v2, ...]) in the order
-// listed, the last varying fastest; a scalar value is a list of one.
+// listed, the last varying fastest; a scalar value is a list of one. A field
+// without values, or more than kMaxGridPoints points (counted before any is
+// made), is a FileError.
 using Grid = std::vector<std::pair<std::string, nlohmann::json>>;
+inline constexpr std::uint64_t kMaxGridPoints = 1'000'000;
 std::vector<nlohmann::json> expand_grid(const Grid& grid);
 
 // The configuration of one point: `base` ({"preset": P, fields...}), then
@@ -156,7 +159,7 @@ nlohmann::json run_workload(const ArchConfig& cfg, const nlohmann::json& workloa
                             const std::string& base_dir, const EngineOptions& opts,
                             const std::string& name = {});
 
-// The workload's name: "name", else KIND and its index.
+// The workload's name: "name" (UsageError when empty), else KIND and its index.
 std::string workload_name(const nlohmann::json& workload, std::size_t index);
 
 // A nested JSON object flattened into one level with dotted keys.

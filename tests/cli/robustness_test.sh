@@ -339,6 +339,20 @@ PY
     expect_status 0 "$bin/tpu-sim" sweep "$tmp/big.json" --out "$tmp/b.csv"
     grep -qF 'workload gemm0: a 4000000000000 x 4000000000000 matrix is too large' "$tmp/b.csv" ||
       fail "a huge GEMM: $(cat "$tmp/b.csv")"
+    # A grid of 10^10 points in a few bytes: refused before any point is made
+    # (it expanded until memory ran out; fuzz_sweep's finding).
+    printf '{"grid": {"a": [1,2,3,4,5,6,7,8,9,10], "b": [1,2,3,4,5,6,7,8,9,10], "c": [1,2,3,4,5,6,7,8,9,10],
+      "d": [1,2,3,4,5,6,7,8,9,10], "e": [1,2,3,4,5,6,7,8,9,10], "f": [1,2,3,4,5,6,7,8,9,10],
+      "g": [1,2,3,4,5,6,7,8,9,10], "h": [1,2,3,4,5,6,7,8,9,10], "i": [1,2,3,4,5,6,7,8,9,10],
+      "j": [1,2,3,4,5,6,7,8,9,10]}, "workloads": [{"kind": "gemm", "m": 4, "k": 4, "n": 4}]}' >"$tmp/grid.json"
+    expect_status 3 timeout 60 "$bin/tpu-sim" sweep "$tmp/grid.json"
+    grep -qx "tpu-sim: error: $tmp/grid.json: grid: more than 1000000 points (the product of the lists' lengths)" \
+      "$tmp/err" || fail "a huge grid: $(cat "$tmp/err")"
+    # An empty workload name (accepted before; fuzz_sweep's finding).
+    printf '{"workloads": [{"kind": "gemm", "name": "", "m": 4, "k": 4, "n": 4}]}' >"$tmp/n.json"
+    expect_status 3 "$bin/tpu-sim" sweep "$tmp/n.json"
+    grep -qx "tpu-sim: error: $tmp/n.json: workload 0: \"name\" is empty" "$tmp/err" ||
+      fail "an empty name: $(cat "$tmp/err")"
     ;;
   *)
     fail "unknown case $case_name"
