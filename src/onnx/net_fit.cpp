@@ -114,11 +114,18 @@ compiler::Network placeholder_quantized(FloatNet net, float lo, float hi, bool d
 void check_fit_before_calibration(const FloatNet& net, std::uint64_t batch, const ArchConfig& cfg) {
   try {
     compiler::compile_network(placeholder_quantized(net, -1.0f, 1.0f, true), batch, cfg);
-  } catch (const CompileError& e) {
+  } catch (const CompileError& lower) {
+    // The reason and the advice from the same network, so that their sizes agree.
     const compiler::Network upper = placeholder_quantized(net, 0.0f, 1.0f, false);
+    std::string reason = lower.what();
+    try {
+      compiler::compile_network(upper, batch, cfg);
+    } catch (const CompileError& e) {
+      reason = e.what();
+    }
     const std::optional<FitAdvice> advice = advise_fit(upper, batch, cfg);
-    if (!advice) throw;
-    throw CompileError(fit_message(e.what(), *advice));
+    if (!advice) throw CompileError(reason);
+    throw CompileError(fit_message(reason, *advice));
   }
 }
 
