@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "onnx/quantize_float.h"
 
@@ -99,34 +100,64 @@ compiler::NetworkPlan compile_with_fit_advice(const compiler::Network& net, std:
 
 namespace {
 
-// Every activation range [lo, hi]; without biases when `drop_biases`.
-compiler::Network placeholder_quantized(FloatNet net, float lo, float hi, bool drop_biases) {
-  if (drop_biases)
-    for (FloatLayer& l : net.layers) l.bias.clear();
+// Every activation range [0, 1]: zero point -128, the largest zero-point
+// correction.
+compiler::Network placeholder_quantized(const FloatNet& net) {
   Range r;
-  r.add(lo);
-  r.add(hi);
+  r.add(0.0f);
+  r.add(1.0f);
   return quantize_float(net, std::vector<Range>(net.layers.size() + 1, r));
 }
 
+// Takes the biases and zero points out of `net` (the fewest bias passes and
+// no constant plane) and puts them back: no copy of the weights.
+class WithoutBiases {
+ public:
+  explicit WithoutBiases(compiler::Network& net) : net_(net), biases_(net.layers.size()) {
+    zeros_.push_back(std::exchange(net.input.zero_point, 0));
+    for (std::size_t i = 0; i < net.layers.size(); ++i) {
+      biases_[i].swap(net.layers[i].bias);
+      zeros_.push_back(std::exchange(net.layers[i].output.zero_point, 0));
+    }
+  }
+  ~WithoutBiases() {
+    net_.input.zero_point = zeros_[0];
+    for (std::size_t i = 0; i < net_.layers.size(); ++i) {
+      biases_[i].swap(net_.layers[i].bias);
+      net_.layers[i].output.zero_point = zeros_[i + 1];
+    }
+  }
+  WithoutBiases(const WithoutBiases&) = delete;
+  WithoutBiases& operator=(const WithoutBiases&) = delete;
+
+ private:
+  compiler::Network& net_;
+  std::vector<std::vector<std::int32_t>> biases_;
+  std::vector<std::int32_t> zeros_;
+};
+
 }  // namespace
 
-void check_fit_before_calibration(const FloatNet& net, std::uint64_t batch, const ArchConfig& cfg) {
+void check_fit_before_calibration(const FloatNet& fnet, std::uint64_t batch, const ArchConfig& cfg) {
+  compiler::Network net = placeholder_quantized(fnet);
+  std::string lower_reason;
   try {
-    compiler::compile_network(placeholder_quantized(net, -1.0f, 1.0f, true), batch, cfg);
-  } catch (const CompileError& lower) {
-    // The reason and the advice from the same network, so that their sizes agree.
-    const compiler::Network upper = placeholder_quantized(net, 0.0f, 1.0f, false);
-    std::string reason = lower.what();
-    try {
-      compiler::compile_network(upper, batch, cfg);
-    } catch (const CompileError& e) {
-      reason = e.what();
-    }
-    const std::optional<FitAdvice> advice = advise_fit(upper, batch, cfg);
-    if (!advice) throw CompileError(reason);
-    throw CompileError(fit_message(reason, *advice));
+    const WithoutBiases lower(net);
+    compiler::compile_network(net, batch, cfg);
+    return;
+  } catch (const CompileError& e) {
+    lower_reason = e.what();
   }
+  // The reason and the advice from the same network, so that their sizes agree.
+  std::string reason = lower_reason;
+  try {
+    compiler::compile_network(net, batch, cfg);
+  } catch (const CompileError& e) {
+    reason = e.what();
+  }
+  const std::optional<FitAdvice> advice = advise_fit(net, batch, cfg);
+  if (!advice) throw CompileError(reason);
+  throw CompileError(fit_message(reason, *advice));
 }
 
 }  // namespace tpu::onnximport

@@ -44,11 +44,12 @@ compiler::NetworkPlan compile_with_fit_advice(const compiler::Network& net, std:
 // Before calibration: throws CompileError when the float network cannot fit
 // `cfg` for `batch` samples whatever its calibration gives. The weight tiles
 // of a layer's bias passes (its biases and its input's zero-point
-// correction, docs/quantization.md) depend on the calibrated scales: the
-// network is compiled with none (biases dropped, every zero point 0), a lower
-// bound, and refused only when that fails; the advice then comes from
-// activations in [0, 1] (zero point -128, the largest correction), which
-// most networks' calibration stays under. The compile after calibration
+// correction, docs/quantization.md) depend on the calibrated scales. The
+// network is quantized with every activation in [0, 1] (zero point -128, the
+// largest correction, which most networks' calibration stays under) and
+// compiled without its biases and zero points (a lower bound); it is refused
+// only when that fails, with the reason and advice of the network as
+// quantized. The compile after calibration
 // gives exact advice (compile_with_fit_advice) when the calibrated network still fails.
 void check_fit_before_calibration(const FloatNet& net, std::uint64_t batch, const ArchConfig& cfg);
 
