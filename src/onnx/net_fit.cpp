@@ -139,7 +139,12 @@ class WithoutBiases {
 }  // namespace
 
 void check_fit_before_calibration(const FloatNet& fnet, std::uint64_t batch, const ArchConfig& cfg) {
-  compiler::Network net = placeholder_quantized(fnet);
+  compiler::Network net;
+  try {
+    net = placeholder_quantized(fnet);
+  } catch (const CompileError&) {
+    return;  // no verdict: the calibrated quantization says what is wrong
+  }
   std::string lower_reason;
   try {
     const WithoutBiases lower(net);
