@@ -15,6 +15,7 @@
 #include "compiler/network.h"
 #include "layer_report.h"
 #include "timeline.h"
+#include "onnx/net_fit.h"
 #include "onnx/onnx_net.h"
 #include "outputs.h"
 #include "progress.h"
@@ -36,6 +37,7 @@ struct NetArgs : SimArgs {
   std::string calibrate;
   std::string save_model;
   std::string float_out;
+  bool progress = false;
 };
 
 // PATH for a one-program network, else PATH with ".K" before its extension.
@@ -143,17 +145,29 @@ class Net final : public NetCommand {
     cmd_->add_option("--float-out", args_.float_out,
                      "MODEL.onnx: write the float network's output on --input here (.npy, float32, "
                      "the model's layout)");
+    cmd_->add_flag("--progress", args_.progress,
+                   "show the progress line (import, calibration, compile, simulation) on stderr even "
+                   "when it is not a terminal");
     args_.add_to(*cmd_);
   }
   bool parsed() const override { return cmd_->parsed(); }
   int run() override;
 
  private:
+  compiler::NetworkPlan compile(const compiler::Network& net, std::size_t batch, const ArchConfig& cfg) const;
+
   CLI::App* cmd_ = nullptr;
   NetArgs args_;
   bool host_steps_ = false;
   std::string report_;
 };
+
+// A refusal says which --config field would make the network fit, and how
+// large, when one does (net_fit.h).
+compiler::NetworkPlan Net::compile(const compiler::Network& net, std::size_t batch, const ArchConfig& cfg) const {
+  if (host_steps_) return compiler::compile_network(net, batch, cfg, compiler::CompileMode::Segments);
+  return onnximport::compile_with_fit_advice(net, batch, cfg);
+}
 
 int Net::run() {
   const ArchConfig cfg = args_.cfg.resolve();
@@ -171,20 +185,28 @@ int Net::run() {
   const std::string stats_path = outputs.file(args_.stats, Outputs::When::SuccessOrFault);
   const std::string report_path = outputs.file(report_);
   const std::string timeline_path = outputs.file(args_.timeline, Outputs::When::SuccessOrFault);
+  // stderr only (progress.h); with --progress also when it is not a terminal.
+  const ProgressScope progress(args_.progress || ProgressScope::stderr_is_terminal());
   onnximport::OnnxRun onnx_run;
-  if (is_onnx)
+  if (is_onnx) {
+    onnximport::PrepareOptions prep;
+    // The fit check compiles as below: not for --host-steps, which forces the mode.
+    if (!host_steps_) prep.fit_config = &cfg;
+    prep.progress = [](const std::string& s) {
+      if (s.empty()) progress_clear();
+      else progress_show("tpu-sim net: " + s);
+    };
     onnx_run = onnximport::prepare_onnx(args_.model, args_.calibrate, args_.input,
-                                        outputs.folder(args_.save_model), outputs.file(args_.float_out));
+                                        outputs.folder(args_.save_model), outputs.file(args_.float_out), prep);
+  }
   const compiler::Network net = is_onnx ? onnx_run.net : compiler::load_network(args_.model);
   const compiler::Tensor x = is_onnx ? onnx_run.input : read_input(args_.input, net);
   const std::size_t batch = x.batch();
   std::vector<std::int64_t> labels;
   if (!args_.labels.empty()) labels = read_labels(args_.labels, batch);
-  const ProgressScope progress(ProgressScope::stderr_is_terminal());  // stderr only, progress.h
   progress_show(fmt::format("tpu-sim net: compiling {} for {}", plural(net.layers.size(), "layer"),
                             plural(batch, "sample")));
-  const compiler::NetworkPlan plan = compiler::compile_network(
-      net, batch, cfg, host_steps_ ? compiler::CompileMode::Segments : compiler::CompileMode::Auto);
+  const compiler::NetworkPlan plan = compile(net, batch, cfg);
   progress_clear();
   const std::size_t programs = plan.segments.size();
   if (!args_.emit_asm.empty())

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
+
+#include "onnx/float_kernels.h"
 
 namespace tpu::onnximport {
 namespace {
@@ -79,40 +82,6 @@ float activate(const FloatLayer& l, float v) {
   return v;
 }
 
-// One sample of a conv2d, NHWC in and out, weights HWIO; the innermost loop
-// runs over output channels, contiguous in both weights and accumulators.
-void conv(const FloatLayer& l, const Shape& is, const float* x, const Shape& os, float* y) {
-  const std::size_t H = is[0], W = is[1], C = is[2], OH = os[0], OW = os[1], CO = os[2];
-  const bool dw = l.groups != 1;
-  std::vector<float> acc(CO);
-  for (std::size_t oy = 0; oy < OH; ++oy)
-    for (std::size_t ox = 0; ox < OW; ++ox) {
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      for (unsigned dy = 0; dy < l.kernel_h; ++dy) {
-        const long iy = static_cast<long>(oy * l.stride_h + dy) - l.pad_top;
-        if (iy < 0 || iy >= static_cast<long>(H)) continue;
-        for (unsigned dx = 0; dx < l.kernel_w; ++dx) {
-          const long ix = static_cast<long>(ox * l.stride_w + dx) - l.pad_left;
-          if (ix < 0 || ix >= static_cast<long>(W)) continue;
-          const float* px = x + (static_cast<std::size_t>(iy) * W + static_cast<std::size_t>(ix)) * C;
-          const float* wt = l.weights.data() + (dy * l.kernel_w + dx) * (dw ? 1 : C) * CO;
-          if (dw) {
-            for (std::size_t c = 0; c < CO; ++c) acc[c] += px[c] * wt[c];
-          } else {
-            for (std::size_t ci = 0; ci < C; ++ci) {
-              const float v = px[ci];
-              const float* wr = wt + ci * CO;
-              for (std::size_t co = 0; co < CO; ++co) acc[co] += v * wr[co];
-            }
-          }
-        }
-      }
-      float* out = y + (oy * OW + ox) * CO;
-      for (std::size_t co = 0; co < CO; ++co)
-        out[co] = activate(l, acc[co] + (l.bias.empty() ? 0.0f : l.bias[co]));
-    }
-}
-
 void pool(const FloatLayer& l, const Shape& is, const float* x, const Shape& os, float* y) {
   const std::size_t H = is[0], W = is[1], C = is[2];
   const bool max = l.kind == LayerKind::MaxPool2d;
@@ -137,23 +106,22 @@ void pool(const FloatLayer& l, const Shape& is, const float* x, const Shape& os,
       }
 }
 
-void run_layer(const FloatLayer& l, const std::vector<Shape>& shapes, const Shape& os,
-               const std::vector<const float*>& in, float* y) {
-  const Shape& is = shapes[l.inputs[0]];
+ConvGeom conv_geom(const FloatLayer& l, const Shape& is, const Shape& os) {
+  ConvGeom g;
+  g.h = is[0], g.w = is[1], g.c = is[2];
+  g.oh = os[0], g.ow = os[1], g.co = os[2];
+  g.kh = l.kernel_h, g.kw = l.kernel_w;
+  g.stride_h = l.stride_h, g.stride_w = l.stride_w;
+  g.pad_top = l.pad_top, g.pad_left = l.pad_left;
+  g.groups = l.groups;
+  return g;
+}
+
+// One sample of a layer other than conv2d and dense.
+void run_sample(const FloatLayer& l, const Shape& is, const Shape& os, const std::vector<const float*>& in,
+                float* y) {
   const float* x = in[0];
   switch (l.kind) {
-    case LayerKind::Dense: {
-      const std::size_t K = l.weight_shape[0], N = l.weight_shape[1];
-      std::vector<float> acc(N, 0.0f);
-      for (std::size_t k = 0; k < K; ++k) {
-        const float v = x[k];
-        const float* wr = l.weights.data() + k * N;
-        for (std::size_t n = 0; n < N; ++n) acc[n] += v * wr[n];
-      }
-      for (std::size_t n = 0; n < N; ++n) y[n] = activate(l, acc[n] + (l.bias.empty() ? 0.0f : l.bias[n]));
-      return;
-    }
-    case LayerKind::Conv2d: conv(l, is, x, os, y); return;
     case LayerKind::MaxPool2d:
     case LayerKind::AvgPool2d: pool(l, is, x, os, y); return;
     case LayerKind::GlobalAvgPool2d: {
@@ -166,12 +134,79 @@ void run_layer(const FloatLayer& l, const std::vector<Shape>& shapes, const Shap
       return;
     }
     case LayerKind::Add:
-      for (std::size_t i = 0, n = count(os); i < n; ++i) y[i] = activate(l, x[i] + in[1][i]);
+      for (std::size_t i = 0, n = count(os); i < n; ++i) y[i] = x[i] + in[1][i];
       return;
     case LayerKind::Flatten:
       std::copy(x, x + count(os), y);  // NHWC is already the flattened order
       return;
+    case LayerKind::Dense:
+    case LayerKind::Conv2d: return;  // run_layer's
   }
+}
+
+// Layer `l` on `n` samples: `in` the whole chunks of its inputs, `y` its output's.
+void run_layer(const FloatLayer& l, const std::vector<Shape>& shapes, const Shape& os,
+               const std::vector<const float*>& in, float* y, std::size_t n, unsigned threads) {
+  const Shape& is = shapes[l.inputs[0]];
+  const float* bias = l.bias.empty() ? nullptr : l.bias.data();
+  if (l.kind == LayerKind::Dense) {
+    dense_rows(in[0], n, l.weight_shape[0], l.weight_shape[1], l.weights.data(), bias, y, threads);
+  } else if (l.kind == LayerKind::Conv2d) {
+    conv2d_nhwc(conv_geom(l, is, os), in[0], l.weights.data(), bias, y, threads, n);
+  } else {
+    parallel_rows(n, threads, 1, [&](std::size_t first, std::size_t count_n) {
+      for (std::size_t s = first; s < first + count_n; ++s) {
+        std::vector<const float*> ins;
+        for (std::size_t k = 0; k < in.size(); ++k) ins.push_back(in[k] + s * count(shapes[l.inputs[k]]));
+        run_sample(l, is, os, ins, y + s * count(os));
+      }
+    });
+  }
+  const bool activates = l.kind == LayerKind::Dense || l.kind == LayerKind::Conv2d || l.kind == LayerKind::Add;
+  if (!activates || (l.act == model::ActFunction::None)) return;
+  parallel_rows(n * count(os), threads, 1 << 16, [&](std::size_t first, std::size_t len) {
+    for (std::size_t i = first; i < first + len; ++i) y[i] = activate(l, y[i]);
+  });
+}
+
+// The range of `len` values, over threads.
+Range range_of(const float* v, std::size_t len, unsigned threads) {
+  std::vector<Range> parts(std::max(1u, threads ? threads : default_float_threads()));
+  std::size_t next = 0;
+  std::mutex lock;
+  parallel_rows(len, static_cast<unsigned>(parts.size()), 1 << 16, [&](std::size_t first, std::size_t n) {
+    Range r;
+    for (std::size_t i = first; i < first + n; ++i) r.add(v[i]);
+    const std::lock_guard<std::mutex> hold(lock);
+    parts[next++] = r;
+  });
+  Range all;
+  for (const Range& r : parts) all.merge(r);
+  return all;
+}
+
+// Per tensor id, the last layer that reads it (the output: past the end).
+std::vector<std::size_t> last_readers(const FloatNet& net) {
+  std::vector<std::size_t> last(net.layers.size() + 1, 0);
+  for (std::size_t i = 0; i < net.layers.size(); ++i)
+    for (std::size_t t : net.layers[i].inputs) last[t] = i;
+  last.back() = net.layers.size();
+  return last;
+}
+
+// The samples a chunk holds: the budget over one sample's peak of live tensors.
+std::size_t chunk_samples(const FloatNet& net, const std::vector<Shape>& shapes, std::size_t batch,
+                          std::size_t budget) {
+  const std::vector<std::size_t> last = last_readers(net);
+  std::size_t live = count(shapes[0]), peak = live;
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    live += count(shapes[i + 1]);
+    peak = std::max(peak, live);
+    for (std::size_t t = 0; t <= i; ++t)
+      if (last[t] == i) live -= count(shapes[t]);
+  }
+  const std::size_t per_sample = std::max<std::size_t>(peak * sizeof(float), 1);
+  return std::clamp<std::size_t>(budget / per_sample, 1, batch);
 }
 
 }  // namespace
@@ -186,7 +221,8 @@ std::vector<std::vector<std::size_t>> float_shapes(const FloatNet& net) {
   return shapes;
 }
 
-FloatRun run_float(const FloatNet& net, const std::vector<float>& input, std::size_t batch) {
+FloatRun run_float(const FloatNet& net, const std::vector<float>& input, std::size_t batch,
+                   const FloatOptions& options) {
   if (net.layers.empty()) throw CompileError("the network has no layers");
   const std::vector<Shape> shapes = float_shapes(net);
   const std::size_t in_count = count(net.input_shape);
@@ -196,21 +232,27 @@ FloatRun run_float(const FloatNet& net, const std::vector<float>& input, std::si
   const std::size_t out_count = count(run.output_shape);
   run.output.resize(batch * out_count);
   run.ranges.resize(shapes.size());
-  // One sample at a time: every tensor of one sample stays in memory.
+  const std::vector<std::size_t> last = last_readers(net);
+  const std::size_t chunk = chunk_samples(net, shapes, batch, options.memory_budget);
+  const std::size_t layers = net.layers.size();
   std::vector<std::vector<float>> t(shapes.size());
-  for (std::size_t n = 0; n < batch; ++n) {
-    t[0].assign(input.begin() + static_cast<std::ptrdiff_t>(n * in_count),
-                input.begin() + static_cast<std::ptrdiff_t>((n + 1) * in_count));
-    for (std::size_t i = 0; i < net.layers.size(); ++i) {
+  for (std::size_t first = 0; first < batch; first += chunk) {
+    const std::size_t n = std::min(chunk, batch - first);
+    t[0].assign(input.begin() + static_cast<std::ptrdiff_t>(first * in_count),
+                input.begin() + static_cast<std::ptrdiff_t>((first + n) * in_count));
+    run.ranges[0].merge(range_of(t[0].data(), t[0].size(), options.threads));
+    for (std::size_t i = 0; i < layers; ++i) {
       const FloatLayer& l = net.layers[i];
       std::vector<const float*> in;
       for (std::size_t id : l.inputs) in.push_back(t[id].data());
-      t[i + 1].assign(count(shapes[i + 1]), 0.0f);
-      run_layer(l, shapes, shapes[i + 1], in, t[i + 1].data());
+      t[i + 1].resize(n * count(shapes[i + 1]));
+      run_layer(l, shapes, shapes[i + 1], in, t[i + 1].data(), n, options.threads);
+      run.ranges[i + 1].merge(range_of(t[i + 1].data(), t[i + 1].size(), options.threads));
+      for (std::size_t id = 0; id <= i; ++id)
+        if (last[id] == i) std::vector<float>().swap(t[id]);  // its last reader has run
+      if (options.progress) options.progress(first, n, batch, i, layers);
     }
-    for (std::size_t id = 0; id < t.size(); ++id)
-      for (float v : t[id]) run.ranges[id].add(v);
-    std::copy(t.back().begin(), t.back().end(), run.output.begin() + static_cast<std::ptrdiff_t>(n * out_count));
+    std::copy(t.back().begin(), t.back().end(), run.output.begin() + static_cast<std::ptrdiff_t>(first * out_count));
   }
   return run;
 }

@@ -7,6 +7,7 @@
 
 #include "common/file_io.h"
 #include "common/npy.h"
+#include "onnx/net_fit.h"
 #include "onnx/onnx_import.h"
 #include "onnx/quantize_float.h"
 #include "onnx/save_network.h"
@@ -33,9 +34,10 @@ std::vector<float> read_model_batch(const std::string& path, const FloatNet& net
   return out;
 }
 
-QuantizedOnnx calibrate_and_quantize(const FloatNet& fnet, const std::vector<float>& calib, std::size_t batch) {
+QuantizedOnnx calibrate_and_quantize(const FloatNet& fnet, const std::vector<float>& calib, std::size_t batch,
+                                     const FloatOptions& options) {
   QuantizedOnnx q;
-  q.calibration = run_float(fnet, calib, batch);
+  q.calibration = run_float(fnet, calib, batch, options);
   q.net = quantize_float(fnet, q.calibration.ranges);
   return q;
 }
@@ -88,12 +90,31 @@ void write_model_layout(const FloatNet& fnet, const std::vector<std::size_t>& sh
 
 }  // namespace
 
+// The float pass's progress as one line: "WHAT: samples 1-4 of 8, layer 30/54".
+FloatOptions float_options(const PrepareOptions& options, const std::string& what) {
+  FloatOptions f;
+  f.threads = options.threads;
+  if (options.progress)
+    f.progress = [&options, what](std::size_t first, std::size_t count, std::size_t batch, std::size_t layer,
+                                  std::size_t layers) {
+      const std::string samples =
+          count == 1 ? fmt::format("sample {}", first + 1) : fmt::format("samples {}-{}", first + 1, first + count);
+      options.progress(fmt::format("{}: {} of {}, layer {}/{}", what, samples, batch, layer + 1, layers));
+    };
+  return f;
+}
+
 OnnxRun prepare_onnx(const std::string& model, const std::string& calibrate, const std::string& input,
-                     const std::string& save_model, const std::string& float_out) {
+                     const std::string& save_model, const std::string& float_out, const PrepareOptions& options) {
+  const auto say = [&](const std::string& s) {
+    if (options.progress) options.progress(s);
+  };
   OnnxRun run;
+  say(fmt::format("importing {}", model));
   run.fnet = import_onnx(model);
   // Exporters name graphs generically ("torch_jit", "main_graph"): the file says more.
   run.fnet.name = std::filesystem::path(model).stem().string();
+  say("");
   for (const std::string& w : run.fnet.warnings) fmt::print(stderr, "tpu-sim: warning: {}\n", w);
   if (run.fnet.qdq && !calibrate.empty())
     fmt::print(stderr, "tpu-sim: warning: {}: --calibrate is ignored: the QDQ model brings its own quantization\n",
@@ -106,11 +127,17 @@ OnnxRun prepare_onnx(const std::string& model, const std::string& calibrate, con
     if (run.fnet.qdq) {
       run.net = quantize_float(run.fnet, {});
     } else {
+      // Shapes and weights decide whether it fits: refuse before the float pass.
+      if (options.fit_config) {
+        say(fmt::format("checking that {} fits", model));
+        check_fit_before_calibration(run.fnet, batch, *options.fit_config);
+      }
       std::size_t calib_batch = 0;
       const std::vector<float> calib = read_model_batch(calibrate, run.fnet, calib_batch);
-      run.net = calibrate_and_quantize(run.fnet, calib, calib_batch).net;
+      run.net = calibrate_and_quantize(run.fnet, calib, calib_batch, float_options(options, "calibrating")).net;
     }
   } catch (const compiler::CompileError& e) {
+    say("");
     throw FileError(fmt::format("{}: {}", model, e.what()));
   }
   if (!save_model.empty()) save_network(run.net, save_model);
@@ -119,14 +146,16 @@ OnnxRun prepare_onnx(const std::string& model, const std::string& calibrate, con
   try {
     run.input = compiler::quantize_input(run.net, shape, std::vector<double>(x.begin(), x.end()));
   } catch (const compiler::CompileError& e) {
+    say("");
     throw FileError(fmt::format("{}: {}", input, e.what()));
   }
   if (!float_out.empty()) {
-    const FloatRun f = run_float(run.fnet, x, batch);
+    const FloatRun f = run_float(run.fnet, x, batch, float_options(options, "float pass on the input"));
     std::vector<std::size_t> fshape{batch};
     fshape.insert(fshape.end(), f.output_shape.begin(), f.output_shape.end());
     write_model_layout(run.fnet, fshape, std::vector<double>(f.output.begin(), f.output.end()), float_out);
   }
+  say("");
   return run;
 }
 

@@ -4,10 +4,12 @@
 // into float32 in the model's layout.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "compiler/network.h"
+#include "config/arch_config.h"
 #include "onnx/float_exec.h"
 #include "onnx/float_net.h"
 
@@ -25,7 +27,8 @@ struct QuantizedOnnx {
 
 // Runs the float network over the calibration batch (tpu layout) and
 // quantizes it (quantize_float.h).
-QuantizedOnnx calibrate_and_quantize(const FloatNet& fnet, const std::vector<float>& calib, std::size_t batch);
+QuantizedOnnx calibrate_and_quantize(const FloatNet& fnet, const std::vector<float>& calib, std::size_t batch,
+                                     const FloatOptions& options = {});
 
 // A tpu-layout batch (`shape` = {B, ...}, values `data`, dequantized as
 // scale * (q - zero_point) in double, then rounded to float32) in the
@@ -48,8 +51,18 @@ struct OnnxRun {
   compiler::Network net;
   compiler::Tensor input;
 };
+struct PrepareOptions {
+  // Refuse a float model that does not fit this configuration for the
+  // input's batch before calibrating it (net_fit.h); null: no check.
+  const ArchConfig* fit_config = nullptr;
+  // Told what is being done, one line at a time ("" when about to print
+  // something else: the caller's progress line should make room).
+  std::function<void(const std::string&)> progress;
+  unsigned threads = 0;  // of the float pass (FloatOptions::threads)
+};
 OnnxRun prepare_onnx(const std::string& model, const std::string& calibrate, const std::string& input,
-                     const std::string& save_model, const std::string& float_out);
+                     const std::string& save_model, const std::string& float_out,
+                     const PrepareOptions& options = {});
 
 // Whether MODEL.onnx is a float model, which needs a calibration set: false
 // for a QDQ model (quantized already) and for a file that does not read or
