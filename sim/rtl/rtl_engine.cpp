@@ -136,36 +136,39 @@ std::optional<PortWidths> port_widths(const ArchConfig& cfg) {
 
 namespace {
 
-// The TPU_RTL_PRESETS entry of a configuration: the first preset that, with
-// the configuration's array size, is the same build ("" when none is).
-std::string preset_entry(const ArchConfig& cfg) {
+// The preset that, with the configuration's array size, is the same build
+// (nullopt when none is), and whether that size is the preset's own.
+struct PresetMatch {
+  std::string preset;
+  bool own_array_n;
+};
+std::optional<PresetMatch> preset_of(const ArchConfig& cfg) {
   for (std::string_view name : preset_names()) {
     ArchConfig p = preset_config(name);
-    const std::uint64_t own_n = p.array_n;
+    const bool own = p.array_n == cfg.array_n;
     p.array_n = cfg.array_n;
-    if (same_build(p, cfg))
-      return own_n == cfg.array_n ? std::string(name) : fmt::format("{}/{}", name, cfg.array_n);
+    if (same_build(p, cfg)) return PresetMatch{std::string(name), own};
   }
-  return {};
+  return std::nullopt;
 }
 
-// The one command that builds the RTL engine for `cfg` beside those built.
+// The one command that builds the RTL engine for `cfg` beside those built:
+// its TPU_RTL_PRESETS entry is PRESET, or PRESET/N after tpu-gen has made
+// the package rtl/config/PRESET_nN.
 std::string build_command(const ArchConfig& cfg) {
-  const std::string entry = preset_entry(cfg);
-  if (entry.empty())
+  const std::optional<PresetMatch> match = preset_of(cfg);
+  if (!match)
     return "the RTL is built for presets (or a preset with another array size) only: see TPU_RTL_PRESETS in "
            "README.md";
   std::vector<std::string> entries;
   for (const Build& b : builds()) entries.push_back(b.entry);
-  entries.push_back(entry);
-  std::string cmd = fmt::format("cmake -S . -B build -DTPU_RTL_PRESETS='{}' && cmake --build build",
-                                fmt::join(entries, ";"));
-  if (entry.find('/') != std::string::npos) {
-    const std::string variant = entry.substr(0, entry.find('/')) + "_n" + entry.substr(entry.find('/') + 1);
-    cmd = fmt::format("build/sim/tpu-gen config-pkg --preset {} --array {} -o rtl/config/{}/tpu_config_pkg.sv && {}",
-                      entry.substr(0, entry.find('/')), cfg.array_n, variant, cmd);
-  }
-  return "build it with: " + cmd;
+  entries.push_back(match->own_array_n ? match->preset : fmt::format("{}/{}", match->preset, cfg.array_n));
+  const std::string cmd = fmt::format("cmake -S . -B build -DTPU_RTL_PRESETS='{}' && cmake --build build",
+                                      fmt::join(entries, ";"));
+  if (match->own_array_n) return "build it with: " + cmd;
+  return fmt::format("build it with: build/sim/tpu-gen config-pkg --preset {0} --array {1} "
+                     "-o rtl/config/{0}_n{1}/tpu_config_pkg.sv && {2}",
+                     match->preset, cfg.array_n, cmd);
 }
 
 }  // namespace
