@@ -133,16 +133,21 @@ fuzz_build() {
 # them a second time.
 asan_config=(-DTPU_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DTPU_RTL_PREBUILT_DIR="$root/build")
 
-test_job() {  # test_job TIER (default or full)
-  local tier=$1
-  local tier_args=()
-  [ "$tier" = full ] || tier_args=(-LE full-only)
+# Every package, then build/ whole.
+full_build() {
   stage "install packages (${#all_packages[@]}, missing ones only)" install_packages "${all_packages[@]}"
   use_ccache
   echo "build/: the simulator and tools, the RTL core Verilated for small4, small8, small16 and"
   echo "tpuv1 at N = 32, 64 and 128, the test programs, the Python module and the benchmark"
   stage "configure build/" configure build "${full_config[@]}"
   stage "build build/" build build
+}
+
+test_job() {  # test_job TIER (default or full)
+  local tier=$1
+  local tier_args=()
+  [ "$tier" = full ] || tier_args=(-LE full-only)
+  full_build
   echo "build-asan/: the same with AddressSanitizer and UndefinedBehaviorSanitizer (Debug),"
   echo "linking build/'s Verilated RTL engines"
   stage "configure build-asan/" configure build-asan "${asan_config[@]}"
@@ -169,12 +174,7 @@ case "$job" in
     ;;
   test) test_job default ;;
   test-all) test_job full ;;
-  build)
-    stage "install packages (${#all_packages[@]}, missing ones only)" install_packages "${all_packages[@]}"
-    use_ccache
-    stage "configure build/" configure build "${full_config[@]}"
-    stage "build build/" build build
-    ;;
+  build) full_build ;;
   *)
     echo "usage: tools/setup.sh [demo|test|test-all|build]" >&2
     exit 2
