@@ -268,8 +268,9 @@ void gemm_rows(const std::int8_t* x, std::size_t rows, const PackedWeights& w, s
   }
 }
 
-// The thread limit of GemmThreading{max_threads = 0}, read once.
-unsigned default_max_threads() {
+}  // namespace
+
+unsigned default_gemm_threads() {
   static const unsigned kMax = [] {
     unsigned t = std::max(1u, std::thread::hardware_concurrency());
     if (const char* env = std::getenv("TPU_GEMM_THREADS")) {
@@ -281,10 +282,8 @@ unsigned default_max_threads() {
   return kMax;
 }
 
-}  // namespace
-
 unsigned gemm_threads(std::size_t rows, std::size_t n, const GemmThreading& threading) {
-  const unsigned limit = threading.max_threads ? threading.max_threads : default_max_threads();
+  const unsigned limit = threading.max_threads ? threading.max_threads : default_gemm_threads();
   const std::size_t by_work = rows * n * n / std::max<std::size_t>(threading.macs_per_thread, 1);
   return static_cast<unsigned>(std::clamp<std::size_t>(by_work, 1, limit));
 }

@@ -53,6 +53,11 @@ struct GemmThreading {
   std::size_t macs_per_thread = kDefaultMacsPerThread;
 };
 
+// The thread limit of max_threads = 0: TPU_GEMM_THREADS from the
+// environment if set (1..64), else the CPU's count, at most 8; read once.
+// The float calibration's kernels (src/onnx/float_kernels.h) use it too.
+unsigned default_gemm_threads();
+
 // The threads a GEMM of `rows` x n x n uses: rows * n * n / macs_per_thread,
 // clamped to 1 .. the thread limit.
 unsigned gemm_threads(std::size_t rows, std::size_t n, const GemmThreading& threading);

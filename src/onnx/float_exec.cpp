@@ -6,6 +6,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "model/int8_gemm.h"
 #include "onnx/float_kernels.h"
 
 namespace tpu::onnximport {
@@ -171,7 +172,7 @@ void run_layer(const FloatLayer& l, const std::vector<Shape>& shapes, const Shap
 
 // The range of `len` values, over threads.
 Range range_of(const float* v, std::size_t len, unsigned threads) {
-  std::vector<Range> parts(std::max(1u, threads ? threads : default_float_threads()));
+  std::vector<Range> parts(std::max(1u, threads ? threads : model::default_gemm_threads()));
   std::size_t next = 0;
   std::mutex lock;
   parallel_rows(len, static_cast<unsigned>(parts.size()), 1 << 16, [&](std::size_t first, std::size_t n) {

@@ -50,7 +50,7 @@ std::vector<std::size_t> float_layer_shape(const FloatLayer& l,
                                            const std::vector<std::vector<std::size_t>>& shapes);
 
 struct FloatOptions {
-  unsigned threads = 0;  // 0: default_float_threads() (float_kernels.h)
+  unsigned threads = 0;  // 0: model::default_gemm_threads() (model/int8_gemm.h)
   // Called after each layer of each chunk of samples: samples [first,
   // first + count) of `batch`, layer `layer` (0-based) of `layers` done.
   std::function<void(std::size_t first, std::size_t count, std::size_t batch, std::size_t layer,

@@ -1,5 +1,7 @@
 #include "onnx/float_kernels.h"
 
+#include "model/int8_gemm.h"
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdlib>
@@ -102,22 +104,10 @@ bool pointwise(const ConvGeom& g) {
 
 }  // namespace
 
-unsigned default_float_threads() {
-  static const unsigned kThreads = [] {
-    unsigned t = std::max(1u, std::thread::hardware_concurrency());
-    if (const char* env = std::getenv("TPU_GEMM_THREADS")) {
-      const long v = std::strtol(env, nullptr, 10);
-      if (v >= 1) t = static_cast<unsigned>(std::min<long>(v, 64));
-    }
-    return std::min(t, 8u);
-  }();
-  return kThreads;
-}
-
 void parallel_rows(std::size_t rows, unsigned threads, std::size_t min_rows,
                    const std::function<void(std::size_t, std::size_t)>& body) {
   if (rows == 0) return;
-  if (threads == 0) threads = default_float_threads();
+  if (threads == 0) threads = model::default_gemm_threads();
   min_rows = std::max<std::size_t>(min_rows, 1);
   const std::size_t bands = std::clamp<std::size_t>(rows / min_rows, 1, threads);
   const std::size_t band = (rows + bands - 1) / bands;

@@ -29,13 +29,9 @@ struct ConvGeom {
   unsigned groups = 1;
 };
 
-// The thread count of `threads` = 0: TPU_GEMM_THREADS from the environment
-// if set (1..64), else the CPU count, at most 8; read once.
-unsigned default_float_threads();
-
 // Calls body(first, count) on disjoint bands of rows 0 .. rows - 1 covering
-// all of them, on up to `threads` threads (0: default_float_threads()), the
-// calling thread taking the first band; bands have at least `min_rows` rows.
+// all of them, on up to `threads` threads (0: model::default_gemm_threads(),
+// model/int8_gemm.h), the calling thread taking the first band; bands have at least `min_rows` rows.
 void parallel_rows(std::size_t rows, unsigned threads, std::size_t min_rows,
                    const std::function<void(std::size_t first, std::size_t count)>& body);
 
