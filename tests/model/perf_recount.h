@@ -30,20 +30,23 @@ inline model::PerfCounters recount_perf(const ArchConfig& cfg, const isa::Progra
   };
   const auto done_at = [&](std::size_t i) { return rec[i].completed ? rec[i].completion : kNone; };
 
+  // switches_before[i]: the MMC switches among records 0 .. i-1 (a prefix
+  // count, so that programs of thousands of instructions recount in linear time).
+  std::vector<std::size_t> switches_before_rec(rec.size() + 1, 0);
+  for (std::size_t j = 0; j < rec.size(); ++j) switches_before_rec[j + 1] = switches_before_rec[j] + is_switch(j);
+  // The tile of the k-th RW (k from 1), in record order.
+  std::vector<std::size_t> rw_tile;
+  for (std::size_t j = 0; j < rec.size(); ++j)
+    if (op(j).opcode == isa::Opcode::RW) rw_tile.push_back(static_cast<std::size_t>(op(j).operands[0]));
+
   model::PerfCounters p;
   // Useful MACs: per MMC, the nonzero rows x nonzero columns of the tile the
   // latest switch (at or before it) took.
   for (std::size_t i = 0; i < rec.size(); ++i) {
     if (op(i).opcode != isa::Opcode::MMC) continue;
-    std::size_t switches = 0;  // switches up to and including i
-    for (std::size_t j = 0; j <= i; ++j) switches += is_switch(j);
+    const std::size_t switches = switches_before_rec[i + 1];  // switches up to and including i
     if (switches == 0) continue;
-    std::size_t rw_seen = 0, tile = 0;
-    for (std::size_t j = 0; j < rec.size(); ++j)
-      if (op(j).opcode == isa::Opcode::RW && ++rw_seen == switches) {
-        tile = static_cast<std::size_t>(op(j).operands[0]);
-        break;
-      }
+    const std::size_t tile = switches <= rw_tile.size() ? rw_tile[switches - 1] : 0;
     std::uint64_t rows_used = 0, cols_used = 0;
     for (std::size_t k = 0; k < n; ++k) {
       bool any_row = false, any_col = false;
@@ -68,18 +71,14 @@ inline model::PerfCounters recount_perf(const ArchConfig& cfg, const isa::Progra
   // The tile the matrix unit waits for, cycle by cycle (kNone: not waiting):
   // the RW number k it comes from. fifo_full runs first, then the in-unit
   // waits of MMC.S, which take precedence where both hold.
-  const auto switches_before = [&](std::size_t seq) {
-    std::size_t k = 0;
-    for (std::size_t j = 0; j < seq; ++j) k += is_switch(j);
-    return k;
-  };
+  const auto switches_before = [&](std::size_t seq) { return switches_before_rec[std::min(seq, rec.size())]; };
   std::vector<std::size_t> waits_for(cycles, kNoTile);
   for (const model::StallRun& run : log.stall_runs)
     if (run.cause == model::StallCause::FifoFull)
-      for (Cycle t = run.first; t <= run.last && t < cycles; ++t) waits_for[t] = switches_before(run.seq);
+      for (Cycle t = run.first, k = switches_before(run.seq); t <= run.last && t < cycles; ++t) waits_for[t] = k;
   for (std::size_t i = 0; i < rec.size(); ++i)
     if (is_switch(i))
-      for (Cycle t = rec[i].issue + 1; t < rec[i].start && t < cycles; ++t) waits_for[t] = switches_before(i);
+      for (Cycle t = rec[i].issue + 1, k = switches_before(i); t < rec[i].start && t < cycles; ++t) waits_for[t] = k;
   // RW number k's completion, if issued.
   std::vector<Cycle> rw_done;
   for (std::size_t j = 0; j < rec.size(); ++j)
