@@ -2,12 +2,15 @@
 // and the mapping of errors to exit statuses.
 #pragma once
 
-#include <CLI/CLI.hpp>
 
 #include <optional>
 #include <string>
 
 #include "config/arch_config.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace tpu::cli {
 

@@ -1,5 +1,6 @@
 #include "sim_common.h"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>

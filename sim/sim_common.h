@@ -2,7 +2,6 @@
 // the machine and the outputs of a run, running it, and reporting it.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -15,6 +14,10 @@
 #include "model/memories.h"
 #include "model/run_log.h"
 #include "model/tpu.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace tpu::cli {
 

@@ -1,6 +1,6 @@
 #include "sweep_workload.h"
 
-#include <CLI/CLI.hpp>
+#include <CLI/Error.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

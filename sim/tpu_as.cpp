@@ -1,4 +1,5 @@
 // tpu-as: assembles a tpu-sim program (docs/isa.md).
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <filesystem>

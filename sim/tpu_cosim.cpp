@@ -8,6 +8,7 @@
 // unless --fixed-timing keeps the configuration's.
 //
 //   tpu-cosim --seed S [--count K] [--preset P] [--fixed-timing] [--out-dir D]
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <filesystem>

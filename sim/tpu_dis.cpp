@@ -1,5 +1,6 @@
 // tpu-dis: prints a program file as assembly that tpu-as turns back into the
 // same bytes.
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <fmt/ranges.h>

@@ -7,6 +7,7 @@
 //                                            stall cause and fault codes
 //   tpu-gen config-pkg [--preset P] [--config F] [--array N] [-o F]
 //                                            one configuration's parameters
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cctype>

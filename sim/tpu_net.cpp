@@ -1,5 +1,6 @@
 #include "tpu_net.h"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <filesystem>

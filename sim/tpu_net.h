@@ -7,9 +7,12 @@
 //               [--max-cycles C] [--engine E] [--preset P] [--config F] [--array N]
 #pragma once
 
-#include <CLI/CLI.hpp>
 
 #include <memory>
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace tpu::cli {
 

@@ -7,6 +7,7 @@
 //   tpu-sim gemm --a A.npy --b B.npy --out C.npy [--requant M,S,Z] [--act F]
 //               [--emit-asm F.s] [--check] [--stats S.json] [--trace] ...
 //   tpu-sim net MODEL ... (tpu_net.h), tpu-sim topo FILE.csv ... (tpu_topo.h)
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>

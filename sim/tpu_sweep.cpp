@@ -1,5 +1,6 @@
 #include "tpu_sweep.h"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <cerrno>

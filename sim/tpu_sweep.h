@@ -5,9 +5,12 @@
 //   tpu-sim sweep SWEEP.json [--jobs N] [--out RESULTS.csv] [--progress]
 #pragma once
 
-#include <CLI/CLI.hpp>
 
 #include <memory>
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace tpu::cli {
 

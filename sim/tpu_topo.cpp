@@ -1,5 +1,6 @@
 #include "tpu_topo.h"
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
