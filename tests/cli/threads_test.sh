@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The fast path's split of large MMCs over threads, end to end:
-#   threads_test.sh CASE BIN_DIR SOURCE_DIR
-#   gemm_threads  tpu-sim gemm at N = 256 with MMCs of 513 to 2049 rows (the
-#                 977-row GEMM lost its last row on 2 threads) under
-#                 TPU_GEMM_THREADS=1, 2, 3 and 8, checked by --check (Eigen)
-#                 and against NumPy's product.
+#   threads_test.sh CASE BIN_DIR SOURCE_DIR [ROWS]
+#   gemm_threads  tpu-sim gemm at N = 256 with MMCs of ROWS rows (a comma
+#                 list; default 513,977,1025,2049: the 977-row GEMM lost its
+#                 last row on 2 threads) under TPU_GEMM_THREADS=1, 2, 3 and 8,
+#                 checked by --check (Eigen) and against NumPy's product.
 source "$(dirname "${BASH_SOURCE[0]}")/test_lib.sh"
 
 case "$case_name" in
   gemm_threads)
-    for m in 513 977 1025 2049; do
+    IFS=, read -r -a rows <<<"${arg:-513,977,1025,2049}"
+    for m in "${rows[@]}"; do
       /usr/bin/python3 - "$tmp" "$m" <<'PY'
 import sys
 import numpy as np
