@@ -176,6 +176,7 @@ class Importer {
   void activation(const onnx::NodeProto& n);
   void pool(const onnx::NodeProto& n);
   void add(const onnx::NodeProto& n);
+  void concat(const onnx::NodeProto& n);
   void flatten(const onnx::NodeProto& n);
   void pad(const onnx::NodeProto& n);
   void node(const onnx::NodeProto& n);
@@ -334,21 +335,33 @@ void Importer::window(const onnx::NodeProto& n, FloatLayer& l, const Shape& in, 
   l.pad_left += static_cast<unsigned>(pads[1]);
   l.pad_bottom += static_cast<unsigned>(pads[2]);
   l.pad_right += static_cast<unsigned>(pads[3]);
+  if (is_pool && attr_int(n, "ceil_mode", 0) != 0 && in.size() == 3) {
+    // ceil_mode 1: the output size rounds (size + pads - k) / s up. A max-pool
+    // gets the extra cells of its last window as padding at the bottom and
+    // right, which never wins (docs/quantization.md, "Max-pool with
+    // ceil_mode"); an average pool would have to leave them out of its
+    // count, which the TPU's average (a fixed window) does not.
+    const auto extra = [](std::size_t size, unsigned k, unsigned s, unsigned a, unsigned b) -> unsigned {
+      const std::size_t padded = size + a + b;
+      if (padded < k) return 0;  // float_layer_shape reports the window larger than the input
+      const std::size_t out = (padded - k + s - 1) / s + 1;
+      return static_cast<unsigned>((out - 1) * s + k - padded);
+    };
+    const unsigned eh = extra(in[0], l.kernel_h, l.stride_h, l.pad_top, l.pad_bottom);
+    const unsigned ew = extra(in[1], l.kernel_w, l.stride_w, l.pad_left, l.pad_right);
+    if ((eh != 0 || ew != 0) && n.op_type() != "MaxPool")
+      fail(n, "ceil_mode 1 is not supported where it changes the output size (ONNX leaves the extra cells of the last "
+              "window out of the average's count; tpu-sim's average divides by the whole window)");
+    if ((eh != 0 && l.pad_bottom + eh >= l.kernel_h) || (ew != 0 && l.pad_right + ew >= l.kernel_w))
+      fail(n, "ceil_mode 1 with this padding gives a last window entirely in the padding, which is not supported");
+    l.pad_bottom += eh;
+    l.pad_right += ew;
+  }
   if (is_pool) {
     if (l.pad_top >= l.kernel_h || l.pad_bottom >= l.kernel_h || l.pad_left >= l.kernel_w ||
         l.pad_right >= l.kernel_w)
       fail(n, fmt::format("padding [{}, {}, {}, {}] (top, bottom, left, right) must be smaller than the {}x{} window",
                           l.pad_top, l.pad_bottom, l.pad_left, l.pad_right, l.kernel_h, l.kernel_w));
-    if (attr_int(n, "ceil_mode", 0) != 0) {
-      // Supported when rounding up gives the same output size.
-      const auto same = [](std::size_t size, unsigned k, unsigned s, unsigned a, unsigned b) {
-        const std::size_t span = size + a + b - k;
-        return span % s == 0;
-      };
-      if (in.size() == 3 && !(same(in[0], l.kernel_h, l.stride_h, l.pad_top, l.pad_bottom) &&
-                              same(in[1], l.kernel_w, l.stride_w, l.pad_left, l.pad_right)))
-        fail(n, "ceil_mode 1 is not supported where it changes the output size");
-    }
   }
 }
 
@@ -369,29 +382,38 @@ void Importer::conv(const onnx::NodeProto& n) {
   l.kind = LayerKind::Conv2d;
   l.inputs = {x.tensor};
   l.weight_scale = weight_scale;
-  if (group == 1) {
-    if (I != C) fail(n, fmt::format("weights for {} input channels on {}", I, C));
-  } else if (!(static_cast<std::size_t>(group) == C && O == C && I == 1)) {
-    fail(n, fmt::format("group {} is not supported (1, or depthwise: group = input channels = output "
-                        "channels = {})", group, C));
-  } else {
-    l.groups = static_cast<unsigned>(C);
-  }
+  // A grouped convolution other than depthwise becomes a dense one whose
+  // weights are block-diagonal: output channel o of group o / (O / group)
+  // reads only that group's input channels, the rest of its weights are zero
+  // (docs/quantization.md, "Grouped convolution").
+  std::size_t G = 1;
+  if (group < 1 || static_cast<std::size_t>(group) > C || C % static_cast<std::size_t>(group) != 0 ||
+      O % static_cast<std::size_t>(group) != 0)
+    fail(n, fmt::format("group {} does not divide the {} input and {} output channels", group, C, O));
+  if (group == 1 && I != C) fail(n, fmt::format("weights for {} input channels on {}", I, C));
+  if (I * static_cast<std::size_t>(group) != C)
+    fail(n, fmt::format("weights for {} input channels per group on {} channels in {} groups", I, C, group));
+  if (group > 1 && static_cast<std::size_t>(group) == C && O == C) l.groups = static_cast<unsigned>(C);  // depthwise
+  else G = static_cast<std::size_t>(group);
   const auto ks = attr_ints(n, "kernel_shape", {w.dims[2], w.dims[3]});
   if (ks.size() != 2 || ks[0] != w.dims[2] || ks[1] != w.dims[3]) fail(n, "kernel_shape does not match the weights");
   l.kernel_h = static_cast<unsigned>(KH);
   l.kernel_w = static_cast<unsigned>(KW);
   take_pad(x, l);
   window(n, l, in, false);
-  // (O, I, KH, KW) -> (KH, KW, I, O).
-  l.weight_shape = {KH, KW, I, O};
-  l.weights.resize(w.values.size());
-  for (std::size_t o = 0; o < O; ++o)
+  // (O, I, KH, KW) -> (KH, KW, I, O); grouped: (KH, KW, C, O), input
+  // channel i of output o's group g at g * I + i, zeros elsewhere.
+  const std::size_t I_out = G > 1 ? C : I;
+  l.weight_shape = {KH, KW, I_out, O};
+  l.weights.assign(KH * KW * I_out * O, 0.0f);
+  for (std::size_t o = 0; o < O; ++o) {
+    const std::size_t first = G > 1 ? o / (O / G) * I : 0;
     for (std::size_t i = 0; i < I; ++i)
       for (std::size_t y = 0; y < KH; ++y)
         for (std::size_t z = 0; z < KW; ++z)
-          l.weights[((y * KW + z) * I + i) * O + o] =
+          l.weights[((y * KW + z) * I_out + first + i) * O + o] =
               static_cast<float>(w.values[((o * I + i) * KH + y) * KW + z]);
+  }
   if (n.input_size() > 2 && !n.input(2).empty()) {
     const Const& b = need_const(n, 2, "the bias");
     if (b.values.size() != O) fail(n, fmt::format("{} biases for {} outputs", b.values.size(), O));
@@ -453,6 +475,37 @@ void Importer::batchnorm(const onnx::NodeProto& n) {
     fail(n, "cannot be folded in a QDQ model: it would change the quantized weights (fold it before quantizing, as "
             "torch.ao.quantization does)");
   const Value x = need_value(n, 0);
+  const bool can_fold = x.tensor != 0 && x.perm.empty() && reads_[x.tensor] - renames_[x.tensor] == 1 &&
+                        (net_.layers[x.tensor - 1].kind == LayerKind::Conv2d ||
+                         net_.layers[x.tensor - 1].kind == LayerKind::Dense) &&
+                        net_.layers[x.tensor - 1].act == model::ActFunction::None;
+  if (!can_fold && x.perm.empty() && shape(x).size() == 3) {
+    // Standalone (after a Concat, as in DenseNet, or on a map other nodes
+    // read too): a depthwise 1 x 1 convolution with weight a and bias
+    // beta - mean * a per channel (docs/onnx.md).
+    const std::size_t C = shape(x)[2];
+    const Const& scale = need_const(n, 1, "the scale");
+    const Const& bias = need_const(n, 2, "the bias");
+    const Const& mean = need_const(n, 3, "the mean");
+    const Const& var = need_const(n, 4, "the variance");
+    for (const Const* c : {&scale, &bias, &mean, &var})
+      if (c->values.size() != C) fail(n, fmt::format("parameters of {} values for {} channels", c->values.size(), C));
+    const double eps = attr_float(n, "epsilon", 1e-5f);
+    FloatLayer d;
+    d.kind = LayerKind::Conv2d;
+    d.inputs = {x.tensor};
+    d.groups = static_cast<unsigned>(C);
+    d.weight_shape = {1, 1, 1, C};
+    for (std::size_t c = 0; c < C; ++c) {
+      const double a = scale.values[c] / std::sqrt(var.values[c] + eps);
+      d.weights.push_back(static_cast<float>(a));
+      d.bias.push_back(static_cast<float>(bias.values[c] - mean.values[c] * a));
+    }
+    Value out;
+    out.tensor = add_layer(n, std::move(d));
+    set_output(n, out);
+    return;
+  }
   FloatLayer* l = foldable(n, x, "a Conv, Gemm or MatMul (batch normalization is folded into it)");
   if ((l->kind != LayerKind::Conv2d && l->kind != LayerKind::Dense) || l->act != model::ActFunction::None)
     fail(n, "must follow a Conv, Gemm or MatMul without activation (batch normalization is folded into it)");
@@ -528,6 +581,35 @@ void Importer::pool(const onnx::NodeProto& n) {
     l.inputs = {x.tensor};
     Value out;
     out.tensor = add_layer(n, std::move(l));
+    set_output(n, out);
+    return;
+  }
+  if (op == "ReduceMean") {
+    // The mean over H and W: a global average pool, then (keepdims 0) a
+    // flatten of its 1 x 1 x C map, a view (docs/onnx.md).
+    only_attrs(n, {"axes", "keepdims"});
+    const Value x = need_input(n, 0);
+    if (shape(x).size() != 3) fail(n, "needs a 4-D (N, C, H, W) input");
+    std::vector<std::int64_t> axes = attr_ints(n, "axes", {});
+    for (std::int64_t& a : axes)
+      if (a < 0) a += 4;
+    std::sort(axes.begin(), axes.end());
+    if (axes != std::vector<std::int64_t>{2, 3})
+      fail(n, "only the mean over H and W (axes [2, 3]) is supported: a global average pool");
+    const std::int64_t keep = attr_int(n, "keepdims", 1);
+    if (qdq_ && keep == 0)
+      fail(n, "keepdims 0 is not supported in a QDQ model (use keepdims 1 and a Flatten)");
+    FloatLayer l;
+    l.kind = LayerKind::GlobalAvgPool2d;
+    l.inputs = {x.tensor};
+    Value out;
+    out.tensor = add_layer(n, std::move(l));
+    if (keep == 0) {
+      FloatLayer f;
+      f.kind = LayerKind::Flatten;
+      f.inputs = {out.tensor};
+      out.tensor = add_layer(n, std::move(f));
+    }
     set_output(n, out);
     return;
   }
@@ -615,6 +697,36 @@ void Importer::add(const onnx::NodeProto& n) {
   Value out;
   out.tensor = add_layer(n, std::move(l));
   out.perm = a.perm;
+  set_output(n, out);
+}
+
+void Importer::concat(const onnx::NodeProto& n) {
+  only_attrs(n, {"axis"});
+  if (qdq_) fail(n, "is not supported in a QDQ model");
+  if (n.input_size() < 1) fail(n, "needs an input");
+  std::vector<Value> xs;
+  for (int i = 0; i < n.input_size(); ++i) xs.push_back(need_input(n, i));
+  const Shape first = shape(xs[0]);  // a copy: add_layer grows shapes_
+  const std::int64_t rank = static_cast<std::int64_t>(first.size()) + 1;  // with the batch
+  std::int64_t axis = attr_int(n, "axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis != 1)
+    fail(n, fmt::format("axis {} is not supported (only the channels, axis 1)", attr_int(n, "axis", 1)));
+  FloatLayer l;
+  l.kind = LayerKind::Concat;
+  for (const Value& x : xs) {
+    if (!x.perm.empty()) fail(n, "concatenates a flattened map (only maps along channels, or 1-D features)");
+    const Shape& s = shape(x);
+    if (s.size() != first.size() || !std::equal(s.begin(), s.end() - 1, first.begin()))
+      fail(n, "concatenates tensors whose shapes differ in more than the channels");
+    l.inputs.push_back(x.tensor);
+  }
+  if (xs.size() == 1) {
+    set_output(n, xs[0]);
+    return;
+  }
+  Value out;
+  out.tensor = add_layer(n, std::move(l));
   set_output(n, out);
 }
 
@@ -1028,6 +1140,8 @@ void Importer::finish_qdq() {
       case LayerKind::Flatten:
         if (!tq.set) tq = net_.tensor_quant.at(l.inputs.at(0));
         break;
+      case LayerKind::Concat:
+        fail(fmt::format("{}: is not supported in a QDQ model", node));
       case LayerKind::Dense:
       case LayerKind::Conv2d:
         if (!tq.set && !(last && l.act == model::ActFunction::None))
@@ -1111,10 +1225,12 @@ void Importer::node(const onnx::NodeProto& n) {
     batchnorm(n);
   } else if (op == "Relu" || op == "Clip" || op == "Sigmoid" || op == "Tanh") {
     activation(n);
-  } else if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool") {
+  } else if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "ReduceMean") {
     pool(n);
   } else if (op == "Add") {
     add(n);
+  } else if (op == "Concat") {
+    concat(n);
   } else if (op == "Flatten" || op == "Reshape") {
     flatten(n);
   } else if (op == "Pad") {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace tpu::onnximport {
 namespace {
@@ -55,6 +56,18 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
     return activation_quant(relu ? 0.0 : r.lo, r.hi);
   };
   net.input = range_quant(0, false);
+  // Tensors read by one concat alone (and by nothing else), not in a QDQ
+  // model: tensor id -> the concat's tensor id.
+  std::map<std::size_t, std::size_t> concat_of;
+  if (!fnet.qdq) {
+    std::map<std::size_t, int> readers;
+    for (const FloatLayer& f : fnet.layers)
+      for (std::size_t t : f.inputs) ++readers[t];
+    for (std::size_t i = 0; i < fnet.layers.size(); ++i)
+      if (fnet.layers[i].kind == LayerKind::Concat)
+        for (std::size_t t : fnet.layers[i].inputs)
+          if (t > 0 && readers[t] == 1) concat_of[t] = i + 1;
+  }
   std::vector<QuantParams> quant{net.input};  // per tensor id
   for (std::size_t i = 0; i < fnet.layers.size(); ++i) {
     const FloatLayer& f = fnet.layers[i];
@@ -75,6 +88,12 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
     const QuantParams in = quant.at(f.inputs.at(0));
     const bool relu = f.act == model::ActFunction::Relu;
     QuantParams out = in;
+    // A layer whose output only a concat reads gets the concat's output
+    // quantization, so that the concat copies it exactly (docs/onnx.md).
+    const auto output_quant = [&](bool act_relu) {
+      const auto it = concat_of.find(i + 1);
+      return it != concat_of.end() ? range_quant(it->second, false) : range_quant(i + 1, act_relu);
+    };
     switch (f.kind) {
       case LayerKind::Dense:
       case LayerKind::Conv2d: {
@@ -107,7 +126,7 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
         } else if (f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh) {
           out = {compiler::kSigmoidTanhOutputScale, 0};
         } else {
-          out = range_quant(i + 1, relu);
+          out = output_quant(relu);
         }
         l.output = out;
         break;
@@ -122,7 +141,11 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
         }
         break;
       case LayerKind::Add:
-        out = range_quant(i + 1, relu);
+        out = output_quant(relu);
+        l.output = out;
+        break;
+      case LayerKind::Concat:
+        out = range_quant(i + 1, false);
         l.output = out;
         break;
       case LayerKind::MaxPool2d:
