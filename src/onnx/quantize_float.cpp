@@ -56,17 +56,60 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
     return activation_quant(relu ? 0.0 : r.lo, r.hi);
   };
   net.input = range_quant(0, false);
-  // Tensors read by one concat alone (and by nothing else), not in a QDQ
-  // model: tensor id -> the concat's tensor id.
-  std::map<std::size_t, std::size_t> concat_of;
+  // Concat groups (docs/onnx.md, "Calibration"): the tensors a concat joins
+  // (its inputs and output) and those a layer keeping its input's
+  // quantization joins (max-pool, flatten, average pools without their own)
+  // share one quantization, from the range over all of them, so that every
+  // concat copies exactly (all factors 127). Only groups holding a concat,
+  // and only when each member's quantization can be chosen (not the network
+  // input, not a sigmoid or tanh output); otherwise each tensor its own.
+  const std::size_t tensors = fnet.layers.size() + 1;
+  std::vector<std::size_t> parent(tensors);
+  for (std::size_t t = 0; t < tensors; ++t) parent[t] = t;
+  const auto find = [&](std::size_t t) {
+    while (parent[t] != t) t = parent[t] = parent[parent[t]];
+    return t;
+  };
+  const auto unite = [&](std::size_t a, std::size_t b) { parent[find(a)] = find(b); };
   if (!fnet.qdq) {
-    std::map<std::size_t, int> readers;
-    for (const FloatLayer& f : fnet.layers)
-      for (std::size_t t : f.inputs) ++readers[t];
-    for (std::size_t i = 0; i < fnet.layers.size(); ++i)
-      if (fnet.layers[i].kind == LayerKind::Concat)
-        for (std::size_t t : fnet.layers[i].inputs)
-          if (t > 0 && readers[t] == 1) concat_of[t] = i + 1;
+    for (std::size_t i = 0; i < fnet.layers.size(); ++i) {
+      const FloatLayer& f = fnet.layers[i];
+      const bool keeps = f.kind == LayerKind::MaxPool2d || f.kind == LayerKind::Flatten ||
+                         f.kind == LayerKind::AvgPool2d || f.kind == LayerKind::GlobalAvgPool2d;
+      if (f.kind == LayerKind::Concat)
+        for (std::size_t t : f.inputs) unite(t, i + 1);
+      else if (keeps)
+        unite(f.inputs.at(0), i + 1);
+    }
+  }
+  std::map<std::size_t, Range> group_range;  // per root of a group that shares its quantization
+  {
+    std::map<std::size_t, bool> has_concat, settable;
+    for (std::size_t t = 0; t < tensors; ++t) {
+      const std::size_t r = find(t);
+      bool ok = t > 0;
+      if (ok) {
+        const FloatLayer& f = fnet.layers[t - 1];
+        if (f.kind == LayerKind::Concat) has_concat[r] = true;
+        if (f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh) ok = false;
+        if ((f.kind == LayerKind::Conv2d || f.kind == LayerKind::Dense) && t == fnet.layers.size() &&
+            f.act == model::ActFunction::None)
+          ok = false;  // int32 logits
+      }
+      settable.emplace(r, true);
+      settable[r] = settable[r] && ok;
+    }
+    for (std::size_t t = 0; t < tensors; ++t) {
+      const std::size_t r = find(t);
+      if (!has_concat[r] || !settable[r]) continue;
+      const Range& x = ranges.at(t);
+      if (!x.all_finite) continue;  // range_quant reports it
+      Range& g = group_range[r];
+      if (!x.seen) continue;
+      if (!g.seen) g = x;
+      g.lo = std::min(g.lo, x.lo);
+      g.hi = std::max(g.hi, x.hi);
+    }
   }
   std::vector<QuantParams> quant{net.input};  // per tensor id
   for (std::size_t i = 0; i < fnet.layers.size(); ++i) {
@@ -91,8 +134,8 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
     // A layer whose output only a concat reads gets the concat's output
     // quantization, so that the concat copies it exactly (docs/onnx.md).
     const auto output_quant = [&](bool act_relu) {
-      const auto it = concat_of.find(i + 1);
-      return it != concat_of.end() ? range_quant(it->second, false) : range_quant(i + 1, act_relu);
+      const auto it = group_range.find(find(i + 1));
+      return it != group_range.end() ? activation_quant(it->second.lo, it->second.hi) : range_quant(i + 1, act_relu);
     };
     switch (f.kind) {
       case LayerKind::Dense:
@@ -145,7 +188,7 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
         l.output = out;
         break;
       case LayerKind::Concat:
-        out = range_quant(i + 1, false);
+        out = output_quant(false);
         l.output = out;
         break;
       case LayerKind::MaxPool2d:

@@ -7,7 +7,7 @@ accumulators by torch (conv2d with groups, max_pool2d, avg_pool2d) in float64
 on the zero-point-shifted integers, which is exact (every sum is far below
 2^53), the requantization q(a) = sat8(((a*M + r) >> S) + Z) and the derivation
 of (M, S) from the spec's rule written out again below, and add's formula in
-plain Python ints. Every case goes through a model.json written to tmp_path
+plain Python ints (concat's too). Every case goes through a model.json written to tmp_path
 and int8_reference.run, so the model-format path (graph inputs, defaults) is
 covered too. The last tests check the example networks programs/nets/resnet_mini
 and mobilenet_mini: the committed files are what tools/make_cnn_nets.py

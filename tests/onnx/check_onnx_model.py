@@ -26,11 +26,16 @@ import numpy as np
 # (max |tpu-sim - PyTorch| / max |PyTorch|, minimum correlation), measured and
 # documented in docs/onnx.md with some room.
 TOLERANCE = {"resnet18": (0.10, 0.995), "mobilenet_v2": (0.40, 0.95), "digits": (0.05, 0.999),
-             "group_net": (0.10, 0.99), "concat_net": (0.10, 0.99), "squeezenet1_1": (0.10, 0.999)}
+             "group_net": (0.10, 0.99), "concat_net": (0.10, 0.99), "squeezenet1_1": (0.10, 0.999),
+             # not in CTest (measured by hand, see docs/onnx.md): the families of issue 28
+             "googlenet": (1, 0.95), "densenet121": (1, 0.95), "regnet_y_400mf": (1, 0.95),
+             "resnext50_32x4d": (1, 0.95), "mnasnet0_5": (1, 0.95), "inception_v3": (1, 0.95),
+             "shufflenet_v2_x0_5": (1, 0.95), "regnet_x_400mf": (1, 0.95)}
 
 
 # The input size of torchvision models tested smaller than 224 x 224 (CTest stays fast).
-SIZE = {"squeezenet1_1": 66}
+SIZE = {"squeezenet1_1": 66, "googlenet": 64, "densenet121": 64, "regnet_y_400mf": 64, "resnext50_32x4d": 64,
+        "mnasnet0_5": 64, "inception_v3": 96, "shufflenet_v2_x0_5": 64, "regnet_x_400mf": 64}
 
 
 def output_quant(model):
