@@ -64,6 +64,10 @@ struct Value {
   unsigned pad[4] = {0, 0, 0, 0};  // top, bottom, left, right
   std::vector<std::size_t> perm;   // perm[model index] = tpu index; empty: identity
   QState state = QState::Float;
+  // A channel shuffle in progress: a Reshape of a map's C channels to
+  // (g, C / g) (shuffle_groups g), then its Transpose to (C / g, g).
+  unsigned shuffle_groups = 0;
+  bool shuffle_transposed = false;
   compiler::QuantParams q;  // Int, Deq: the quantization (int8 terms)
   int qtype = 0;            // Int: the integers' ONNX type (INT8 or UINT8)
 };
@@ -130,6 +134,9 @@ class Importer {
         fail(n, fmt::format("input '{}' is a constant; tpu-sim computes only on the network's input", n.input(i)));
       fail(n, fmt::format("input '{}' is not produced by an earlier node", n.input(i)));
     }
+    if (it->second.shuffle_groups)
+      fail(n, "reads a map reshaped to 5 dimensions: only the channel shuffle (Reshape to (N, g, C/g, H, W), "
+              "Transpose (0, 2, 1, 3, 4), Reshape back to (N, C, H, W)) is supported");
     if (it->second.padded && !allow_pad)
       fail(n, fmt::format("reads the output of Pad '{}': a Pad can only feed a Conv, MaxPool or AveragePool",
                           it->second.pad_node));
@@ -177,6 +184,15 @@ class Importer {
   void pool(const onnx::NodeProto& n);
   void add(const onnx::NodeProto& n);
   void concat(const onnx::NodeProto& n);
+  // Channel selections and permutations, and constant shape arithmetic.
+  Value select_channels(const onnx::NodeProto& n, const Value& x, const std::vector<std::size_t>& from,
+                        const std::string& name);
+  void slice(const onnx::NodeProto& n);
+  void split(const onnx::NodeProto& n);
+  void transpose(const onnx::NodeProto& n);
+  void shape_op(const onnx::NodeProto& n);
+  void gather(const onnx::NodeProto& n);
+  void const_arith(const onnx::NodeProto& n);
   void flatten(const onnx::NodeProto& n);
   void pad(const onnx::NodeProto& n);
   void node(const onnx::NodeProto& n);
@@ -656,7 +672,10 @@ void Importer::add(const onnx::NodeProto& n) {
   only_attrs(n, {});
   if (n.input_size() != 2) fail(n, "needs two inputs");
   const bool c0 = is_const(n.input(0)), c1 = is_const(n.input(1));
-  if (c0 && c1) fail(n, "adds two constants");
+  if (c0 && c1) {
+    const_arith(n);  // shape arithmetic
+    return;
+  }
   if (c0 || c1) {
     // A bias: folded into the Conv, Gemm or MatMul before it.
     const int vi = c0 ? 1 : 0;
@@ -730,7 +749,196 @@ void Importer::concat(const onnx::NodeProto& n) {
   set_output(n, out);
 }
 
+// Output channel j of a 1x1 conv of 0/1 weights reads input channel from[j];
+// its output keeps the input's quantization (an exact copy on chip).
+Value Importer::select_channels(const onnx::NodeProto& n, const Value& x, const std::vector<std::size_t>& from,
+                                const std::string& name) {
+  const Shape in = shape(x);  // a copy: add_layer grows shapes_
+  FloatLayer l;
+  l.kind = LayerKind::Conv2d;
+  l.inputs = {x.tensor};
+  l.keep_quant = true;
+  l.weight_shape = {1, 1, in[2], from.size()};
+  l.weights.assign(in[2] * from.size(), 0.0f);
+  for (std::size_t j = 0; j < from.size(); ++j) l.weights[from[j] * from.size() + j] = 1.0f;
+  onnx::NodeProto named = n;
+  if (!name.empty()) named.set_name(name);
+  Value out;
+  out.tensor = add_layer(named, std::move(l));
+  return out;
+}
+
+// The channel range [begin, end) of a Slice or Split on axis 1 of a map.
+void Importer::slice(const onnx::NodeProto& n) {
+  only_attrs(n, {});
+  if (qdq_) fail(n, "is not supported in a QDQ model");
+  const Value x = need_input(n, 0);
+  if (shape(x).size() != 3) fail(n, "needs a 4-D (N, C, H, W) input");
+  const std::size_t C = shape(x)[2];
+  const Const& starts = need_const(n, 1, "starts");
+  const Const& ends = need_const(n, 2, "ends");
+  std::vector<double> axes{1};
+  if (n.input_size() > 3 && !n.input(3).empty()) axes = need_const(n, 3, "axes").values;
+  if (n.input_size() > 4 && !n.input(4).empty())
+    for (double s : need_const(n, 4, "steps").values)
+      if (s != 1) fail(n, "steps other than 1 are not supported");
+  if (axes.size() != 1 || !(axes[0] == 1 || axes[0] == -3) || starts.values.size() != 1 || ends.values.size() != 1)
+    fail(n, "only a slice of the channels (axis 1) is supported");
+  const auto clampc = [&](double v) {
+    if (v < 0) v += static_cast<double>(C);
+    return static_cast<std::size_t>(std::clamp(v, 0.0, static_cast<double>(C)));
+  };
+  const std::size_t b = clampc(starts.values[0]), e = clampc(ends.values[0]);
+  if (e <= b) fail(n, fmt::format("selects no channel ({} to {} of {})", b, e, C));
+  std::vector<std::size_t> from;
+  for (std::size_t c = b; c < e; ++c) from.push_back(c);
+  set_output(n, from.size() == C ? x : select_channels(n, x, from, ""));
+}
+
+void Importer::split(const onnx::NodeProto& n) {
+  only_attrs(n, {"axis", "split"});
+  if (qdq_) fail(n, "is not supported in a QDQ model");
+  const Value x = need_input(n, 0);
+  if (shape(x).size() != 3) fail(n, "needs a 4-D (N, C, H, W) input");
+  const std::size_t C = shape(x)[2];
+  const std::int64_t axis = attr_int(n, "axis", 0);
+  if (axis != 1 && axis != -3) fail(n, fmt::format("axis {} is not supported (only the channels, axis 1)", axis));
+  std::vector<double> parts;
+  if (n.input_size() > 1 && !n.input(1).empty()) parts = need_const(n, 1, "split").values;
+  else for (std::int64_t p : attr_ints(n, "split", {})) parts.push_back(static_cast<double>(p));
+  const auto outs = static_cast<std::size_t>(n.output_size());
+  if (parts.empty()) {
+    if (C % outs != 0) fail(n, fmt::format("{} channels do not split into {} equal parts", C, outs));
+    parts.assign(outs, static_cast<double>(C / outs));
+  }
+  double total = 0;
+  for (double p : parts) total += p;
+  if (parts.size() != outs || total != static_cast<double>(C) ||
+      std::any_of(parts.begin(), parts.end(), [](double p) { return !(p >= 1); }))
+    fail(n, fmt::format("the split of {} channels into {} outputs does not add up", C, outs));
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < outs; ++k) {
+    const auto len = static_cast<std::size_t>(parts[k]);
+    if (!n.output(static_cast<int>(k)).empty() && uses_.count(n.output(static_cast<int>(k)))) {
+      std::vector<std::size_t> from;
+      for (std::size_t c = at; c < at + len; ++c) from.push_back(c);
+      const std::string name = fmt::format("{}_{}", n.name().empty() ? "Split" : n.name(), k);
+      bind(n.output(static_cast<int>(k)), select_channels(n, x, from, name));
+    }
+    at += len;
+  }
+}
+
+void Importer::transpose(const onnx::NodeProto& n) {
+  only_attrs(n, {"perm"});
+  const auto it = values_.find(n.input_size() > 0 ? n.input(0) : std::string());
+  if (it == values_.end() || !it->second.shuffle_groups || it->second.shuffle_transposed ||
+      attr_ints(n, "perm", {}) != std::vector<std::int64_t>{0, 2, 1, 3, 4})
+    fail(n, "only the channel shuffle's Transpose (perm (0, 2, 1, 3, 4) of a map reshaped to (N, g, C/g, H, W)) is "
+            "supported");
+  Value v = it->second;
+  v.shuffle_transposed = true;
+  bind(n.output(0), v);
+}
+
+// Shape of a computed tensor: the model's layout, batch 1 (as PyTorch's
+// export traced it), a constant for the shape arithmetic that follows.
+void Importer::shape_op(const onnx::NodeProto& n) {
+  only_attrs(n, {});
+  const Value x = need_value(n, 0);
+  const Shape& s = shape(x);
+  Const c;
+  c.type = onnx::TensorProto::INT64;
+  c.values.push_back(1.0);
+  if (s.size() == 3) c.values.insert(c.values.end(), {double(s[2]), double(s[0]), double(s[1])});
+  else for (std::size_t d : s) c.values.push_back(static_cast<double>(d));
+  c.dims = {static_cast<std::int64_t>(c.values.size())};
+  consts_[n.output(0)] = std::move(c);
+}
+
+void Importer::gather(const onnx::NodeProto& n) {
+  only_attrs(n, {"axis"});
+  const Const& data = need_const(n, 0, "the data (tpu-sim gathers only from constants, such as a Shape)");
+  const Const& idx = need_const(n, 1, "the indices");
+  if (data.dims.size() != 1 || attr_int(n, "axis", 0) != 0) fail(n, "only a gather from a 1-D constant is supported");
+  Const c;
+  c.type = data.type;
+  c.dims = idx.dims;
+  const auto size = static_cast<double>(data.values.size());
+  for (double i : idx.values) {
+    const double k = i < 0 ? i + size : i;
+    if (!(k >= 0 && k < size)) fail(n, fmt::format("index {} is outside the {} values", i, data.values.size()));
+    c.values.push_back(data.values[static_cast<std::size_t>(k)]);
+  }
+  consts_[n.output(0)] = std::move(c);
+}
+
+// Add, Mul, Div of two constants (shape arithmetic), element-wise or with a
+// scalar; integer division truncates.
+void Importer::const_arith(const onnx::NodeProto& n) {
+  only_attrs(n, {});
+  const std::string& op = n.op_type();
+  if (n.input_size() != 2 || !is_const(n.input(0)) || !is_const(n.input(1)))
+    fail(n, fmt::format("{} of computed tensors is not supported (only of constants, such as shape arithmetic)", op));
+  const Const& a = consts_.at(n.input(0));
+  const Const& b = consts_.at(n.input(1));
+  const bool ints = a.type != onnx::TensorProto::FLOAT && a.type != onnx::TensorProto::DOUBLE;
+  const std::size_t len = std::max(a.values.size(), b.values.size());
+  if (!((a.values.size() == len || a.values.size() == 1) && (b.values.size() == len || b.values.size() == 1)))
+    fail(n, "constants of different sizes (only element-wise or with a scalar)");
+  Const c;
+  c.type = a.type;
+  c.dims = a.values.size() == len ? a.dims : b.dims;
+  for (std::size_t i = 0; i < len; ++i) {
+    const double x = a.values[a.values.size() == 1 ? 0 : i], y = b.values[b.values.size() == 1 ? 0 : i];
+    double v = op == "Add" ? x + y : op == "Mul" ? x * y : 0.0;
+    if (op == "Div") {
+      if (y == 0) fail(n, "divides by zero");
+      v = ints ? std::trunc(x / y) : x / y;
+    }
+    c.values.push_back(v);
+  }
+  consts_[n.output(0)] = std::move(c);
+}
+
 void Importer::flatten(const onnx::NodeProto& n) {
+  if (n.op_type() == "Reshape" && n.input_size() == 2 && is_const(n.input(1))) {
+    // The channel shuffle: Reshape (N, C, H, W) -> (N, g, C/g, H, W), Transpose
+    // (0, 2, 1, 3, 4), Reshape back to (N, C, H, W): output channel j reads
+    // input channel (j % g) * (C / g) + j / g (docs/onnx.md).
+    const auto it = values_.find(n.input(0));
+    const Const& s = consts_.at(n.input(1));
+    if (it != values_.end() && !it->second.shuffle_groups && s.values.size() == 5 && it->second.perm.empty() &&
+        shape(it->second).size() == 3) {
+      only_attrs(n, {"allowzero"});
+      const Shape& in = shape(it->second);
+      if (s.values[1] < 1 || s.values[2] * s.values[1] != static_cast<double>(in[2]) ||
+          s.values[3] != static_cast<double>(in[0]) || s.values[4] != static_cast<double>(in[1]))
+        fail(n, "only a Reshape of (N, C, H, W) to (N, g, C/g, H, W) (a channel shuffle) is supported to 5 dimensions");
+      Value v = need_input(n, 0);
+      v.shuffle_groups = static_cast<unsigned>(s.values[1]);
+      bind(n.output(0), v);
+      return;
+    }
+    if (it != values_.end() && it->second.shuffle_groups) {
+      only_attrs(n, {"allowzero"});
+      Value v = it->second;
+      const Shape in = shape(v);  // a copy
+      const bool back = s.values.size() == 4 && (s.values[1] == -1 || s.values[1] == static_cast<double>(in[2])) &&
+                        s.values[2] == static_cast<double>(in[0]) && s.values[3] == static_cast<double>(in[1]);
+      if (!v.shuffle_transposed || !back)
+        fail(n, "only the channel shuffle (Reshape to (N, g, C/g, H, W), Transpose (0, 2, 1, 3, 4), Reshape back to "
+                "(N, C, H, W)) is supported on a map reshaped to 5 dimensions");
+      const std::size_t g = v.shuffle_groups, C = in[2];
+      std::vector<std::size_t> from(C);
+      for (std::size_t j = 0; j < C; ++j) from[j] = (j % g) * (C / g) + j / g;
+      v.shuffle_groups = 0;
+      v.shuffle_transposed = false;
+      if (qdq_) fail(n, "the channel shuffle is not supported in a QDQ model");
+      set_output(n, select_channels(n, v, from, ""));
+      return;
+    }
+  }
   const Value x = need_input(n, 0);
   const Shape in = shape(x);  // a copy: add_layer grows shapes_
   const std::size_t rank = in.size() + 1;  // with the batch
@@ -1230,7 +1438,33 @@ void Importer::node(const onnx::NodeProto& n) {
   } else if (op == "Add") {
     add(n);
   } else if (op == "Concat") {
-    concat(n);
+    if (n.input_size() > 0 && is_const(n.input(0))) {
+      // Constants (shape arithmetic) along axis 0.
+      only_attrs(n, {"axis"});
+      Const c;
+      c.type = onnx::TensorProto::INT64;
+      for (int i = 0; i < n.input_size(); ++i) {
+        const Const& p = need_const(n, i, "a part (all constants or all computed)");
+        if (p.dims.size() > 1) fail(n, "only 1-D constants are concatenated");
+        c.values.insert(c.values.end(), p.values.begin(), p.values.end());
+      }
+      c.dims = {static_cast<std::int64_t>(c.values.size())};
+      consts_[n.output(0)] = std::move(c);
+    } else {
+      concat(n);
+    }
+  } else if (op == "Slice") {
+    slice(n);
+  } else if (op == "Split") {
+    split(n);
+  } else if (op == "Transpose") {
+    transpose(n);
+  } else if (op == "Shape") {
+    shape_op(n);
+  } else if (op == "Gather") {
+    gather(n);
+  } else if (op == "Mul" || op == "Div") {
+    const_arith(n);
   } else if (op == "Flatten" || op == "Reshape") {
     flatten(n);
   } else if (op == "Pad") {

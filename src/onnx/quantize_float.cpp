@@ -74,7 +74,7 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
   if (!fnet.qdq) {
     for (std::size_t i = 0; i < fnet.layers.size(); ++i) {
       const FloatLayer& f = fnet.layers[i];
-      const bool keeps = f.kind == LayerKind::MaxPool2d || f.kind == LayerKind::Flatten ||
+      const bool keeps = f.keep_quant || f.kind == LayerKind::MaxPool2d || f.kind == LayerKind::Flatten ||
                          f.kind == LayerKind::AvgPool2d || f.kind == LayerKind::GlobalAvgPool2d;
       if (f.kind == LayerKind::Concat)
         for (std::size_t t : f.inputs) unite(t, i + 1);
@@ -162,7 +162,9 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
           l.bias.push_back(static_cast<std::int32_t>(
               std::clamp(round_even(static_cast<double>(b) / acc_scale), -2147483648.0, 2147483647.0)));
         }
-        if (fnet.qdq ? !fnet.tensor_quant.at(i + 1).set
+        if (f.keep_quant) {
+          out = in;  // 0/1 weights at scale 1/127: m = 1/127 on 127 * (x - z), an exact copy
+        } else if (fnet.qdq ? !fnet.tensor_quant.at(i + 1).set
                      : i + 1 == fnet.layers.size() && f.act == model::ActFunction::None) {
           l.int32_output = true;
           out = {acc_scale, 0};

@@ -11,6 +11,7 @@ on scikit-learn's digits).
   make_models.py NAME OUT_DIR B SIZE      torchvision model NAME at SIZE x SIZE input
   make_models.py group_net OUT_DIR B      GroupNet below (16 x 16), likewise
   make_models.py concat_net OUT_DIR B     ConcatNet below (12 x 12), likewise
+  make_models.py shuffle_net OUT_DIR B    ShuffleNet below (12 x 12), likewise
 
 Fixed seeds throughout. Run with /usr/bin/python3 (Debian's python3-torch,
 python3-torchvision, python3-sklearn).
@@ -127,7 +128,38 @@ class ConcatNet(nn.Module):
         return self.head(torch.cat([s, g, m, f], 1))
 
 
-MODELS = {"group_net": (GroupNet, 16), "concat_net": (ConcatNet, 12)}
+def channel_shuffle(x, groups):
+    """torchvision's ShuffleNetV2 channel shuffle (its export computes the shapes with Shape, Gather, Div)."""
+    batchsize, num_channels, height, width = x.size()
+    x = x.view(batchsize, groups, num_channels // groups, height, width)
+    x = torch.transpose(x, 1, 2).contiguous()
+    return x.view(batchsize, -1, height, width)
+
+
+class ShuffleNet(nn.Module):
+    """12x12: a stem conv 3x3 (BN, ReLU); a ShuffleNetV2 unit (chunk into halves: Slice with shape arithmetic;
+    conv 1x1, depthwise 3x3, conv 1x1 on one half; concat; shuffle of 2 groups); a Split into 4 and 8 channels,
+    concatenated the other way round, shuffled in 3 groups; conv 1x1 (ReLU), mean over H, W, dense."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 12, 3, padding=1), nn.BatchNorm2d(12), nn.ReLU())
+        self.branch = nn.Sequential(nn.Conv2d(6, 6, 1), nn.BatchNorm2d(6), nn.ReLU(),
+                                    nn.Conv2d(6, 6, 3, padding=1, groups=6), nn.BatchNorm2d(6),
+                                    nn.Conv2d(6, 6, 1), nn.BatchNorm2d(6), nn.ReLU())
+        self.head = nn.Sequential(nn.Conv2d(12, 16, 1), nn.ReLU())
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x1, x2 = x.chunk(2, dim=1)
+        x = channel_shuffle(torch.cat([x1, self.branch(x2)], 1), 2)
+        a, c = torch.split(x, [4, 8], dim=1)
+        x = channel_shuffle(torch.cat([c, a], 1), 3)
+        return self.fc(self.head(x).mean([2, 3]))
+
+
+MODELS = {"group_net": (GroupNet, 16), "concat_net": (ConcatNet, 12), "shuffle_net": (ShuffleNet, 12)}
 
 
 def torchvision_model(name, out, batch, size=224):
@@ -136,7 +168,9 @@ def torchvision_model(name, out, batch, size=224):
     if name in MODELS:
         model, size = MODELS[name][0](), MODELS[name][1]
     else:
-        model = getattr(torchvision.models, name)(weights=None)
+        # Inception v3's auxiliary classifier (train mode only) needs inputs of about 299 x 299.
+        extra = {"aux_logits": False} if name == "inception_v3" else {}
+        model = getattr(torchvision.models, name)(weights=None, **extra)
     g = torch.Generator().manual_seed(1)
     # Batch-norm statistics as training leaves them (running means and
     # variances measured on data, scales and shifts not all 1 and 0), so that

@@ -138,6 +138,13 @@ CASES = {
                         "average pool"),
     "group_3_of_4": (net(middle=[helper.make_node("Conv", ["c", "w3"], ["c2"], name="conv2", group=3)]),
                      "node 'conv2' (Conv): group 3 does not divide the 4 input and 4 output channels"),
+    "transpose": (net(middle=[helper.make_node("Transpose", ["c"], ["t"], name="tr", perm=[0, 1, 3, 2])]),
+                  "node 'tr' (Transpose): only the channel shuffle's Transpose (perm (0, 2, 1, 3, 4) of a map reshaped "
+                  "to (N, g, C/g, H, W)) is supported"),
+    "slice_h": (net(middle=[helper.make_node("Slice", ["c", "s0", "s1", "s2"], ["t"], name="sl")]),
+                "node 'sl' (Slice): only a slice of the channels (axis 1) is supported"),
+    "mul": (net(middle=[helper.make_node("Mul", ["c", "c"], ["t"], name="mul")]),
+            "node 'mul' (Mul): Mul of computed tensors is not supported (only of constants, such as shape arithmetic)"),
     "garbage": (b"\x08\x07\x12\xff\xff\xff\xff\x0fnot a protobuf",
                 "not an ONNX model (the protobuf does not parse)"),
 }
@@ -186,6 +193,9 @@ def main():
                     m = fix_clip(m)
                 if name == "conv_weights_1d":
                     m = add_w2(m)
+                if name == "slice_h":
+                    m.graph.initializer.extend([const("s0", np.array([0], np.int64)), const("s1", np.array([4], np.int64)),
+                                                const("s2", np.array([2], np.int64))])
                 if name == "group_3_of_4":
                     m.graph.initializer.extend([const("w3", np.zeros((4, 1, 1, 1), np.float32))])
                 path.write_bytes(m.SerializeToString())
