@@ -434,7 +434,12 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
     const std::vector<std::uint64_t> btiles = bias_tiles(bias, go);
     // The tiles by (kernel offset, input group); one offset on consecutive
     // rows when the input is already laid out per output pixel.
+    // A tile of zeros adds nothing: its passes are left out (a grouped
+    // convolution's off-diagonal blocks, a channel selection's), unless every
+    // tile of the output group is zero (one pass then clears the accumulators).
     std::vector<std::uint64_t> tiles;
+    std::vector<bool> keep;
+    const std::uint64_t rounds = (host_im2col || pointwise ? 1 : taps) * gin;
     for (std::uint64_t tap = 0; tap < (host_im2col || pointwise ? 1 : taps); ++tap)
       for (std::uint64_t gj = 0; gj < gin; ++gj) {
         const std::uint64_t gi = depthwise ? go : gj;
@@ -447,8 +452,13 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
               t[k * n_ + j] = w_at(l, tap * cin + gi * n_ + k, go * n_ + j);
           }
         }
-        tiles.push_back(tile(std::move(t)));
+        const bool zero = std::all_of(t.begin(), t.end(), [](std::int8_t v) { return v == 0; });
+        keep.push_back(!zero || (tiles.size() + 1 == rounds && std::none_of(keep.begin(), keep.end(), [](bool b) { return b; })));
+        tiles.push_back(keep.back() ? tile(std::move(t)) : 0);
       }
+    std::uint64_t last_kept = 0;
+    for (std::uint64_t r = 0; r < rounds; ++r)
+      if (keep[r]) last_kept = r;
     for (const Job& job : jobs(op_pixels, yp.w, bc)) {
       const Band band = job.band;
       const std::uint64_t n_end = job.n0 + job.samples, p0 = band.p0;
@@ -477,6 +487,7 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
       if (host_im2col || pointwise) {
         // K tiles of consecutive rows: the job's samples (or band) at once.
         for (std::uint64_t gi = 0; gi < gin; ++gi) {
+          if (!keep[gi]) continue;
           mmc(tiles[gi], true, plane(x, gi, job.n0, bc) + p0, acc, job.samples * pixels, std::nullopt);
           first = false;
         }
@@ -489,6 +500,7 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
       for (std::uint64_t tap = 0; tap < taps; ++tap) {
         const std::uint64_t dy = tap / l.kernel_w, dx = tap % l.kernel_w;
         for (std::uint64_t gj = 0; gj < gin; ++gj) {
+          if (!keep[tap * gin + gj]) continue;
           const std::uint64_t gi = depthwise ? go : gj;
           isa::ConvGeometry g;
           g.in_h = static_cast<std::uint32_t>(xp.h);
@@ -499,7 +511,7 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
           g.pad = static_cast<std::int8_t>(zin);
           g.origin_y = static_cast<std::int32_t>(static_cast<std::int64_t>(dy) - l.pad_top + y0 * l.stride_h);
           g.origin_x = static_cast<std::int32_t>(dx) - static_cast<std::int32_t>(l.pad_left);
-          const bool last_round = tap + 1 == taps && gj + 1 == gin;
+          const bool last_round = tap * gin + gj == last_kept;
           std::uint64_t a = job.n0;
           for (std::uint64_t n = job.n0; n < n_end; ++n) {
             mmc(tiles[tap * gin + gj], n == job.n0, plane(x, gi, n, bc), acc + (n - job.n0) * pixels, pixels, g);

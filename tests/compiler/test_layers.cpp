@@ -834,3 +834,35 @@ TEST_CASE("concat along channels on chip: shifted diagonal tiles, scales, zero p
                       Catch::Contains("runs only on chip"));
   }
 }
+
+TEST_CASE("a convolution's all-zero weight tiles get no passes (grouped convolutions)", "[layers][conv][groups]") {
+  // N = 4, 8 -> 8 channels: two groups of 4, block-diagonal weights, so the
+  // tiles (input group gi, output group go) with gi != go are zero.
+  std::mt19937 rng(51);
+  const ArchConfig cfg = config_for(4);
+  const QuantParams in{0.04, -20};
+  for (unsigned k : {1u, 3u}) {
+    INFO(k << "x" << k);
+    Layer dense = with_padding(gemm_layer(LayerKind::Conv2d, {k, k, 8, 8}, ActFunction::Relu, in, rng, -128),
+                               k / 2, k / 2, k / 2, k / 2);
+    Layer grouped = dense;
+    for (std::size_t tap = 0; tap < k * k; ++tap)
+      for (std::size_t i = 0; i < 8; ++i)
+        for (std::size_t o = 0; o < 8; ++o)
+          if (i / 4 != o / 4) grouped.weights[(tap * 8 + i) * 8 + o] = 0;
+    const Tensor x = random_input({1, 5, 5, 8}, rng);  // one sample: one chunk for both
+    const auto a = check_mode(single({5, 5, 8}, in, dense), x, cfg, compiler::CompileMode::OnChip);
+    const auto b = check_mode(single({5, 5, 8}, in, grouped), x, cfg, compiler::CompileMode::OnChip);
+    // Per output group, the passes of one input group (one per kernel offset) are gone.
+    const std::size_t gone = 2 * k * k;
+    CHECK(count_opcode(a.plan.segments[0], isa::Opcode::MMC) - count_opcode(b.plan.segments[0], isa::Opcode::MMC) ==
+          gone);
+  }
+  {
+    INFO("every tile zero: one pass clears the accumulators, the output is the bias");
+    Layer zero = gemm_layer(LayerKind::Conv2d, {3, 3, 5, 3}, ActFunction::None, in, rng, 3);
+    std::fill(zero.weights.begin(), zero.weights.end(), std::int8_t{0});
+    check_mode(single({4, 4, 5}, in, with_padding(zero, 1, 1, 1, 1)), random_input({2, 4, 4, 5}, rng), cfg,
+               compiler::CompileMode::OnChip);
+  }
+}
