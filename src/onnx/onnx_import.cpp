@@ -785,6 +785,7 @@ void Importer::slice(const onnx::NodeProto& n) {
   if (axes.size() != 1 || !(axes[0] == 1 || axes[0] == -3) || starts.values.size() != 1 || ends.values.size() != 1)
     fail(n, "only a slice of the channels (axis 1) is supported");
   const auto clampc = [&](double v) {
+    if (std::isnan(v)) fail(n, "starts and ends must be numbers");
     if (v < 0) v += static_cast<double>(C);
     return static_cast<std::size_t>(std::clamp(v, 0.0, static_cast<double>(C)));
   };
@@ -814,7 +815,7 @@ void Importer::split(const onnx::NodeProto& n) {
   double total = 0;
   for (double p : parts) total += p;
   if (parts.size() != outs || total != static_cast<double>(C) ||
-      std::any_of(parts.begin(), parts.end(), [](double p) { return !(p >= 1); }))
+      std::any_of(parts.begin(), parts.end(), [](double p) { return !(p >= 1) || p != std::floor(p); }))
     fail(n, fmt::format("the split of {} channels into {} outputs does not add up", C, outs));
   std::size_t at = 0;
   for (std::size_t k = 0; k < outs; ++k) {
@@ -867,7 +868,7 @@ void Importer::gather(const onnx::NodeProto& n) {
   const auto size = static_cast<double>(data.values.size());
   for (double i : idx.values) {
     const double k = i < 0 ? i + size : i;
-    if (!(k >= 0 && k < size)) fail(n, fmt::format("index {} is outside the {} values", i, data.values.size()));
+    if (!(k >= 0 && k < size) || k != std::floor(k)) fail(n, fmt::format("index {} is outside the {} values", i, data.values.size()));
     c.values.push_back(data.values[static_cast<std::size_t>(k)]);
   }
   consts_[n.output(0)] = std::move(c);
@@ -912,7 +913,8 @@ void Importer::flatten(const onnx::NodeProto& n) {
         shape(it->second).size() == 3) {
       only_attrs(n, {"allowzero"});
       const Shape& in = shape(it->second);
-      if (s.values[1] < 1 || s.values[2] * s.values[1] != static_cast<double>(in[2]) ||
+      if (!(s.values[1] >= 1) || s.values[1] != std::floor(s.values[1]) ||
+          s.values[2] * s.values[1] != static_cast<double>(in[2]) ||
           s.values[3] != static_cast<double>(in[0]) || s.values[4] != static_cast<double>(in[1]))
         fail(n, "only a Reshape of (N, C, H, W) to (N, g, C/g, H, W) (a channel shuffle) is supported to 5 dimensions");
       Value v = need_input(n, 0);
