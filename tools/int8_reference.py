@@ -11,7 +11,8 @@ taken from tools/make_program_data.py, the reference of the example
 programs), with the multiplier and shift derived from the scales as
 docs/quantization.md says. Max-pool and flatten act on the int8 values;
 average pooling requantizes the window sums of x - z_in; add requantizes a
-weighted sum of its two inputs. Layers may name their inputs (the graph
+weighted sum of its two inputs; concat requantizes each input's weighted
+x - z. Layers may name their inputs (the graph
 form), so residual networks run too.
 
   int8_reference.py MODEL.json --input X.npy --out Y.npy [--labels L.npy]
@@ -240,6 +241,27 @@ def add(a, b, layer):
     return isa.activate(acc, ACT_FLAG[act], m, s, out["zero_point"])
 
 
+def concat(inputs, layer):
+    """The inputs side by side along the channels (the last axis, equal other dims), each
+    requantized to the output: with s_hi the largest input scale, input i weighs
+    d_i = round(127 * s_i / s_hi) (halves up, clamped to 1..127) and the result is
+    q(d_i * (x_i - z_i)) with M / 2^S = (s_hi / 127) / s_out, Z = z_out, no activation."""
+    name = layer.get("name", "concat")
+    for x in inputs[1:]:
+        if x.values.shape[:-1] != inputs[0].values.shape[:-1]:
+            raise ValueError(f"{name}: inputs of shapes {inputs[0].values.shape[1:]} and {x.values.shape[1:]}")
+    if layer.get("activation", "none") != "none":
+        raise ValueError(f"{name}: a concat has no activation")
+    hi = max(x.scale for x in inputs)
+    out = layer["output"]
+    m, s = requant_params(hi / 127.0 / out["scale"])
+    parts = []
+    for x in inputs:
+        d = min(max(math.floor(127.0 * x.scale / hi + 0.5), 1), 127)
+        parts.append(d * (x.values.astype(np.int64) - x.zero_point))
+    return isa.activate(np.concatenate(parts, axis=-1), "", m, s, out["zero_point"])
+
+
 class Tensor(NamedTuple):
     """A layer's output (or the network input): its values, int8 (or the int32
     accumulators of an int32 output), and the scale and zero point of their real values."""
@@ -283,6 +305,9 @@ def apply(layer, inputs, base):
     if t == "add":
         out = layer["output"]
         return Tensor(add(x, inputs[1], layer), out["scale"], out["zero_point"])
+    if t == "concat":
+        out = layer["output"]
+        return Tensor(concat(inputs, layer), out["scale"], out["zero_point"])
     raise ValueError(f"unknown layer type {t}")
 
 
@@ -314,7 +339,9 @@ def run(model_path, x):
         where = f"layer {i} ({layer.get('name', t)})"
         sources = layer.get("inputs", [last])
         arity = 2 if t == "add" else 1
-        if len(sources) != arity:
+        if t == "concat" and len(sources) < 2:
+            raise ValueError(f"{where}: concat takes 2 inputs or more, not {len(sources)}")
+        if t != "concat" and len(sources) != arity:
             takes = "2 inputs" if arity == 2 else "1 input"
             raise ValueError(f"{where}: {t} takes {takes}, not {len(sources)}")
         for name in sources:

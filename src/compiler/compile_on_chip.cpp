@@ -16,130 +16,14 @@
 #include "common/plural.h"
 #include "compiler/network.h"
 #include "compiler/network_util.h"
-#include "compiler/onchip_ops.h"
+#include "compiler/onchip_compiler.h"
 #include "model/timing.h"
 
-namespace tpu::compiler {
+namespace tpu::compiler::onchip {
+
 namespace {
 
 using isa::Opcode;
-using onchip::Op;
-
-// Rows an ACT or a host transfer covers at least (whole samples), so that a
-// small map does not become thousands of instructions.
-constexpr std::uint64_t kPieceRows = 512;
-
-std::uint64_t samples_per_piece(std::uint64_t pixels) {
-  return std::max<std::uint64_t>(1, kPieceRows / std::max<std::uint64_t>(1, pixels));
-}
-
-// A tensor's layout: `groups` planes of N channels, `pixels` rows per sample
-// and plane (1 for 1-D tensors); a flatten's output is a view of its input.
-struct Place {
-  std::uint64_t groups = 1, pixels = 1, channels = 0, h = 1, w = 1;
-  std::optional<std::size_t> view_of;
-  bool in_ub = true;
-  int first = 0, last = 0;  // live from the step that writes it to the last that reads it
-  std::uint64_t ub = 0, ub_alt = 0;
-  std::uint64_t rows(std::uint64_t samples) const { return groups * pixels * samples; }
-};
-
-// Pixels [p0, p0 + pixels) of one sample's output map (pixels == 0: all).
-struct Band {
-  std::uint64_t p0 = 0, pixels = 0;
-  // The pixels it covers: its own, or `whole` when it is no band (pixels 0).
-  std::uint64_t pixels_or(std::uint64_t whole) const { return pixels ? pixels : whole; }
-};
-
-// What one output group of a conv or add computes at a time in the
-// accumulators: every pixel of `samples` samples from n0, or one band of
-// output rows of sample n0.
-struct Job {
-  std::uint64_t n0 = 0, samples = 1;
-  Band band;
-};
-
-class OnChip {
- public:
-  OnChip(const Network& net, std::uint64_t batch, const ArchConfig& cfg)
-      : net_(net), cfg_(cfg), n_(cfg.array_n), batch_(batch) {
-    infos_ = infer_network(net);
-    layers_ = static_cast<int>(net.layers.size());
-  }
-
-  NetworkPlan compile();
-
- private:
-  // --- placement ---
-  void place();
-  std::size_t base_of(std::size_t t) const { return places_[t].view_of ? *places_[t].view_of : t; }
-  bool flattened_map(std::size_t t) const {
-    return places_[t].view_of && places_[places_[t].view_of.value()].pixels > 1;
-  }
-  // --- allocation ---
-  std::uint64_t job_rows_per_sample() const;
-  std::uint64_t job_acc_rows(std::uint64_t b) const;
-  std::vector<Job> jobs(std::uint64_t pixels, std::uint64_t w, std::uint64_t bc) const;
-  std::uint64_t const_rows(std::uint64_t b) const { return needs_const_ ? job_acc_rows(b) : 0; }
-  std::optional<std::uint64_t> allocate(std::uint64_t b, bool two_inputs, bool commit);
-  std::string fits(std::uint64_t b, bool two_inputs);
-  double estimate(std::uint64_t b) const;
-  // --- lowering ---
-  void lower_chunk(std::uint64_t c, std::uint64_t bc);
-  void lower_input(std::uint64_t c, std::uint64_t bc, std::size_t layer);
-  void lower_conv(std::size_t i, std::uint64_t bc);
-  void lower_dense(std::size_t i, std::uint64_t bc);
-  void lower_add(std::size_t i, std::uint64_t bc);
-  void lower_pool(std::size_t i, std::uint64_t bc);
-  void lower_const();
-  std::uint64_t tile(std::vector<std::int8_t> t);
-  std::vector<std::uint64_t> bias_tiles(const std::vector<std::int64_t>& bias, std::uint64_t go);
-  void bias_passes(const std::vector<std::uint64_t>& tiles, std::uint64_t acc, std::uint64_t samples,
-                   std::uint64_t pixels, std::size_t layer);
-  std::uint64_t plane(std::size_t t, std::uint64_t g, std::uint64_t n, std::uint64_t bc) const {
-    const Place& p = places_[base_of(t)];
-    const std::uint64_t base = t == 0 || base_of(t) == 0 ? (slot_ ? p.ub_alt : p.ub) : p.ub;
-    return base + (g * bc + n) * p.pixels;
-  }
-  std::uint64_t next_acc(std::uint64_t rows) {
-    const std::uint64_t r = acc_two_ && acc_toggle_ ? acc_half_ : 0;
-    acc_toggle_ = !acc_toggle_;
-    if (r + rows > cfg_.acc_rows) throw CompileError("internal error: accumulator region overflow");
-    return r;
-  }
-  // ACTs (and the output's WHMs) of samples [n0, n1] of output group g whose
-  // accumulators start at acc (sample n0's first row; sample-major, `pixels`
-  // rows each), or of a band of sample n0 == n1.
-  void activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uint64_t n1,
-                std::uint64_t acc, std::uint64_t bc, Band band = {});
-  void write_out(std::uint64_t g, std::uint64_t n0, std::uint64_t n1, std::uint64_t bc,
-                 std::optional<std::size_t> after, std::optional<std::uint64_t> acc, Band band = {});
-  model::Requant gemm_requant(std::size_t i) const {
-    const Layer& l = net_.layers[i];
-    return layer_requant(infos_[layer_inputs(net_, i)[0]].quant.scale, l.weight_scale, l.output, l.act);
-  }
-  void push(Op op) { ops_.push_back(std::move(op)); }
-
-  const Network& net_;
-  const ArchConfig& cfg_;
-  const std::uint64_t n_;
-  const std::uint64_t batch_;
-  int layers_ = 0;
-  std::vector<TensorInfo> infos_;
-  std::vector<Place> places_;
-  std::vector<std::vector<std::size_t>> readers_;  // per base tensor: the layers that read it
-  std::optional<std::size_t> im2col_;               // the layer whose im2col the host lays out
-  bool needs_const_ = false;
-  std::uint64_t const_ub_ = 0, const_rows_ = 0;
-  std::uint64_t chunk_ = 0, chunks_ = 0, ub_used_ = 0;
-  bool two_inputs_ = false, acc_two_ = false, acc_toggle_ = false, slot_ = false;
-  std::uint64_t acc_half_ = 0;
-  std::uint64_t out_host_ = 0, chunk_c_ = 0;
-  std::vector<Op> ops_;
-  std::vector<std::int8_t> weights_;
-  std::map<std::string, std::uint64_t> tiles_;
-  std::size_t output_tensor_ = 0;
-};
 
 // Conv2d or dense weights as a K x Nout matrix row, for the tiles.
 std::int8_t w_at(const Layer& l, std::uint64_t k, std::uint64_t o) {
@@ -158,6 +42,8 @@ std::vector<std::int64_t> folded_bias(const Layer& l, std::int32_t zin) {
   }
   return bias;
 }
+
+}  // namespace
 
 void OnChip::place() {
   const std::size_t tensors = net_.layers.size() + 1;
@@ -224,7 +110,7 @@ void OnChip::place() {
     for (std::size_t t : layer_inputs(net_, i))
       if (flattened_map(t) && l.kind != LayerKind::Dense && l.kind != LayerKind::Flatten)
         throw CompileError(fmt::format("{}: on chip, a flattened map can only feed dense layers", what));
-    const bool has_bias = l.kind == LayerKind::Add ||
+    const bool has_bias = l.kind == LayerKind::Add || l.kind == LayerKind::Concat ||
                           ((l.kind == LayerKind::Conv2d || l.kind == LayerKind::Dense) &&
                            (!l.bias.empty() || infos_[layer_inputs(net_, i)[0]].quant.zero_point != 0));
     needs_const_ = needs_const_ || has_bias;
@@ -237,7 +123,7 @@ std::uint64_t OnChip::job_rows_per_sample() const {
   std::uint64_t r = 1;
   for (std::size_t i = 0; i < net_.layers.size(); ++i) {
     const LayerKind k = net_.layers[i].kind;
-    if (k == LayerKind::Conv2d || k == LayerKind::Add)
+    if (k == LayerKind::Conv2d || k == LayerKind::Add || k == LayerKind::Concat)
       r = std::max<std::uint64_t>(r, places_[i + 1].pixels);
   }
   return r;
@@ -342,7 +228,7 @@ std::string OnChip::fits(std::uint64_t b, bool two_inputs) {
       const LayerKind k = net_.layers[i].kind;
       const Place& y = places_[i + 1];
       // A map of any size fits in bands as long as one output row does.
-      if ((k == LayerKind::Conv2d || k == LayerKind::Add) && y.w > job)
+      if ((k == LayerKind::Conv2d || k == LayerKind::Add || k == LayerKind::Concat) && y.w > job)
         return fmt::format("{}: one output row of {} needs more than the {} of a band (half the accumulators)",
                            layer_label(net_.layers[i], i), plural(y.w, "pixel"), plural(job, "accumulator row"));
     }
@@ -447,7 +333,8 @@ void OnChip::lower_const() {
   mmc.tile = tile(std::move(t));
   std::size_t first_user = 0;
   while (first_user + 1 < net_.layers.size() && net_.layers[first_user].kind != LayerKind::Conv2d &&
-         net_.layers[first_user].kind != LayerKind::Dense && net_.layers[first_user].kind != LayerKind::Add)
+         net_.layers[first_user].kind != LayerKind::Dense && net_.layers[first_user].kind != LayerKind::Add &&
+         net_.layers[first_user].kind != LayerKind::Concat)
     ++first_user;
   mmc.layer = first_user;
   push(mmc);
@@ -511,9 +398,16 @@ void OnChip::activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uin
   op.a = static_cast<std::int64_t>(acc);
   op.b = static_cast<std::int64_t>(plane(i + 1, g, n0, bc) + band.p0);
   op.c = static_cast<std::int64_t>(band.pixels_or((n1 - n0 + 1) * pixels));
-  op.requant = l.kind == LayerKind::Add
-                   ? add_requant(infos_[layer_inputs(net_, i)[0]].quant, infos_[layer_inputs(net_, i)[1]].quant, l.output)
-                   : gemm_requant(i);
+  if (l.kind == LayerKind::Concat) {
+    std::vector<double> scales;
+    for (std::size_t t : layer_inputs(net_, i)) scales.push_back(infos_[t].quant.scale);
+    op.requant = concat_requant(scales, l.output);
+  } else {
+    op.requant = l.kind == LayerKind::Add
+                     ? add_requant(infos_[layer_inputs(net_, i)[0]].quant, infos_[layer_inputs(net_, i)[1]].quant,
+                                   l.output)
+                     : gemm_requant(i);
+  }
   op.layer = i;
   push(op);
   if (out) write_out(g, n0, n1, bc, ops_.size() - 1, std::nullopt, band);
@@ -540,7 +434,12 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
     const std::vector<std::uint64_t> btiles = bias_tiles(bias, go);
     // The tiles by (kernel offset, input group); one offset on consecutive
     // rows when the input is already laid out per output pixel.
+    // A tile of zeros adds nothing: its passes are left out (a grouped
+    // convolution's off-diagonal blocks, a channel selection's), unless every
+    // tile of the output group is zero (one pass then clears the accumulators).
     std::vector<std::uint64_t> tiles;
+    std::vector<bool> keep;
+    const std::uint64_t rounds = (host_im2col || pointwise ? 1 : taps) * gin;
     for (std::uint64_t tap = 0; tap < (host_im2col || pointwise ? 1 : taps); ++tap)
       for (std::uint64_t gj = 0; gj < gin; ++gj) {
         const std::uint64_t gi = depthwise ? go : gj;
@@ -553,8 +452,13 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
               t[k * n_ + j] = w_at(l, tap * cin + gi * n_ + k, go * n_ + j);
           }
         }
-        tiles.push_back(tile(std::move(t)));
+        const bool zero = std::all_of(t.begin(), t.end(), [](std::int8_t v) { return v == 0; });
+        keep.push_back(!zero || (tiles.size() + 1 == rounds && std::none_of(keep.begin(), keep.end(), [](bool b) { return b; })));
+        tiles.push_back(keep.back() ? tile(std::move(t)) : 0);
       }
+    std::uint64_t last_kept = 0;
+    for (std::uint64_t r = 0; r < rounds; ++r)
+      if (keep[r]) last_kept = r;
     for (const Job& job : jobs(op_pixels, yp.w, bc)) {
       const Band band = job.band;
       const std::uint64_t n_end = job.n0 + job.samples, p0 = band.p0;
@@ -583,6 +487,7 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
       if (host_im2col || pointwise) {
         // K tiles of consecutive rows: the job's samples (or band) at once.
         for (std::uint64_t gi = 0; gi < gin; ++gi) {
+          if (!keep[gi]) continue;
           mmc(tiles[gi], true, plane(x, gi, job.n0, bc) + p0, acc, job.samples * pixels, std::nullopt);
           first = false;
         }
@@ -595,6 +500,7 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
       for (std::uint64_t tap = 0; tap < taps; ++tap) {
         const std::uint64_t dy = tap / l.kernel_w, dx = tap % l.kernel_w;
         for (std::uint64_t gj = 0; gj < gin; ++gj) {
+          if (!keep[tap * gin + gj]) continue;
           const std::uint64_t gi = depthwise ? go : gj;
           isa::ConvGeometry g;
           g.in_h = static_cast<std::uint32_t>(xp.h);
@@ -605,7 +511,7 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
           g.pad = static_cast<std::int8_t>(zin);
           g.origin_y = static_cast<std::int32_t>(static_cast<std::int64_t>(dy) - l.pad_top + y0 * l.stride_h);
           g.origin_x = static_cast<std::int32_t>(dx) - static_cast<std::int32_t>(l.pad_left);
-          const bool last_round = tap + 1 == taps && gj + 1 == gin;
+          const bool last_round = tap * gin + gj == last_kept;
           std::uint64_t a = job.n0;
           for (std::uint64_t n = job.n0; n < n_end; ++n) {
             mmc(tiles[tap * gin + gj], n == job.n0, plane(x, gi, n, bc), acc + (n - job.n0) * pixels, pixels, g);
@@ -774,6 +680,7 @@ void OnChip::lower_chunk(std::uint64_t c, std::uint64_t bc) {
       case LayerKind::Conv2d: lower_conv(i, bc); break;
       case LayerKind::Dense: lower_dense(i, bc); break;
       case LayerKind::Add: lower_add(i, bc); break;
+      case LayerKind::Concat: lower_concat(i, bc); break;
       case LayerKind::MaxPool2d:
       case LayerKind::AvgPool2d:
       case LayerKind::GlobalAvgPool2d: lower_pool(i, bc); break;
@@ -956,10 +863,12 @@ NetworkPlan OnChip::compile() {
   return plan;
 }
 
-}  // namespace
+}  // namespace tpu::compiler::onchip
+
+namespace tpu::compiler {
 
 NetworkPlan compile_on_chip(const Network& net, std::uint64_t batch, const ArchConfig& cfg) {
-  return OnChip(net, batch, cfg).compile();
+  return onchip::OnChip(net, batch, cfg).compile();
 }
 
 NetworkPlan compile_network(const Network& net, std::uint64_t batch, const ArchConfig& cfg,

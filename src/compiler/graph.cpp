@@ -3,6 +3,7 @@
 // a layer's definition against its inputs.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/plural.h"
@@ -139,6 +140,7 @@ const char* layer_kind_name(LayerKind kind) {
     case LayerKind::AvgPool2d: return "avgpool2d";
     case LayerKind::GlobalAvgPool2d: return "global_avgpool2d";
     case LayerKind::Add: return "add";
+    case LayerKind::Concat: return "concat";
   }
   return "?";
 }
@@ -188,7 +190,9 @@ std::vector<TensorInfo> infer_network(const Network& net, bool check_unread) {
     const std::string what = layer_label(l, i);
     const std::vector<std::size_t> ids = layer_inputs(net, i);
     const std::size_t want = l.kind == LayerKind::Add ? 2 : 1;
-    if (ids.size() != want)
+    if (l.kind == LayerKind::Concat && ids.size() < 2)
+      throw CompileError(fmt::format("{}: concat reads 2 inputs or more, not {}", what, ids.size()));
+    if (l.kind != LayerKind::Concat && ids.size() != want)
       throw CompileError(fmt::format("{}: {} reads {}, not {}", what, layer_kind_name(l.kind),
                                      plural(want, "input"), ids.size()));
     for (std::size_t id : ids) {
@@ -225,6 +229,26 @@ std::vector<TensorInfo> infer_network(const Network& net, bool check_unread) {
         out.shape = cur.shape;
         out.quant = l.output;
         add_requant(cur.quant, other.quant, l.output);  // throws if impossible
+        break;
+      }
+      case LayerKind::Concat: {
+        // Along the last axis (channels of H x W x C maps, or features).
+        out.shape = cur.shape;
+        out.shape.back() = 0;
+        std::vector<double> scales;
+        for (std::size_t id : ids) {
+          const auto& s = infos[id].shape;
+          if (s.size() != cur.shape.size() || !std::equal(s.begin(), s.end() - 1, cur.shape.begin()))
+            throw CompileError(fmt::format("{}: concatenates tensors of shapes {} and {} (only the last axis, the "
+                                           "channels, may differ)", what, shape_text(cur.shape), shape_text(s)));
+          out.shape.back() += s.back();
+          scales.push_back(infos[id].quant.scale);
+        }
+        if (l.act != model::ActFunction::None) throw CompileError(fmt::format("{}: a concat has no activation", what));
+        if (l.int32_output) throw CompileError(fmt::format("{}: a concat has int8 output", what));
+        check_quant(l.output, what + ": the output");
+        out.quant = l.output;
+        concat_requant(scales, l.output);  // throws if impossible
         break;
       }
     }

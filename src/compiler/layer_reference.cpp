@@ -167,6 +167,38 @@ Tensor add(const Layer& l, const TensorInfo& ia, const TensorInfo& ib, const Ten
   return y;
 }
 
+// Concat along the last axis: input i weighs d_i = round(127 * s_i / s_hi)
+// (halves up) clamped to 1..127, s_hi the largest input scale; d_i * (x - z_i)
+// is requantized with m = (s_hi / 127) / s_o (no activation).
+Tensor concat(const std::vector<const Tensor*>& xs, const std::vector<const TensorInfo*>& ins,
+              const TensorInfo& out) {
+  double s_hi = 0.0;
+  for (const TensorInfo* t : ins) s_hi = std::max(s_hi, t->quant.scale);
+  const model::Requant q = reference_requant((s_hi / 127.0) / out.quant.scale, out.quant.zero_point);
+  const std::size_t batch = xs[0]->batch();
+  std::size_t rows = 1;  // per sample: the elements of every axis but the last
+  for (std::size_t a = 0; a + 1 < out.shape.size(); ++a) rows *= out.shape[a];
+  const std::size_t c_out = out.shape.back();
+  Tensor y;
+  y.shape = {batch};
+  y.shape.insert(y.shape.end(), out.shape.begin(), out.shape.end());
+  y.data.resize(batch * rows * c_out);
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < xs.size(); ++k) {
+    const std::size_t ck = ins[k]->shape.back();
+    const std::int64_t d = static_cast<std::int64_t>(
+        std::min(127.0, std::max(1.0, std::floor(127.0 * ins[k]->quant.scale / s_hi + 0.5))));
+    for (std::size_t r = 0; r < batch * rows; ++r)
+      for (std::size_t c = 0; c < ck; ++c) {
+        const std::int64_t acc = d * (std::int64_t{xs[k]->data[r * ck + c]} - ins[k]->quant.zero_point);
+        y.data[r * c_out + at + c] =
+            reference_activate(reference_requantize(wrap32(acc), q), model::ActFunction::None, q.zero_point);
+      }
+    at += ck;
+  }
+  return y;
+}
+
 }  // namespace
 
 model::Requant reference_requant(double real, std::int32_t zero_point) {
@@ -221,6 +253,16 @@ std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x) {
       case LayerKind::Add:
         outs.push_back(add(l, in, infos[ids[1]], out, cur, tensor(ids[1])));
         break;
+      case LayerKind::Concat: {
+        std::vector<const Tensor*> xs;
+        std::vector<const TensorInfo*> ins;
+        for (std::size_t id : ids) {
+          xs.push_back(&tensor(id));
+          ins.push_back(&infos[id]);
+        }
+        outs.push_back(concat(xs, ins, out));
+        break;
+      }
     }
   }
   return outs;

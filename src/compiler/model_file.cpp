@@ -270,12 +270,17 @@ Network load_network(const std::string& json_path) {
         r.fail(where, "an add takes activation none or relu");
       l.output = r.quant(r.need(j, "output", where), where + ": output");
       if (!j.contains("inputs")) r.fail(where, "an add needs 'inputs': the names of the two layers it adds");
+    } else if (t == "concat") {
+      r.only_keys(j, where, {"type", "name", "inputs", "output"});
+      l.kind = LayerKind::Concat;
+      l.output = r.quant(r.need(j, "output", where), where + ": output");
+      if (!j.contains("inputs")) r.fail(where, "a concat needs 'inputs': the names of the layers it concatenates");
     } else if (t == "flatten") {
       r.only_keys(j, where, {"type", "name", "inputs"});
       l.kind = LayerKind::Flatten;
     } else {
       r.fail(where, "'type' must be one of dense, conv2d, maxpool2d, avgpool2d, global_avgpool2d, "
-                    "add, flatten");
+                    "add, concat, flatten");
     }
     if (j.contains("inputs")) {
       const json& in = j.at("inputs");

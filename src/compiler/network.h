@@ -31,8 +31,8 @@
 
 namespace tpu::compiler {
 
-enum class LayerKind { Dense, Conv2d, MaxPool2d, Flatten, AvgPool2d, GlobalAvgPool2d, Add };
-// "dense", "conv2d", "maxpool2d", "flatten", "avgpool2d", "global_avgpool2d", "add"
+enum class LayerKind { Dense, Conv2d, MaxPool2d, Flatten, AvgPool2d, GlobalAvgPool2d, Add, Concat };
+// "dense", "conv2d", "maxpool2d", "flatten", "avgpool2d", "global_avgpool2d", "add", "concat"
 const char* layer_kind_name(LayerKind kind);
 
 struct Layer {
@@ -62,7 +62,8 @@ struct Layer {
   bool output_is_input = false;
   // The tensors the layer reads, as tensor ids: 0 is the network input, i + 1
   // the output of layer i (the indices of infer_network's result). Empty:
-  // the previous tensor (i for layer i). Add reads two, every other layer one.
+  // the previous tensor (i for layer i). Add reads two, concat two or more
+  // (along the channels, docs/quantization.md), every other layer one.
   std::vector<std::size_t> inputs;
 };
 

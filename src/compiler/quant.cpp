@@ -84,6 +84,20 @@ AddFactors add_factors(double scale_a, double scale_b) {
   return f;
 }
 
+ConcatFactors concat_factors(const std::vector<double>& scales) {
+  ConcatFactors f;
+  double hi = 0.0;
+  for (double s : scales) hi = std::max(hi, s);
+  for (double s : scales)
+    f.d.push_back(static_cast<std::int32_t>(std::clamp(std::floor(127.0 * s / hi + 0.5), 1.0, 127.0)));
+  f.acc_scale = hi / 127.0;
+  return f;
+}
+
+model::Requant concat_requant(const std::vector<double>& scales, const QuantParams& out) {
+  return requant_from_multiplier(concat_factors(scales).acc_scale / out.scale, out.zero_point);
+}
+
 model::Requant add_requant(const QuantParams& a, const QuantParams& b, const QuantParams& out) {
   return requant_from_multiplier(add_factors(a.scale, b.scale).acc_scale / out.scale,
                                  out.zero_point);

@@ -50,6 +50,17 @@ AddFactors add_factors(double scale_a, double scale_b);
 // The requantization of an add: real multiplier (s_hi / 127) / s_out.
 model::Requant add_requant(const QuantParams& a, const QuantParams& b, const QuantParams& out);
 
+// The integer factors of a concat (docs/quantization.md): input i weighs
+// round(127 * s_i / s_hi) clamped to 1..127, s_hi the largest input scale;
+// the accumulators hold the inputs at scale s_hi / 127.
+struct ConcatFactors {
+  std::vector<std::int32_t> d;
+  double acc_scale = 1.0;
+};
+ConcatFactors concat_factors(const std::vector<double>& scales);
+// The requantization of a concat: real multiplier (s_hi / 127) / s_out.
+model::Requant concat_requant(const std::vector<double>& scales, const QuantParams& out);
+
 // Decomposes int32 biases into int8 digits on constant input lanes: for each
 // column o, bias[o] = sum over lanes l of values[l] * digits[l][o] exactly,
 // with every digit in -127..127. Lanes are tried largest |value| first (each

@@ -67,6 +67,17 @@ Shape float_layer_shape(const FloatLayer& l, const std::vector<Shape>& shapes) {
       return in;
     case LayerKind::Flatten:
       return {count(in)};
+    case LayerKind::Concat: {
+      Shape out = in;
+      out.back() = 0;
+      for (std::size_t id : l.inputs) {
+        const Shape& s = shapes.at(id);
+        if (s.size() != in.size() || !std::equal(s.begin(), s.end() - 1, in.begin()))
+          fail(l, "concatenates tensors whose shapes differ in more than the channels");
+        out.back() += s.back();
+      }
+      return out;
+    }
   }
   fail(l, "unknown layer kind");
 }
@@ -141,7 +152,8 @@ void run_sample(const FloatLayer& l, const Shape& is, const Shape& os, const std
       std::copy(x, x + count(os), y);  // NHWC is already the flattened order
       return;
     case LayerKind::Dense:
-    case LayerKind::Conv2d: return;  // run_layer's
+    case LayerKind::Conv2d:
+    case LayerKind::Concat: return;  // run_layer's
   }
 }
 
@@ -154,6 +166,15 @@ void run_layer(const FloatLayer& l, const std::vector<Shape>& shapes, const Shap
     dense_rows(in[0], n, l.weight_shape[0], l.weight_shape[1], l.weights.data(), bias, y, threads);
   } else if (l.kind == LayerKind::Conv2d) {
     conv2d_nhwc(conv_geom(l, is, os), in[0], l.weights.data(), bias, y, threads, n);
+  } else if (l.kind == LayerKind::Concat) {
+    // Row r of every input (all axes but the last) side by side.
+    const std::size_t c_out = os.back(), rows = n * (count(os) / c_out);
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < l.inputs.size(); ++k) {
+      const std::size_t ck = shapes[l.inputs[k]].back();
+      for (std::size_t r = 0; r < rows; ++r) std::copy(in[k] + r * ck, in[k] + (r + 1) * ck, y + r * c_out + at);
+      at += ck;
+    }
   } else {
     parallel_rows(n, threads, 1, [&](std::size_t first, std::size_t count_n) {
       for (std::size_t s = first; s < first + count_n; ++s) {

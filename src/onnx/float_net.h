@@ -38,6 +38,10 @@ struct FloatLayer {
   // `weights` then hold the dequantized values scale * q (0: a float model's
   // weights, quantized by tpu-sim).
   double weight_scale = 0.0;
+  // A channel selection or permutation (Slice, Split, the channel shuffle):
+  // a 1x1 conv2d of 0/1 weights whose output keeps its input's quantization,
+  // so that it copies exactly (docs/onnx.md).
+  bool keep_quant = false;
 };
 
 // A QDQ model's quantization of one tensor (a QuantizeLinear on it), in

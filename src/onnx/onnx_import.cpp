@@ -64,6 +64,10 @@ struct Value {
   unsigned pad[4] = {0, 0, 0, 0};  // top, bottom, left, right
   std::vector<std::size_t> perm;   // perm[model index] = tpu index; empty: identity
   QState state = QState::Float;
+  // A channel shuffle in progress: a Reshape of a map's C channels to
+  // (g, C / g) (shuffle_groups g), then its Transpose to (C / g, g).
+  unsigned shuffle_groups = 0;
+  bool shuffle_transposed = false;
   compiler::QuantParams q;  // Int, Deq: the quantization (int8 terms)
   int qtype = 0;            // Int: the integers' ONNX type (INT8 or UINT8)
 };
@@ -130,6 +134,9 @@ class Importer {
         fail(n, fmt::format("input '{}' is a constant; tpu-sim computes only on the network's input", n.input(i)));
       fail(n, fmt::format("input '{}' is not produced by an earlier node", n.input(i)));
     }
+    if (it->second.shuffle_groups)
+      fail(n, "reads a map reshaped to 5 dimensions: only the channel shuffle (Reshape to (N, g, C/g, H, W), "
+              "Transpose (0, 2, 1, 3, 4), Reshape back to (N, C, H, W)) is supported");
     if (it->second.padded && !allow_pad)
       fail(n, fmt::format("reads the output of Pad '{}': a Pad can only feed a Conv, MaxPool or AveragePool",
                           it->second.pad_node));
@@ -176,6 +183,16 @@ class Importer {
   void activation(const onnx::NodeProto& n);
   void pool(const onnx::NodeProto& n);
   void add(const onnx::NodeProto& n);
+  void concat(const onnx::NodeProto& n);
+  // Channel selections and permutations, and constant shape arithmetic.
+  Value select_channels(const onnx::NodeProto& n, const Value& x, const std::vector<std::size_t>& from,
+                        const std::string& name);
+  void slice(const onnx::NodeProto& n);
+  void split(const onnx::NodeProto& n);
+  void transpose(const onnx::NodeProto& n);
+  void shape_op(const onnx::NodeProto& n);
+  void gather(const onnx::NodeProto& n);
+  void const_arith(const onnx::NodeProto& n);
   void flatten(const onnx::NodeProto& n);
   void pad(const onnx::NodeProto& n);
   void node(const onnx::NodeProto& n);
@@ -334,21 +351,33 @@ void Importer::window(const onnx::NodeProto& n, FloatLayer& l, const Shape& in, 
   l.pad_left += static_cast<unsigned>(pads[1]);
   l.pad_bottom += static_cast<unsigned>(pads[2]);
   l.pad_right += static_cast<unsigned>(pads[3]);
+  if (is_pool && attr_int(n, "ceil_mode", 0) != 0 && in.size() == 3) {
+    // ceil_mode 1: the output size rounds (size + pads - k) / s up. A max-pool
+    // gets the extra cells of its last window as padding at the bottom and
+    // right, which never wins (docs/quantization.md, "Max-pool with
+    // ceil_mode"); an average pool would have to leave them out of its
+    // count, which the TPU's average (a fixed window) does not.
+    const auto extra = [](std::size_t size, unsigned k, unsigned s, unsigned a, unsigned b) -> unsigned {
+      const std::size_t padded = size + a + b;
+      if (padded < k) return 0;  // float_layer_shape reports the window larger than the input
+      const std::size_t out = (padded - k + s - 1) / s + 1;
+      return static_cast<unsigned>((out - 1) * s + k - padded);
+    };
+    const unsigned eh = extra(in[0], l.kernel_h, l.stride_h, l.pad_top, l.pad_bottom);
+    const unsigned ew = extra(in[1], l.kernel_w, l.stride_w, l.pad_left, l.pad_right);
+    if ((eh != 0 || ew != 0) && n.op_type() != "MaxPool")
+      fail(n, "ceil_mode 1 is not supported where it changes the output size (ONNX leaves the extra cells of the last "
+              "window out of the average's count; tpu-sim's average divides by the whole window)");
+    if ((eh != 0 && l.pad_bottom + eh >= l.kernel_h) || (ew != 0 && l.pad_right + ew >= l.kernel_w))
+      fail(n, "ceil_mode 1 with this padding gives a last window entirely in the padding, which is not supported");
+    l.pad_bottom += eh;
+    l.pad_right += ew;
+  }
   if (is_pool) {
     if (l.pad_top >= l.kernel_h || l.pad_bottom >= l.kernel_h || l.pad_left >= l.kernel_w ||
         l.pad_right >= l.kernel_w)
       fail(n, fmt::format("padding [{}, {}, {}, {}] (top, bottom, left, right) must be smaller than the {}x{} window",
                           l.pad_top, l.pad_bottom, l.pad_left, l.pad_right, l.kernel_h, l.kernel_w));
-    if (attr_int(n, "ceil_mode", 0) != 0) {
-      // Supported when rounding up gives the same output size.
-      const auto same = [](std::size_t size, unsigned k, unsigned s, unsigned a, unsigned b) {
-        const std::size_t span = size + a + b - k;
-        return span % s == 0;
-      };
-      if (in.size() == 3 && !(same(in[0], l.kernel_h, l.stride_h, l.pad_top, l.pad_bottom) &&
-                              same(in[1], l.kernel_w, l.stride_w, l.pad_left, l.pad_right)))
-        fail(n, "ceil_mode 1 is not supported where it changes the output size");
-    }
   }
 }
 
@@ -369,29 +398,38 @@ void Importer::conv(const onnx::NodeProto& n) {
   l.kind = LayerKind::Conv2d;
   l.inputs = {x.tensor};
   l.weight_scale = weight_scale;
-  if (group == 1) {
-    if (I != C) fail(n, fmt::format("weights for {} input channels on {}", I, C));
-  } else if (!(static_cast<std::size_t>(group) == C && O == C && I == 1)) {
-    fail(n, fmt::format("group {} is not supported (1, or depthwise: group = input channels = output "
-                        "channels = {})", group, C));
-  } else {
-    l.groups = static_cast<unsigned>(C);
-  }
+  // A grouped convolution other than depthwise becomes a dense one whose
+  // weights are block-diagonal: output channel o of group o / (O / group)
+  // reads only that group's input channels, the rest of its weights are zero
+  // (docs/quantization.md, "Grouped convolution").
+  std::size_t G = 1;
+  if (group < 1 || static_cast<std::size_t>(group) > C || C % static_cast<std::size_t>(group) != 0 ||
+      O % static_cast<std::size_t>(group) != 0)
+    fail(n, fmt::format("group {} does not divide the {} input and {} output channels", group, C, O));
+  if (group == 1 && I != C) fail(n, fmt::format("weights for {} input channels on {}", I, C));
+  if (I * static_cast<std::size_t>(group) != C)
+    fail(n, fmt::format("weights for {} input channels per group on {} channels in {} groups", I, C, group));
+  if (group > 1 && static_cast<std::size_t>(group) == C && O == C) l.groups = static_cast<unsigned>(C);  // depthwise
+  else G = static_cast<std::size_t>(group);
   const auto ks = attr_ints(n, "kernel_shape", {w.dims[2], w.dims[3]});
   if (ks.size() != 2 || ks[0] != w.dims[2] || ks[1] != w.dims[3]) fail(n, "kernel_shape does not match the weights");
   l.kernel_h = static_cast<unsigned>(KH);
   l.kernel_w = static_cast<unsigned>(KW);
   take_pad(x, l);
   window(n, l, in, false);
-  // (O, I, KH, KW) -> (KH, KW, I, O).
-  l.weight_shape = {KH, KW, I, O};
-  l.weights.resize(w.values.size());
-  for (std::size_t o = 0; o < O; ++o)
+  // (O, I, KH, KW) -> (KH, KW, I, O); grouped: (KH, KW, C, O), input
+  // channel i of output o's group g at g * I + i, zeros elsewhere.
+  const std::size_t I_out = G > 1 ? C : I;
+  l.weight_shape = {KH, KW, I_out, O};
+  l.weights.assign(KH * KW * I_out * O, 0.0f);
+  for (std::size_t o = 0; o < O; ++o) {
+    const std::size_t first = G > 1 ? o / (O / G) * I : 0;
     for (std::size_t i = 0; i < I; ++i)
       for (std::size_t y = 0; y < KH; ++y)
         for (std::size_t z = 0; z < KW; ++z)
-          l.weights[((y * KW + z) * I + i) * O + o] =
+          l.weights[((y * KW + z) * I_out + first + i) * O + o] =
               static_cast<float>(w.values[((o * I + i) * KH + y) * KW + z]);
+  }
   if (n.input_size() > 2 && !n.input(2).empty()) {
     const Const& b = need_const(n, 2, "the bias");
     if (b.values.size() != O) fail(n, fmt::format("{} biases for {} outputs", b.values.size(), O));
@@ -453,6 +491,37 @@ void Importer::batchnorm(const onnx::NodeProto& n) {
     fail(n, "cannot be folded in a QDQ model: it would change the quantized weights (fold it before quantizing, as "
             "torch.ao.quantization does)");
   const Value x = need_value(n, 0);
+  const bool can_fold = x.tensor != 0 && x.perm.empty() && reads_[x.tensor] - renames_[x.tensor] == 1 &&
+                        (net_.layers[x.tensor - 1].kind == LayerKind::Conv2d ||
+                         net_.layers[x.tensor - 1].kind == LayerKind::Dense) &&
+                        net_.layers[x.tensor - 1].act == model::ActFunction::None;
+  if (!can_fold && x.perm.empty() && shape(x).size() == 3) {
+    // Standalone (after a Concat, as in DenseNet, or on a map other nodes
+    // read too): a depthwise 1 x 1 convolution with weight a and bias
+    // beta - mean * a per channel (docs/onnx.md).
+    const std::size_t C = shape(x)[2];
+    const Const& scale = need_const(n, 1, "the scale");
+    const Const& bias = need_const(n, 2, "the bias");
+    const Const& mean = need_const(n, 3, "the mean");
+    const Const& var = need_const(n, 4, "the variance");
+    for (const Const* c : {&scale, &bias, &mean, &var})
+      if (c->values.size() != C) fail(n, fmt::format("parameters of {} values for {} channels", c->values.size(), C));
+    const double eps = attr_float(n, "epsilon", 1e-5f);
+    FloatLayer d;
+    d.kind = LayerKind::Conv2d;
+    d.inputs = {x.tensor};
+    d.groups = static_cast<unsigned>(C);
+    d.weight_shape = {1, 1, 1, C};
+    for (std::size_t c = 0; c < C; ++c) {
+      const double a = scale.values[c] / std::sqrt(var.values[c] + eps);
+      d.weights.push_back(static_cast<float>(a));
+      d.bias.push_back(static_cast<float>(bias.values[c] - mean.values[c] * a));
+    }
+    Value out;
+    out.tensor = add_layer(n, std::move(d));
+    set_output(n, out);
+    return;
+  }
   FloatLayer* l = foldable(n, x, "a Conv, Gemm or MatMul (batch normalization is folded into it)");
   if ((l->kind != LayerKind::Conv2d && l->kind != LayerKind::Dense) || l->act != model::ActFunction::None)
     fail(n, "must follow a Conv, Gemm or MatMul without activation (batch normalization is folded into it)");
@@ -531,6 +600,35 @@ void Importer::pool(const onnx::NodeProto& n) {
     set_output(n, out);
     return;
   }
+  if (op == "ReduceMean") {
+    // The mean over H and W: a global average pool, then (keepdims 0) a
+    // flatten of its 1 x 1 x C map, a view (docs/onnx.md).
+    only_attrs(n, {"axes", "keepdims"});
+    const Value x = need_input(n, 0);
+    if (shape(x).size() != 3) fail(n, "needs a 4-D (N, C, H, W) input");
+    std::vector<std::int64_t> axes = attr_ints(n, "axes", {});
+    for (std::int64_t& a : axes)
+      if (a < 0) a += 4;
+    std::sort(axes.begin(), axes.end());
+    if (axes != std::vector<std::int64_t>{2, 3})
+      fail(n, "only the mean over H and W (axes [2, 3]) is supported: a global average pool");
+    const std::int64_t keep = attr_int(n, "keepdims", 1);
+    if (qdq_ && keep == 0)
+      fail(n, "keepdims 0 is not supported in a QDQ model (use keepdims 1 and a Flatten)");
+    FloatLayer l;
+    l.kind = LayerKind::GlobalAvgPool2d;
+    l.inputs = {x.tensor};
+    Value out;
+    out.tensor = add_layer(n, std::move(l));
+    if (keep == 0) {
+      FloatLayer f;
+      f.kind = LayerKind::Flatten;
+      f.inputs = {out.tensor};
+      out.tensor = add_layer(n, std::move(f));
+    }
+    set_output(n, out);
+    return;
+  }
   const bool max = op == "MaxPool";
   if (max) only_attrs(n, {"kernel_shape", "strides", "pads", "dilations", "ceil_mode", "auto_pad", "storage_order"});
   else only_attrs(n, {"kernel_shape", "strides", "pads", "ceil_mode", "auto_pad", "count_include_pad"});
@@ -574,7 +672,10 @@ void Importer::add(const onnx::NodeProto& n) {
   only_attrs(n, {});
   if (n.input_size() != 2) fail(n, "needs two inputs");
   const bool c0 = is_const(n.input(0)), c1 = is_const(n.input(1));
-  if (c0 && c1) fail(n, "adds two constants");
+  if (c0 && c1) {
+    const_arith(n);  // shape arithmetic
+    return;
+  }
   if (c0 || c1) {
     // A bias: folded into the Conv, Gemm or MatMul before it.
     const int vi = c0 ? 1 : 0;
@@ -618,7 +719,228 @@ void Importer::add(const onnx::NodeProto& n) {
   set_output(n, out);
 }
 
+void Importer::concat(const onnx::NodeProto& n) {
+  only_attrs(n, {"axis"});
+  if (qdq_) fail(n, "is not supported in a QDQ model");
+  if (n.input_size() < 1) fail(n, "needs an input");
+  std::vector<Value> xs;
+  for (int i = 0; i < n.input_size(); ++i) xs.push_back(need_input(n, i));
+  const Shape first = shape(xs[0]);  // a copy: add_layer grows shapes_
+  const std::int64_t rank = static_cast<std::int64_t>(first.size()) + 1;  // with the batch
+  std::int64_t axis = attr_int(n, "axis", 1);
+  if (axis < 0) axis += rank;
+  if (axis != 1)
+    fail(n, fmt::format("axis {} is not supported (only the channels, axis 1)", attr_int(n, "axis", 1)));
+  FloatLayer l;
+  l.kind = LayerKind::Concat;
+  for (const Value& x : xs) {
+    if (!x.perm.empty()) fail(n, "concatenates a flattened map (only maps along channels, or 1-D features)");
+    const Shape& s = shape(x);
+    if (s.size() != first.size() || !std::equal(s.begin(), s.end() - 1, first.begin()))
+      fail(n, "concatenates tensors whose shapes differ in more than the channels");
+    l.inputs.push_back(x.tensor);
+  }
+  if (xs.size() == 1) {
+    set_output(n, xs[0]);
+    return;
+  }
+  Value out;
+  out.tensor = add_layer(n, std::move(l));
+  set_output(n, out);
+}
+
+// Output channel j of a 1x1 conv of 0/1 weights reads input channel from[j];
+// its output keeps the input's quantization (an exact copy on chip).
+Value Importer::select_channels(const onnx::NodeProto& n, const Value& x, const std::vector<std::size_t>& from,
+                                const std::string& name) {
+  const Shape in = shape(x);  // a copy: add_layer grows shapes_
+  FloatLayer l;
+  l.kind = LayerKind::Conv2d;
+  l.inputs = {x.tensor};
+  l.keep_quant = true;
+  l.weight_shape = {1, 1, in[2], from.size()};
+  l.weights.assign(in[2] * from.size(), 0.0f);
+  for (std::size_t j = 0; j < from.size(); ++j) l.weights[from[j] * from.size() + j] = 1.0f;
+  onnx::NodeProto named = n;
+  if (!name.empty()) named.set_name(name);
+  Value out;
+  out.tensor = add_layer(named, std::move(l));
+  return out;
+}
+
+// The channel range [begin, end) of a Slice or Split on axis 1 of a map.
+void Importer::slice(const onnx::NodeProto& n) {
+  only_attrs(n, {});
+  if (qdq_) fail(n, "is not supported in a QDQ model");
+  const Value x = need_input(n, 0);
+  if (shape(x).size() != 3) fail(n, "needs a 4-D (N, C, H, W) input");
+  const std::size_t C = shape(x)[2];
+  const Const& starts = need_const(n, 1, "starts");
+  const Const& ends = need_const(n, 2, "ends");
+  std::vector<double> axes{1};
+  if (n.input_size() > 3 && !n.input(3).empty()) axes = need_const(n, 3, "axes").values;
+  if (n.input_size() > 4 && !n.input(4).empty())
+    for (double s : need_const(n, 4, "steps").values)
+      if (s != 1) fail(n, "steps other than 1 are not supported");
+  if (axes.size() != 1 || !(axes[0] == 1 || axes[0] == -3) || starts.values.size() != 1 || ends.values.size() != 1)
+    fail(n, "only a slice of the channels (axis 1) is supported");
+  const auto clampc = [&](double v) {
+    if (std::isnan(v)) fail(n, "starts and ends must be numbers");
+    if (v < 0) v += static_cast<double>(C);
+    return static_cast<std::size_t>(std::clamp(v, 0.0, static_cast<double>(C)));
+  };
+  const std::size_t b = clampc(starts.values[0]), e = clampc(ends.values[0]);
+  if (e <= b) fail(n, fmt::format("selects no channel ({} to {} of {})", b, e, C));
+  std::vector<std::size_t> from;
+  for (std::size_t c = b; c < e; ++c) from.push_back(c);
+  set_output(n, from.size() == C ? x : select_channels(n, x, from, ""));
+}
+
+void Importer::split(const onnx::NodeProto& n) {
+  only_attrs(n, {"axis", "split"});
+  if (qdq_) fail(n, "is not supported in a QDQ model");
+  const Value x = need_input(n, 0);
+  if (shape(x).size() != 3) fail(n, "needs a 4-D (N, C, H, W) input");
+  const std::size_t C = shape(x)[2];
+  const std::int64_t axis = attr_int(n, "axis", 0);
+  if (axis != 1 && axis != -3) fail(n, fmt::format("axis {} is not supported (only the channels, axis 1)", axis));
+  std::vector<double> parts;
+  if (n.input_size() > 1 && !n.input(1).empty()) parts = need_const(n, 1, "split").values;
+  else for (std::int64_t p : attr_ints(n, "split", {})) parts.push_back(static_cast<double>(p));
+  const auto outs = static_cast<std::size_t>(n.output_size());
+  if (parts.empty()) {
+    if (C % outs != 0) fail(n, fmt::format("{} channels do not split into {} equal parts", C, outs));
+    parts.assign(outs, static_cast<double>(C / outs));
+  }
+  double total = 0;
+  for (double p : parts) total += p;
+  if (parts.size() != outs || total != static_cast<double>(C) ||
+      std::any_of(parts.begin(), parts.end(), [](double p) { return !(p >= 1) || p != std::floor(p); }))
+    fail(n, fmt::format("the split of {} channels into {} outputs does not add up", C, outs));
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < outs; ++k) {
+    const auto len = static_cast<std::size_t>(parts[k]);
+    if (!n.output(static_cast<int>(k)).empty() && uses_.count(n.output(static_cast<int>(k)))) {
+      std::vector<std::size_t> from;
+      for (std::size_t c = at; c < at + len; ++c) from.push_back(c);
+      const std::string name = fmt::format("{}_{}", n.name().empty() ? "Split" : n.name(), k);
+      bind(n.output(static_cast<int>(k)), select_channels(n, x, from, name));
+    }
+    at += len;
+  }
+}
+
+void Importer::transpose(const onnx::NodeProto& n) {
+  only_attrs(n, {"perm"});
+  const auto it = values_.find(n.input_size() > 0 ? n.input(0) : std::string());
+  if (it == values_.end() || !it->second.shuffle_groups || it->second.shuffle_transposed ||
+      attr_ints(n, "perm", {}) != std::vector<std::int64_t>{0, 2, 1, 3, 4})
+    fail(n, "only the channel shuffle's Transpose (perm (0, 2, 1, 3, 4) of a map reshaped to (N, g, C/g, H, W)) is "
+            "supported");
+  Value v = it->second;
+  v.shuffle_transposed = true;
+  bind(n.output(0), v);
+}
+
+// Shape of a computed tensor: the model's layout, batch 1 (as PyTorch's
+// export traced it), a constant for the shape arithmetic that follows.
+void Importer::shape_op(const onnx::NodeProto& n) {
+  only_attrs(n, {});
+  const Value x = need_value(n, 0);
+  const Shape& s = shape(x);
+  Const c;
+  c.type = onnx::TensorProto::INT64;
+  c.values.push_back(1.0);
+  if (s.size() == 3) c.values.insert(c.values.end(), {double(s[2]), double(s[0]), double(s[1])});
+  else for (std::size_t d : s) c.values.push_back(static_cast<double>(d));
+  c.dims = {static_cast<std::int64_t>(c.values.size())};
+  consts_[n.output(0)] = std::move(c);
+}
+
+void Importer::gather(const onnx::NodeProto& n) {
+  only_attrs(n, {"axis"});
+  const Const& data = need_const(n, 0, "the data (tpu-sim gathers only from constants, such as a Shape)");
+  const Const& idx = need_const(n, 1, "the indices");
+  if (data.dims.size() != 1 || attr_int(n, "axis", 0) != 0) fail(n, "only a gather from a 1-D constant is supported");
+  Const c;
+  c.type = data.type;
+  c.dims = idx.dims;
+  const auto size = static_cast<double>(data.values.size());
+  for (double i : idx.values) {
+    const double k = i < 0 ? i + size : i;
+    if (!(k >= 0 && k < size) || k != std::floor(k)) fail(n, fmt::format("index {} is outside the {} values", i, data.values.size()));
+    c.values.push_back(data.values[static_cast<std::size_t>(k)]);
+  }
+  consts_[n.output(0)] = std::move(c);
+}
+
+// Add, Mul, Div of two constants (shape arithmetic), element-wise or with a
+// scalar; integer division truncates.
+void Importer::const_arith(const onnx::NodeProto& n) {
+  only_attrs(n, {});
+  const std::string& op = n.op_type();
+  if (n.input_size() != 2 || !is_const(n.input(0)) || !is_const(n.input(1)))
+    fail(n, fmt::format("{} of computed tensors is not supported (only of constants, such as shape arithmetic)", op));
+  const Const& a = consts_.at(n.input(0));
+  const Const& b = consts_.at(n.input(1));
+  const bool ints = a.type != onnx::TensorProto::FLOAT && a.type != onnx::TensorProto::DOUBLE;
+  const std::size_t len = std::max(a.values.size(), b.values.size());
+  if (!((a.values.size() == len || a.values.size() == 1) && (b.values.size() == len || b.values.size() == 1)))
+    fail(n, "constants of different sizes (only element-wise or with a scalar)");
+  Const c;
+  c.type = a.type;
+  c.dims = a.values.size() == len ? a.dims : b.dims;
+  for (std::size_t i = 0; i < len; ++i) {
+    const double x = a.values[a.values.size() == 1 ? 0 : i], y = b.values[b.values.size() == 1 ? 0 : i];
+    double v = op == "Add" ? x + y : op == "Mul" ? x * y : 0.0;
+    if (op == "Div") {
+      if (y == 0) fail(n, "divides by zero");
+      v = ints ? std::trunc(x / y) : x / y;
+    }
+    c.values.push_back(v);
+  }
+  consts_[n.output(0)] = std::move(c);
+}
+
 void Importer::flatten(const onnx::NodeProto& n) {
+  if (n.op_type() == "Reshape" && n.input_size() == 2 && is_const(n.input(1))) {
+    // The channel shuffle: Reshape (N, C, H, W) -> (N, g, C/g, H, W), Transpose
+    // (0, 2, 1, 3, 4), Reshape back to (N, C, H, W): output channel j reads
+    // input channel (j % g) * (C / g) + j / g (docs/onnx.md).
+    const auto it = values_.find(n.input(0));
+    const Const& s = consts_.at(n.input(1));
+    if (it != values_.end() && !it->second.shuffle_groups && s.values.size() == 5 && it->second.perm.empty() &&
+        shape(it->second).size() == 3) {
+      only_attrs(n, {"allowzero"});
+      const Shape& in = shape(it->second);
+      if (!(s.values[1] >= 1) || s.values[1] != std::floor(s.values[1]) ||
+          s.values[2] * s.values[1] != static_cast<double>(in[2]) ||
+          s.values[3] != static_cast<double>(in[0]) || s.values[4] != static_cast<double>(in[1]))
+        fail(n, "only a Reshape of (N, C, H, W) to (N, g, C/g, H, W) (a channel shuffle) is supported to 5 dimensions");
+      Value v = need_input(n, 0);
+      v.shuffle_groups = static_cast<unsigned>(s.values[1]);
+      bind(n.output(0), v);
+      return;
+    }
+    if (it != values_.end() && it->second.shuffle_groups) {
+      only_attrs(n, {"allowzero"});
+      Value v = it->second;
+      const Shape in = shape(v);  // a copy
+      const bool back = s.values.size() == 4 && (s.values[1] == -1 || s.values[1] == static_cast<double>(in[2])) &&
+                        s.values[2] == static_cast<double>(in[0]) && s.values[3] == static_cast<double>(in[1]);
+      if (!v.shuffle_transposed || !back)
+        fail(n, "only the channel shuffle (Reshape to (N, g, C/g, H, W), Transpose (0, 2, 1, 3, 4), Reshape back to "
+                "(N, C, H, W)) is supported on a map reshaped to 5 dimensions");
+      const std::size_t g = v.shuffle_groups, C = in[2];
+      std::vector<std::size_t> from(C);
+      for (std::size_t j = 0; j < C; ++j) from[j] = (j % g) * (C / g) + j / g;
+      v.shuffle_groups = 0;
+      v.shuffle_transposed = false;
+      if (qdq_) fail(n, "the channel shuffle is not supported in a QDQ model");
+      set_output(n, select_channels(n, v, from, ""));
+      return;
+    }
+  }
   const Value x = need_input(n, 0);
   const Shape in = shape(x);  // a copy: add_layer grows shapes_
   const std::size_t rank = in.size() + 1;  // with the batch
@@ -1028,6 +1350,8 @@ void Importer::finish_qdq() {
       case LayerKind::Flatten:
         if (!tq.set) tq = net_.tensor_quant.at(l.inputs.at(0));
         break;
+      case LayerKind::Concat:
+        fail(fmt::format("{}: is not supported in a QDQ model", node));
       case LayerKind::Dense:
       case LayerKind::Conv2d:
         if (!tq.set && !(last && l.act == model::ActFunction::None))
@@ -1111,10 +1435,38 @@ void Importer::node(const onnx::NodeProto& n) {
     batchnorm(n);
   } else if (op == "Relu" || op == "Clip" || op == "Sigmoid" || op == "Tanh") {
     activation(n);
-  } else if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool") {
+  } else if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "ReduceMean") {
     pool(n);
   } else if (op == "Add") {
     add(n);
+  } else if (op == "Concat") {
+    if (n.input_size() > 0 && is_const(n.input(0))) {
+      // Constants (shape arithmetic) along axis 0.
+      only_attrs(n, {"axis"});
+      Const c;
+      c.type = onnx::TensorProto::INT64;
+      for (int i = 0; i < n.input_size(); ++i) {
+        const Const& p = need_const(n, i, "a part (all constants or all computed)");
+        if (p.dims.size() > 1) fail(n, "only 1-D constants are concatenated");
+        c.values.insert(c.values.end(), p.values.begin(), p.values.end());
+      }
+      c.dims = {static_cast<std::int64_t>(c.values.size())};
+      consts_[n.output(0)] = std::move(c);
+    } else {
+      concat(n);
+    }
+  } else if (op == "Slice") {
+    slice(n);
+  } else if (op == "Split") {
+    split(n);
+  } else if (op == "Transpose") {
+    transpose(n);
+  } else if (op == "Shape") {
+    shape_op(n);
+  } else if (op == "Gather") {
+    gather(n);
+  } else if (op == "Mul" || op == "Div") {
+    const_arith(n);
   } else if (op == "Flatten" || op == "Reshape") {
     flatten(n);
   } else if (op == "Pad") {

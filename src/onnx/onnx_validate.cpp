@@ -182,7 +182,7 @@ bool within_tensor_limit(const std::vector<std::size_t>& shape) {
 std::string node_operator_error(const std::string& domain, const std::string& op) {
   static const std::set<std::string_view> kMapped = {
       "Constant", "Identity", "Dropout", "Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip",
-      "Sigmoid", "Tanh", "MaxPool", "AveragePool", "GlobalAveragePool", "Add", "Flatten", "Reshape", "Pad",
+      "Sigmoid", "Tanh", "MaxPool", "AveragePool", "GlobalAveragePool", "ReduceMean", "Add", "Concat", "Slice", "Split", "Transpose", "Shape", "Gather", "Mul", "Div", "Flatten", "Reshape", "Pad",
       "QuantizeLinear", "DequantizeLinear", "Cast", "ConstantOfShape"};
   static const std::set<std::string_view> kQOperator = {
       "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "QLinearAdd", "QLinearMul",

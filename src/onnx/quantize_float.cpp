@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace tpu::onnximport {
 namespace {
@@ -55,6 +56,61 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
     return activation_quant(relu ? 0.0 : r.lo, r.hi);
   };
   net.input = range_quant(0, false);
+  // Concat groups (docs/onnx.md, "Calibration"): the tensors a concat joins
+  // (its inputs and output) and those a layer keeping its input's
+  // quantization joins (max-pool, flatten, average pools without their own)
+  // share one quantization, from the range over all of them, so that every
+  // concat copies exactly (all factors 127). Only groups holding a concat,
+  // and only when each member's quantization can be chosen (not the network
+  // input, not a sigmoid or tanh output); otherwise each tensor its own.
+  const std::size_t tensors = fnet.layers.size() + 1;
+  std::vector<std::size_t> parent(tensors);
+  for (std::size_t t = 0; t < tensors; ++t) parent[t] = t;
+  const auto find = [&](std::size_t t) {
+    while (parent[t] != t) t = parent[t] = parent[parent[t]];
+    return t;
+  };
+  const auto unite = [&](std::size_t a, std::size_t b) { parent[find(a)] = find(b); };
+  if (!fnet.qdq) {
+    for (std::size_t i = 0; i < fnet.layers.size(); ++i) {
+      const FloatLayer& f = fnet.layers[i];
+      const bool keeps = f.keep_quant || f.kind == LayerKind::MaxPool2d || f.kind == LayerKind::Flatten ||
+                         f.kind == LayerKind::AvgPool2d || f.kind == LayerKind::GlobalAvgPool2d;
+      if (f.kind == LayerKind::Concat)
+        for (std::size_t t : f.inputs) unite(t, i + 1);
+      else if (keeps)
+        unite(f.inputs.at(0), i + 1);
+    }
+  }
+  std::map<std::size_t, Range> group_range;  // per root of a group that shares its quantization
+  {
+    std::map<std::size_t, bool> has_concat, settable;
+    for (std::size_t t = 0; t < tensors; ++t) {
+      const std::size_t r = find(t);
+      bool ok = t > 0;
+      if (ok) {
+        const FloatLayer& f = fnet.layers[t - 1];
+        if (f.kind == LayerKind::Concat) has_concat[r] = true;
+        if (f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh) ok = false;
+        if ((f.kind == LayerKind::Conv2d || f.kind == LayerKind::Dense) && t == fnet.layers.size() &&
+            f.act == model::ActFunction::None)
+          ok = false;  // int32 logits
+      }
+      settable.emplace(r, true);
+      settable[r] = settable[r] && ok;
+    }
+    for (std::size_t t = 0; t < tensors; ++t) {
+      const std::size_t r = find(t);
+      if (!has_concat[r] || !settable[r]) continue;
+      const Range& x = ranges.at(t);
+      if (!x.all_finite) continue;  // range_quant reports it
+      Range& g = group_range[r];
+      if (!x.seen) continue;
+      if (!g.seen) g = x;
+      g.lo = std::min(g.lo, x.lo);
+      g.hi = std::max(g.hi, x.hi);
+    }
+  }
   std::vector<QuantParams> quant{net.input};  // per tensor id
   for (std::size_t i = 0; i < fnet.layers.size(); ++i) {
     const FloatLayer& f = fnet.layers[i];
@@ -75,6 +131,12 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
     const QuantParams in = quant.at(f.inputs.at(0));
     const bool relu = f.act == model::ActFunction::Relu;
     QuantParams out = in;
+    // A layer whose output only a concat reads gets the concat's output
+    // quantization, so that the concat copies it exactly (docs/onnx.md).
+    const auto output_quant = [&](bool act_relu) {
+      const auto it = group_range.find(find(i + 1));
+      return it != group_range.end() ? activation_quant(it->second.lo, it->second.hi) : range_quant(i + 1, act_relu);
+    };
     switch (f.kind) {
       case LayerKind::Dense:
       case LayerKind::Conv2d: {
@@ -100,14 +162,16 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
           l.bias.push_back(static_cast<std::int32_t>(
               std::clamp(round_even(static_cast<double>(b) / acc_scale), -2147483648.0, 2147483647.0)));
         }
-        if (fnet.qdq ? !fnet.tensor_quant.at(i + 1).set
+        if (f.keep_quant) {
+          out = in;  // 0/1 weights at scale 1/127: m = 1/127 on 127 * (x - z), an exact copy
+        } else if (fnet.qdq ? !fnet.tensor_quant.at(i + 1).set
                      : i + 1 == fnet.layers.size() && f.act == model::ActFunction::None) {
           l.int32_output = true;
           out = {acc_scale, 0};
         } else if (f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh) {
           out = {compiler::kSigmoidTanhOutputScale, 0};
         } else {
-          out = range_quant(i + 1, relu);
+          out = output_quant(relu);
         }
         l.output = out;
         break;
@@ -122,7 +186,11 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
         }
         break;
       case LayerKind::Add:
-        out = range_quant(i + 1, relu);
+        out = output_quant(relu);
+        l.output = out;
+        break;
+      case LayerKind::Concat:
+        out = output_quant(false);
         l.output = out;
         break;
       case LayerKind::MaxPool2d:

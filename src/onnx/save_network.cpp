@@ -87,6 +87,9 @@ void save_network(const compiler::Network& net, const std::string& dir) {
         j["activation"] = act_name(l.act);
         j["output"] = quant_json(l.output);
         break;
+      case LayerKind::Concat:
+        j["output"] = quant_json(l.output);
+        break;
       case LayerKind::Flatten:
         break;
     }

@@ -754,3 +754,115 @@ TEST_CASE("a sample whose maps exceed the accumulators is computed in bands of o
     }
   }
 }
+
+namespace {
+
+Layer concat_layer(std::vector<std::size_t> inputs, QuantParams out) {
+  Layer l;
+  l.kind = LayerKind::Concat;
+  l.name = "concat";
+  l.inputs = std::move(inputs);
+  l.output = out;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("concat along channels on chip: shifted diagonal tiles, scales, zero points, bands",
+          "[layers][cnn][concat]") {
+  std::mt19937 rng(41);
+  const QuantParams in{0.04, -20};
+  for (unsigned n : {4u, 8u}) {
+    INFO("N = " << n);
+    const ArchConfig cfg = config_for(n);
+    for (double ratio : {1.0, 0.3, 2.7}) {
+      INFO("maps: concat(a, b, input) then a conv; scale ratio " << ratio);
+      // a: 5 channels, b: 7 (offset 5: not a multiple of N), the input: 3.
+      Network net = single({6, 5, 3}, in, gemm_layer(LayerKind::Conv2d, {1, 1, 3, 5}, ActFunction::Relu, in, rng, -128));
+      Layer b = with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 3, 7}, ActFunction::None, in, rng, 9), 1, 1, 1, 1);
+      b.output.scale = net.layers[0].output.scale * ratio;
+      b.inputs = {0};
+      b.name = "b";
+      net.layers.push_back(b);
+      net.layers.push_back(concat_layer({1, 2, 0}, {net.layers[0].output.scale * 1.2, 6}));
+      const Tensor x = random_input({3, 6, 5, 3}, rng);
+      check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+      net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, 15, 4}, ActFunction::None, out_quant(net), rng));
+      check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+    }
+    {
+      INFO("an exact copy: the parts have the output's quantization");
+      Network net = single({4, 4, 6}, in, gemm_layer(LayerKind::Conv2d, {1, 1, 6, 6}, ActFunction::None, in, rng, 2));
+      Layer b = gemm_layer(LayerKind::Conv2d, {1, 1, 6, 3}, ActFunction::None, in, rng, 2);
+      b.output = net.layers[0].output;
+      b.inputs = {0};
+      net.layers.push_back(b);
+      net.layers.push_back(concat_layer({1, 2}, net.layers[0].output));
+      const Tensor x = random_input({2, 4, 4, 6}, rng);
+      const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+      const std::vector<Tensor> all = compiler::reference_network_all(net, x);
+      for (std::size_t p = 0; p < 2 * 16; ++p)
+        for (std::size_t c = 0; c < 9; ++c)
+          CHECK(o.run.output.data[p * 9 + c] == (c < 6 ? all[0].data[p * 6 + c] : all[1].data[p * 3 + c - 6]));
+    }
+    {
+      INFO("1-D features: concat of two dense layers, then a dense layer");
+      Network net = single({9}, in, gemm_layer(LayerKind::Dense, {9, 6}, ActFunction::Relu, in, rng, -128));
+      Layer b = gemm_layer(LayerKind::Dense, {9, 3}, ActFunction::None, in, rng);
+      b.inputs = {0};
+      net.layers.push_back(b);
+      net.layers.push_back(concat_layer({2, 1}, {0.5, -3}));
+      net.layers.push_back(gemm_layer(LayerKind::Dense, {9, 4}, ActFunction::None, out_quant(net), rng));
+      check_mode(net, random_input({5, 9}, rng), cfg, compiler::CompileMode::OnChip);
+    }
+    {
+      INFO("bands: maps larger than the accumulators, and the detailed path");
+      ArchConfig small = cfg;
+      small.acc_rows = 24;
+      Network net = single({7, 6, 5}, in, gemm_layer(LayerKind::Conv2d, {1, 1, 5, 6}, ActFunction::Relu, in, rng, -128));
+      net.layers.push_back(concat_layer({0, 1}, {0.05, -1}));
+      const Tensor x = random_input({2, 7, 6, 5}, rng);
+      const auto o = check_mode(net, x, small, compiler::CompileMode::OnChip);
+      check_detailed_agrees(o.plan, o.run, x, small);
+    }
+  }
+  {
+    INFO("the host-step compiler refuses a concat");
+    const QuantParams q{0.04, -20};
+    Network net = single({4}, q, concat_layer({0, 0}, q));
+    CHECK_THROWS_WITH(compiler::compile_network(net, 1, config_for(4), compiler::CompileMode::Segments),
+                      Catch::Contains("runs only on chip"));
+  }
+}
+
+TEST_CASE("a convolution's all-zero weight tiles get no passes (grouped convolutions)", "[layers][conv][groups]") {
+  // N = 4, 8 -> 8 channels: two groups of 4, block-diagonal weights, so the
+  // tiles (input group gi, output group go) with gi != go are zero.
+  std::mt19937 rng(51);
+  const ArchConfig cfg = config_for(4);
+  const QuantParams in{0.04, -20};
+  for (unsigned k : {1u, 3u}) {
+    INFO(k << "x" << k);
+    Layer dense = with_padding(gemm_layer(LayerKind::Conv2d, {k, k, 8, 8}, ActFunction::Relu, in, rng, -128),
+                               k / 2, k / 2, k / 2, k / 2);
+    Layer grouped = dense;
+    for (std::size_t tap = 0; tap < k * k; ++tap)
+      for (std::size_t i = 0; i < 8; ++i)
+        for (std::size_t o = 0; o < 8; ++o)
+          if (i / 4 != o / 4) grouped.weights[(tap * 8 + i) * 8 + o] = 0;
+    const Tensor x = random_input({1, 5, 5, 8}, rng);  // one sample: one chunk for both
+    const auto a = check_mode(single({5, 5, 8}, in, dense), x, cfg, compiler::CompileMode::OnChip);
+    const auto b = check_mode(single({5, 5, 8}, in, grouped), x, cfg, compiler::CompileMode::OnChip);
+    // Per output group, the passes of one input group (one per kernel offset) are gone.
+    const std::size_t gone = 2 * k * k;
+    CHECK(count_opcode(a.plan.segments[0], isa::Opcode::MMC) - count_opcode(b.plan.segments[0], isa::Opcode::MMC) ==
+          gone);
+  }
+  {
+    INFO("every tile zero: one pass clears the accumulators, the output is the bias");
+    Layer zero = gemm_layer(LayerKind::Conv2d, {3, 3, 5, 3}, ActFunction::None, in, rng, 3);
+    std::fill(zero.weights.begin(), zero.weights.end(), std::int8_t{0});
+    check_mode(single({4, 4, 5}, in, with_padding(zero, 1, 1, 1, 1)), random_input({2, 4, 4, 5}, rng), cfg,
+               compiler::CompileMode::OnChip);
+  }
+}

@@ -407,3 +407,47 @@ TEST_CASE("reference: a diamond graph reads tensors by id", "[reference][graph]"
     CHECK(c[2].data == std::vector<std::int32_t>{12, 3});
   }
 }
+
+TEST_CASE("reference: concat along channels requantizes each input", "[reference][concat]") {
+  // x: a 2x2x2 map at (0.5, 3); p = avgpool 1x1 of x at (0.25, -4): m = 0.5 / 0.25 = 2 exactly,
+  // p = sat8(2 * (x - 3) - 4). concat(x, p, x) at (1.0, 1): s_hi = 0.5, d_x = 127,
+  // d_p = floor(127 * 0.25 / 0.5 + 0.5) = 64; m = (0.5 / 127) / 1.0 = 1/254: M = 1082196484, S = 38.
+  Network net = map_net({2, 2, 2}, {0.5, 3});
+  net.layers.push_back(pool_layer(LayerKind::AvgPool2d, 1, 1, 0, 0, 0, 0));
+  net.layers[0].output = {0.25, -4};
+  net.layers[0].output_is_input = false;
+  Layer c;
+  c.kind = LayerKind::Concat;
+  c.name = "cat";
+  c.inputs = {0, 1, 0};
+  c.output = {1.0, 1};
+  net.layers.push_back(c);
+  const Tensor x = make_tensor({1, 2, 2, 2}, {-128, 127, 3, 4, 60, -61, 100, -7});
+  const Tensor y = compiler::reference_network(net, x);
+  REQUIRE(y.shape == std::vector<std::size_t>{1, 2, 2, 6});
+  for (std::size_t px = 0; px < 4; ++px)
+    for (std::size_t ch = 0; ch < 2; ++ch) {
+      const std::int64_t xv = x.data[px * 2 + ch];
+      const std::int64_t pv = sat8(2 * (xv - 3) - 4);
+      INFO("pixel " << px << " channel " << ch);
+      CHECK(y.data[px * 6 + ch] == q_ms(127 * (xv - 3), 1082196484, 38, 1));
+      CHECK(y.data[px * 6 + 2 + ch] == q_ms(64 * (pv + 4), 1082196484, 38, 1));
+      CHECK(y.data[px * 6 + 4 + ch] == y.data[px * 6 + ch]);
+    }
+  // x = 127: 127 * 124 / 254 = 62, + 1 = 63; x = -128: -131 / 2 = -65.5 rounds up to -65, + 1 = -64.
+  CHECK(y.data[1] == 63);
+  CHECK(y.data[0] == -64);
+  SECTION("equal quantizations copy exactly") {
+    net.layers[0].output = {0.5, 3};
+    net.layers[1].output = {0.5, 3};
+    const Tensor same = compiler::reference_network(net, x);
+    for (std::size_t px = 0; px < 4; ++px)
+      for (std::size_t ch = 0; ch < 2; ++ch) CHECK(same.data[px * 6 + ch] == x.data[px * 2 + ch]);
+  }
+  SECTION("shapes that differ in more than the channels are refused") {
+    net.layers[1].inputs = {0, 0};
+    net.layers.insert(net.layers.begin() + 1, pool_layer(LayerKind::MaxPool2d, 2, 1, 0, 0, 0, 0));
+    net.layers[2].inputs = {0, 2};
+    CHECK_THROWS_WITH(compiler::infer_network(net), Catch::Contains("only the last axis, the channels, may differ"));
+  }
+}

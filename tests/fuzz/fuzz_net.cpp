@@ -12,8 +12,10 @@
 // each side, 1..11 output channels, or depthwise), max- and average pooling
 // (1..3 windows, strides 1..2, padding below the window), global average
 // pooling, add (of the current tensor and an earlier one of its shape, or of
-// itself), flatten and dense; a conv2d or pool may read an earlier tensor
-// instead of the current one (a branch, which a later add must join). Scales,
+// itself), concat (one add in 16 instead: the current tensor and one or two
+// earlier ones, or itself, along the channels), flatten and dense; a conv2d
+// or pool may read an earlier tensor instead of the current one (a branch,
+// which a later add or concat must join). Scales,
 // zero points, activations (none, relu; sigmoid and tanh for dense and conv),
 // bias ranges, weight and input value ranges and int32 output of the last
 // dense or conv layer come from the bytes; the values themselves from a PRNG
@@ -198,6 +200,9 @@ std::string describe(const Case& c) {
         o << " act " << act_name(l.act) << " out scale " << l.output.scale << " zp "
           << l.output.zero_point;
         break;
+      case LayerKind::Concat:
+        o << " out scale " << l.output.scale << " zp " << l.output.zero_point;
+        break;
       case LayerKind::Flatten: break;
     }
   }
@@ -357,6 +362,36 @@ bool make_case(Bytes& in, Case& c) {
           if (!read[t]) unread.push_back(t);
         }
       const std::uint8_t p = in.u8();
+      if (p % 16 == 15) {
+        // A concat along the last axis instead: the current tensor and one or
+        // two earlier ones (or itself) whose other dimensions match.
+        l.kind = LayerKind::Concat;
+        std::vector<std::size_t> fits;
+        for (std::size_t t = 0; t <= cur; ++t) {
+          const auto& s = infos[t].shape;
+          if (!infos[t].int32 && s.size() == infos[cur].shape.size() &&
+              std::equal(s.begin(), s.end() - 1, infos[cur].shape.begin()))
+            fits.push_back(t);
+        }
+        const std::size_t parts = in.range(2, 3);
+        l.inputs = {cur};
+        double hi = infos[cur].quant.scale;
+        for (std::size_t k = 1; k < parts; ++k) {
+          const std::size_t t = fits[in.u8() % fits.size()];
+          l.inputs.insert(in.u8() & 1 ? l.inputs.end() : l.inputs.begin(), t);
+          hi = std::max(hi, infos[t].quant.scale);
+        }
+        l.output = {in.u8() % 4 == 3 ? in.scale() : hi * in.power_of_two(-2, 2), in.zero_point()};
+        net.layers.push_back(std::move(l));
+        try {
+          infos = compiler::infer_network(net, false);
+        } catch (const compiler::CompileError&) {
+          return false;
+        }
+        for (std::size_t t : compiler::layer_inputs(net, cur)) read[t] = true;
+        read.push_back(false);
+        continue;
+      }
       std::size_t other = cur;
       if (!unread.empty() && p % 4 != 3) other = unread[p / 4 % unread.size()];
       else if (!same.empty() && p % 8 != 7) other = same[p / 8 % same.size()];
@@ -427,6 +462,13 @@ std::uint64_t array_macs(const Case& c) {
       case LayerKind::Add: {  // a map's pixels, or a vector (one row per sample)
         const std::uint64_t pixels = y.shape.size() == 3 ? y.shape[0] * y.shape[1] : 1;
         macs += 2 * b * pixels * ceil_div(y.shape.back(), n) * n * n;
+        break;
+      }
+      case LayerKind::Concat: {  // per output group, a pass per overlapping input plane
+        const std::uint64_t pixels = y.shape.size() == 3 ? y.shape[0] * y.shape[1] : 1;
+        std::uint64_t planes = ceil_div(y.shape.back(), n);
+        for (std::size_t t : compiler::layer_inputs(c.net, i)) planes += ceil_div(infos[t].shape.back(), n);
+        macs += b * pixels * planes * n * n;
         break;
       }
       default: break;

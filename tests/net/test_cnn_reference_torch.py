@@ -2,12 +2,12 @@
 
 The integer quantities of the layers of docs/quantization.md's graph form
 (depthwise conv2d, max-pool with padding, average pooling, global average
-pooling, add) are computed here independently: the window sums and
+pooling, add, concat) are computed here independently: the window sums and
 accumulators by torch (conv2d with groups, max_pool2d, avg_pool2d) in float64
 on the zero-point-shifted integers, which is exact (every sum is far below
 2^53), the requantization q(a) = sat8(((a*M + r) >> S) + Z) and the derivation
 of (M, S) from the spec's rule written out again below, and add's formula in
-plain Python ints. Every case goes through a model.json written to tmp_path
+plain Python ints (concat's too). Every case goes through a model.json written to tmp_path
 and int8_reference.run, so the model-format path (graph inputs, defaults) is
 covered too. The last tests check the example networks programs/nets/resnet_mini
 and mobilenet_mini: the committed files are what tools/make_cnn_nets.py
@@ -474,6 +474,67 @@ def find_d_lo_order_case():
             if math.floor(127 * t / s_hi + 0.5) != math.floor(127 * (t / s_hi) + 0.5):
                 return s_hi, t
     raise AssertionError("no case found")
+
+
+CONCAT = [
+    # (s_a, z_a, s_b, z_b): the output quantization is set from the concatenated range
+    (0.02, 0, 0.02, 0),            # equal scales: both weigh 127
+    (0.05, -10, 0.013, 7),          # A has the largest scale: also the exact copy
+    (0.004, 12, 0.9, -128),        # ratio 225: the smaller weighs 1
+]
+
+
+@pytest.mark.parametrize("case", range(len(CONCAT)))
+def test_concat(tmp_path, case):
+    """concat(A, B, input) along channels against the spec's formula and against torch.cat of the
+    dequantized parts; with the output quantization equal to A's (the largest scale), A's channels
+    are copied exactly."""
+    s_a, z_a, s_b, z_b = CONCAT[case]
+    rng = np.random.default_rng(7000 + case)
+    h, w, c = 3, 4, 5
+    s_in = 0.01
+    x = rand_int8(rng, (2, h, w, 2 * c))
+    a = branch(x[..., :c], s_in, s_a / s_in, s_a, z_a)
+    b = branch(x[..., c:], s_in, s_b / s_in, s_b, z_b)
+    real = torch.cat([torch.from_numpy(s_a * (a - z_a)), torch.from_numpy(s_b * (b - z_b)),
+                      torch.from_numpy(s_in * x.astype(np.float64))], dim=-1).numpy()
+    # A's channels are copied exactly when A has the output's quantization and the largest scale.
+    for exact in (False, True) if s_a >= max(s_b, s_in) else (False,):
+        if exact:
+            s_o, z_o = s_a, z_a
+        else:
+            lo, hi = min(real.min(), 0.0), max(real.max(), 0.0)
+            s_o = (hi - lo) / 255
+            z_o = int(np.clip(round(-128 - lo / s_o), -128, 127))
+        path = add_model(tmp_path, (h, w, c), s_in, s_a, z_a, s_b, z_b, s_o, z_o, None)
+        model = json.loads(path.read_text())
+        model["layers"][-1] = {"type": "concat", "name": "cat", "inputs": ["A", "B", "input"],
+                               "output": {"scale": s_o, "zero_point": z_o}}
+        path.write_text(json.dumps(model))
+        y = ref.run(path, x)
+        assert y.dtype == np.int8 and y.shape == (2, h, w, 4 * c)
+        s_hi = max(s_a, s_b, s_in)
+        m, s = spec_mult((s_hi / 127) / s_o)
+        parts = [(a, s_a, z_a), (b, s_b, z_b), (x, s_in, 0)]
+        at = 0
+        for v, sv, zv in parts:
+            d = min(127, max(1, math.floor(127 * sv / s_hi + 0.5)))
+            for idx in np.ndindex(*v.shape):
+                q = spec_q_int(d * (int(v[idx]) - zv), m, s, z_o)
+                assert int(y[idx[:-1] + (at + idx[-1],)]) == q, (idx, int(v[idx]))
+            at += v.shape[-1]
+        if exact:
+            assert np.array_equal(y[..., :c], a)
+        else:
+            # float closeness: half an output step, plus the factor's error for the smaller scales
+            got = s_o * (y.astype(np.float64) - z_o)
+            bound = np.concatenate([0.5 * s_o + np.abs(v.astype(np.int64) - zv) * abs(
+                min(127, max(1, math.floor(127 * sv / s_hi + 0.5))) * s_hi / 127 - sv) + 1e-9
+                for v, sv, zv in parts], axis=-1)
+            inside = (y > -128) & (y < 127)
+            bad = np.argwhere(inside & (np.abs(got - real) > bound))
+            assert len(bad) == 0, [(tuple(i), got[tuple(i)], real[tuple(i)], bound[tuple(i)]) for i in bad[:3]]
+            assert inside.sum() > y.size // 2
 
 
 def test_add_weight_rounding_order(tmp_path):

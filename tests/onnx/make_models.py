@@ -8,6 +8,10 @@ on scikit-learn's digits).
   make_models.py resnet18 OUT_DIR B  resnet18.onnx, calib.npy (4 images), x.npy (B images), torch.npy;
                                      random weights, batch-norm statistics measured on random images
   make_models.py mobilenet_v2 OUT_DIR B   likewise
+  make_models.py NAME OUT_DIR B SIZE      torchvision model NAME at SIZE x SIZE input
+  make_models.py group_net OUT_DIR B      GroupNet below (16 x 16), likewise
+  make_models.py concat_net OUT_DIR B     ConcatNet below (12 x 12), likewise
+  make_models.py shuffle_net OUT_DIR B    ShuffleNet below (12 x 12), likewise
 
 Fixed seeds throughout. Run with /usr/bin/python3 (Debian's python3-torch,
 python3-torchvision, python3-sklearn).
@@ -78,10 +82,95 @@ def digits(out):
     print(f"digits: PyTorch float accuracy {acc:.4f} on {len(test)} test images")
 
 
-def torchvision_model(name, out, batch):
+class GroupNet(nn.Module):
+    """16x16: conv 3x3 (BN, ReLU), max-pool 3x3/2 with ceil_mode (16 -> 8, floor would give 7), grouped conv 3x3
+    (3 groups), depthwise conv 3x3, grouped conv 1x1 (4 groups), mean over H, W with keepdims (ReduceMean), conv 1x1
+    (ReLU), mean without keepdims, dense."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 12, 3, padding=1), nn.BatchNorm2d(12), nn.ReLU(),
+            nn.MaxPool2d(3, 2, ceil_mode=True),
+            nn.Conv2d(12, 24, 3, padding=1, groups=3), nn.BatchNorm2d(24), nn.ReLU(),
+            nn.Conv2d(24, 24, 3, padding=1, groups=24), nn.BatchNorm2d(24), nn.ReLU(),
+            nn.Conv2d(24, 48, 1, groups=4), nn.BatchNorm2d(48), nn.ReLU())
+        self.squeeze = nn.Sequential(nn.Conv2d(48, 32, 1), nn.ReLU())
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        h = self.squeeze(self.features(x).mean([2, 3], keepdim=True))
+        return self.fc(h.mean([2, 3]))
+
+
+class ConcatNet(nn.Module):
+    """12x12: a stem conv 3x3 (BN, ReLU); a fire module (conv 1x1 and conv 3x3, each ReLU, concatenated: both read
+    only by the concat); a dense block (conv 3x3 + BN without ReLU on the fire's output, concatenated with it: the
+    fire's output has two readers, the parts different scales); a concat of three (stem, block, fire); BN + ReLU
+    on a concat (DenseNet's pre-activation); conv 1x1 (ReLU), global average pool, dense."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 5, 3, padding=1), nn.BatchNorm2d(5), nn.ReLU())
+        self.e1 = nn.Sequential(nn.Conv2d(5, 6, 1), nn.ReLU())
+        self.e3 = nn.Sequential(nn.Conv2d(5, 11, 3, padding=1), nn.ReLU())
+        self.grow = nn.Sequential(nn.Conv2d(17, 7, 3, padding=1), nn.BatchNorm2d(7))
+        self.norm = nn.Sequential(nn.BatchNorm2d(24), nn.ReLU())
+        self.mix = nn.Sequential(nn.Conv2d(24, 10, 1), nn.ReLU())
+        self.head = nn.Sequential(nn.Conv2d(56, 16, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                  nn.Linear(16, 10))
+
+    def forward(self, x):
+        s = self.stem(x)
+        f = torch.cat([self.e1(s), self.e3(s)], 1)
+        g = torch.cat([f, self.grow(f)], 1)
+        m = self.mix(self.norm(g))
+        return self.head(torch.cat([s, g, m, f], 1))
+
+
+def channel_shuffle(x, groups):
+    """torchvision's ShuffleNetV2 channel shuffle (its export computes the shapes with Shape, Gather, Div)."""
+    batchsize, num_channels, height, width = x.size()
+    x = x.view(batchsize, groups, num_channels // groups, height, width)
+    x = torch.transpose(x, 1, 2).contiguous()
+    return x.view(batchsize, -1, height, width)
+
+
+class ShuffleNet(nn.Module):
+    """12x12: a stem conv 3x3 (BN, ReLU); a ShuffleNetV2 unit (chunk into halves: Slice with shape arithmetic;
+    conv 1x1, depthwise 3x3, conv 1x1 on one half; concat; shuffle of 2 groups); a Split into 4 and 8 channels,
+    concatenated the other way round, shuffled in 3 groups; conv 1x1 (ReLU), mean over H, W, dense."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 12, 3, padding=1), nn.BatchNorm2d(12), nn.ReLU())
+        self.branch = nn.Sequential(nn.Conv2d(6, 6, 1), nn.BatchNorm2d(6), nn.ReLU(),
+                                    nn.Conv2d(6, 6, 3, padding=1, groups=6), nn.BatchNorm2d(6),
+                                    nn.Conv2d(6, 6, 1), nn.BatchNorm2d(6), nn.ReLU())
+        self.head = nn.Sequential(nn.Conv2d(12, 16, 1), nn.ReLU())
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        x1, x2 = x.chunk(2, dim=1)
+        x = channel_shuffle(torch.cat([x1, self.branch(x2)], 1), 2)
+        a, c = torch.split(x, [4, 8], dim=1)
+        x = channel_shuffle(torch.cat([c, a], 1), 3)
+        return self.fc(self.head(x).mean([2, 3]))
+
+
+MODELS = {"group_net": (GroupNet, 16), "concat_net": (ConcatNet, 12), "shuffle_net": (ShuffleNet, 12)}
+
+
+def torchvision_model(name, out, batch, size=224):
     import torchvision
     torch.manual_seed(0)
-    model = getattr(torchvision.models, name)(weights=None)
+    if name in MODELS:
+        model, size = MODELS[name][0](), MODELS[name][1]
+    else:
+        # Inception v3's auxiliary classifier (train mode only) needs inputs of about 299 x 299.
+        extra = {"aux_logits": False} if name == "inception_v3" else {}
+        model = getattr(torchvision.models, name)(weights=None, **extra)
     g = torch.Generator().manual_seed(1)
     # Batch-norm statistics as training leaves them (running means and
     # variances measured on data, scales and shifts not all 1 and 0), so that
@@ -96,10 +185,10 @@ def torchvision_model(name, out, batch):
                 m.bias.normal_(0.0, 0.2, generator=g)
     model.train()
     with torch.no_grad():
-        model(torch.randn(16, 3, 224, 224, generator=g))
+        model(torch.randn(16, 3, size, size, generator=g))
     model.eval()
-    calib = torch.randn(4, 3, 224, 224, generator=g)
-    x = torch.randn(batch, 3, 224, 224, generator=g)
+    calib = torch.randn(4, 3, size, size, generator=g)
+    x = torch.randn(batch, 3, size, size, generator=g)
     export(model, x[:1], out / f"{name}.onnx")
     with torch.no_grad():
         y = model(x).numpy()
@@ -115,7 +204,8 @@ def main():
     if what == "digits":
         digits(out)
     else:
-        torchvision_model(what, out, int(sys.argv[3]) if len(sys.argv) > 3 else 1)
+        torchvision_model(what, out, int(sys.argv[3]) if len(sys.argv) > 3 else 1,
+                          int(sys.argv[4]) if len(sys.argv) > 4 else 224)
     return 0
 
 

@@ -128,6 +128,23 @@ CASES = {
     "conv_weights_1d": (with_initializer(net(middle=[helper.make_node("Conv", ["c", "w2"], ["c2"], name="conv2")]),
                                          "w", [4], b"\0" * 16),
                         "node 'conv' (Conv): only 2-D convolutions (4-D weights) are supported"),
+    # Issue 28: ceil_mode, ReduceMean and grouped Conv beyond what tpu-sim maps.
+    "avgpool_ceil": (net(middle=pool("AveragePool", strides=[2, 2], ceil_mode=1)),
+                     "node 'pool' (AveragePool): ceil_mode 1 is not supported where it changes the output size (ONNX "
+                     "leaves the extra cells of the last window out of the average's count; tpu-sim's average divides "
+                     "by the whole window)"),
+    "reducemean_axes": (net(middle=[helper.make_node("ReduceMean", ["c"], ["m"], name="mean", axes=[1])]),
+                        "node 'mean' (ReduceMean): only the mean over H and W (axes [2, 3]) is supported: a global "
+                        "average pool"),
+    "group_3_of_4": (net(middle=[helper.make_node("Conv", ["c", "w3"], ["c2"], name="conv2", group=3)]),
+                     "node 'conv2' (Conv): group 3 does not divide the 4 input and 4 output channels"),
+    "transpose": (net(middle=[helper.make_node("Transpose", ["c"], ["t"], name="tr", perm=[0, 1, 3, 2])]),
+                  "node 'tr' (Transpose): only the channel shuffle's Transpose (perm (0, 2, 1, 3, 4) of a map reshaped "
+                  "to (N, g, C/g, H, W)) is supported"),
+    "slice_h": (net(middle=[helper.make_node("Slice", ["c", "s0", "s1", "s2"], ["t"], name="sl")]),
+                "node 'sl' (Slice): only a slice of the channels (axis 1) is supported"),
+    "mul": (net(middle=[helper.make_node("Mul", ["c", "c"], ["t"], name="mul")]),
+            "node 'mul' (Mul): Mul of computed tensors is not supported (only of constants, such as shape arithmetic)"),
     "garbage": (b"\x08\x07\x12\xff\xff\xff\xff\x0fnot a protobuf",
                 "not an ONNX model (the protobuf does not parse)"),
 }
@@ -176,6 +193,11 @@ def main():
                     m = fix_clip(m)
                 if name == "conv_weights_1d":
                     m = add_w2(m)
+                if name == "slice_h":
+                    m.graph.initializer.extend([const("s0", np.array([0], np.int64)), const("s1", np.array([4], np.int64)),
+                                                const("s2", np.array([2], np.int64))])
+                if name == "group_3_of_4":
+                    m.graph.initializer.extend([const("w3", np.zeros((4, 1, 1, 1), np.float32))])
                 path.write_bytes(m.SerializeToString())
             expect([str(path), "--calibrate", str(d / "x.npy"), "--input", str(d / "x.npy")], 3,
                    f"tpu-sim: error: {path}: {msg}")

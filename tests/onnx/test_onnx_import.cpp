@@ -429,3 +429,68 @@ TEST_CASE("the first pass refuses opsets the importer does not know", "[onnx]") 
   m.mutable_opset_import(0)->set_version(17);
   CHECK(import(m).layers.size() == 1);
 }
+
+namespace {
+
+tpu::onnximport::FloatLayer float_conv(std::size_t in, std::size_t cin, std::size_t cout, tpu::model::ActFunction act) {
+  tpu::onnximport::FloatLayer l;
+  l.kind = tpu::compiler::LayerKind::Conv2d;
+  l.name = "conv";
+  l.inputs = {in};
+  l.weight_shape = {1, 1, cin, cout};
+  l.weights.assign(cin * cout, 0.5f);
+  l.act = act;
+  return l;
+}
+
+tpu::onnximport::Range range(double lo, double hi) {
+  tpu::onnximport::Range r;
+  r.add(static_cast<float>(lo));
+  r.add(static_cast<float>(hi));
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a concat's inputs and output share one quantization when each can be chosen", "[onnx][concat]") {
+  using tpu::compiler::LayerKind;
+  using tpu::model::ActFunction;
+  FloatNet f;
+  f.input_shape = {2, 2, 3};
+  f.layers.push_back(float_conv(0, 3, 2, ActFunction::Relu));  // t1: A
+  f.layers.push_back(float_conv(0, 3, 2, ActFunction::None));  // t2: B
+  tpu::onnximport::FloatLayer pool;
+  pool.kind = LayerKind::MaxPool2d;
+  pool.inputs = {2};
+  f.layers.push_back(pool);  // t3: max-pool of B (keeps B's quantization)
+  tpu::onnximport::FloatLayer cat;
+  cat.kind = LayerKind::Concat;
+  cat.inputs = {1, 3};
+  f.layers.push_back(cat);  // t4
+  f.layers.push_back(float_conv(4, 4, 2, ActFunction::None));  // t5: int32 logits
+  const std::vector<tpu::onnximport::Range> ranges = {range(-1, 1), range(0, 2), range(-3, 1), range(-2, 1),
+                                                      range(-2, 2), range(-10, 10)};
+  SECTION("A, B, the pool and the concat: the range over them, [-3, 2]") {
+    const tpu::compiler::Network net = tpu::onnximport::quantize_float(f, ranges);
+    // scale 5 / 255, zero point round(-128 + 3 / (5 / 255)) = round(-128 + 153) = 25.
+    const auto q = tpu::onnximport::activation_quant(-3.0, 2.0);
+    CHECK(q.zero_point == 25);
+    for (std::size_t i : {0u, 1u, 3u}) {
+      INFO("layer " << i);
+      CHECK(net.layers[i].output.scale == q.scale);
+      CHECK(net.layers[i].output.zero_point == q.zero_point);
+    }
+    CHECK(net.layers[4].int32_output);
+    CHECK_NOTHROW(tpu::compiler::infer_network(net));
+  }
+  SECTION("a concat of the network input: each tensor keeps its own range") {
+    f.layers[3].inputs = {0, 1, 3};
+    const tpu::compiler::Network net = tpu::onnximport::quantize_float(f, ranges);
+    const auto a = tpu::onnximport::activation_quant(0.0, 2.0);
+    const auto c = tpu::onnximport::activation_quant(-2.0, 2.0);
+    CHECK(net.layers[0].output.scale == a.scale);
+    CHECK(net.layers[0].output.zero_point == -128);
+    CHECK(net.layers[3].output.scale == c.scale);
+    CHECK(net.layers[3].output.zero_point == c.zero_point);
+  }
+}

@@ -1,0 +1,136 @@
+// The on-chip network compiler's state (compile_on_chip.cpp): placement,
+// allocation and lowering of a whole network into one program
+// (docs/quantization.md, "Whole networks on chip"). The lowering of each layer
+// kind is a member; concat's lives in lower_concat.cpp.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/network.h"
+#include "compiler/network_util.h"
+#include "compiler/onchip_ops.h"
+
+namespace tpu::compiler::onchip {
+
+// Rows an ACT or a host transfer covers at least (whole samples), so that a
+// small map does not become thousands of instructions.
+constexpr std::uint64_t kPieceRows = 512;
+
+inline std::uint64_t samples_per_piece(std::uint64_t pixels) {
+  return std::max<std::uint64_t>(1, kPieceRows / std::max<std::uint64_t>(1, pixels));
+}
+
+// A tensor's layout: `groups` planes of N channels, `pixels` rows per sample
+// and plane (1 for 1-D tensors); a flatten's output is a view of its input.
+struct Place {
+  std::uint64_t groups = 1, pixels = 1, channels = 0, h = 1, w = 1;
+  std::optional<std::size_t> view_of;
+  bool in_ub = true;
+  int first = 0, last = 0;  // live from the step that writes it to the last that reads it
+  std::uint64_t ub = 0, ub_alt = 0;
+  std::uint64_t rows(std::uint64_t samples) const { return groups * pixels * samples; }
+};
+
+// Pixels [p0, p0 + pixels) of one sample's output map (pixels == 0: all).
+struct Band {
+  std::uint64_t p0 = 0, pixels = 0;
+  // The pixels it covers: its own, or `whole` when it is no band (pixels 0).
+  std::uint64_t pixels_or(std::uint64_t whole) const { return pixels ? pixels : whole; }
+};
+
+// What one output group of a conv or add computes at a time in the
+// accumulators: every pixel of `samples` samples from n0, or one band of
+// output rows of sample n0.
+struct Job {
+  std::uint64_t n0 = 0, samples = 1;
+  Band band;
+};
+
+class OnChip {
+ public:
+  OnChip(const Network& net, std::uint64_t batch, const ArchConfig& cfg)
+      : net_(net), cfg_(cfg), n_(cfg.array_n), batch_(batch) {
+    infos_ = infer_network(net);
+    layers_ = static_cast<int>(net.layers.size());
+  }
+
+  NetworkPlan compile();
+
+ private:
+  // --- placement ---
+  void place();
+  std::size_t base_of(std::size_t t) const { return places_[t].view_of ? *places_[t].view_of : t; }
+  bool flattened_map(std::size_t t) const {
+    return places_[t].view_of && places_[places_[t].view_of.value()].pixels > 1;
+  }
+  // --- allocation ---
+  std::uint64_t job_rows_per_sample() const;
+  std::uint64_t job_acc_rows(std::uint64_t b) const;
+  std::vector<Job> jobs(std::uint64_t pixels, std::uint64_t w, std::uint64_t bc) const;
+  std::uint64_t const_rows(std::uint64_t b) const { return needs_const_ ? job_acc_rows(b) : 0; }
+  std::optional<std::uint64_t> allocate(std::uint64_t b, bool two_inputs, bool commit);
+  std::string fits(std::uint64_t b, bool two_inputs);
+  double estimate(std::uint64_t b) const;
+  // --- lowering ---
+  void lower_chunk(std::uint64_t c, std::uint64_t bc);
+  void lower_input(std::uint64_t c, std::uint64_t bc, std::size_t layer);
+  void lower_conv(std::size_t i, std::uint64_t bc);
+  void lower_dense(std::size_t i, std::uint64_t bc);
+  void lower_add(std::size_t i, std::uint64_t bc);
+  void lower_concat(std::size_t i, std::uint64_t bc);
+  void lower_pool(std::size_t i, std::uint64_t bc);
+  void lower_const();
+  std::uint64_t tile(std::vector<std::int8_t> t);
+  std::vector<std::uint64_t> bias_tiles(const std::vector<std::int64_t>& bias, std::uint64_t go);
+  void bias_passes(const std::vector<std::uint64_t>& tiles, std::uint64_t acc, std::uint64_t samples,
+                   std::uint64_t pixels, std::size_t layer);
+  std::uint64_t plane(std::size_t t, std::uint64_t g, std::uint64_t n, std::uint64_t bc) const {
+    const Place& p = places_[base_of(t)];
+    const std::uint64_t base = t == 0 || base_of(t) == 0 ? (slot_ ? p.ub_alt : p.ub) : p.ub;
+    return base + (g * bc + n) * p.pixels;
+  }
+  std::uint64_t next_acc(std::uint64_t rows) {
+    const std::uint64_t r = acc_two_ && acc_toggle_ ? acc_half_ : 0;
+    acc_toggle_ = !acc_toggle_;
+    if (r + rows > cfg_.acc_rows) throw CompileError("internal error: accumulator region overflow");
+    return r;
+  }
+  // ACTs (and the output's WHMs) of samples [n0, n1] of output group g whose
+  // accumulators start at acc (sample n0's first row; sample-major, `pixels`
+  // rows each), or of a band of sample n0 == n1.
+  void activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uint64_t n1,
+                std::uint64_t acc, std::uint64_t bc, Band band = {});
+  void write_out(std::uint64_t g, std::uint64_t n0, std::uint64_t n1, std::uint64_t bc,
+                 std::optional<std::size_t> after, std::optional<std::uint64_t> acc, Band band = {});
+  model::Requant gemm_requant(std::size_t i) const {
+    const Layer& l = net_.layers[i];
+    return layer_requant(infos_[layer_inputs(net_, i)[0]].quant.scale, l.weight_scale, l.output, l.act);
+  }
+  void push(Op op) { ops_.push_back(std::move(op)); }
+
+  const Network& net_;
+  const ArchConfig& cfg_;
+  const std::uint64_t n_;
+  const std::uint64_t batch_;
+  int layers_ = 0;
+  std::vector<TensorInfo> infos_;
+  std::vector<Place> places_;
+  std::vector<std::vector<std::size_t>> readers_;  // per base tensor: the layers that read it
+  std::optional<std::size_t> im2col_;               // the layer whose im2col the host lays out
+  bool needs_const_ = false;
+  std::uint64_t const_ub_ = 0, const_rows_ = 0;
+  std::uint64_t chunk_ = 0, chunks_ = 0, ub_used_ = 0;
+  bool two_inputs_ = false, acc_two_ = false, acc_toggle_ = false, slot_ = false;
+  std::uint64_t acc_half_ = 0;
+  std::uint64_t out_host_ = 0, chunk_c_ = 0;
+  std::vector<Op> ops_;
+  std::vector<std::int8_t> weights_;
+  std::map<std::string, std::uint64_t> tiles_;
+  std::size_t output_tensor_ = 0;
+};
+
+}  // namespace tpu::compiler::onchip
