@@ -83,18 +83,18 @@ const char* fault_reason(unsigned code) {
                                       : "unknown fault";
 }
 
-// MACs, and each unit's instructions and busy cycles (the union of its
+// The array's rows and MACs (model::count_array_work, the model's rule), and
+// each unit's instructions and busy cycles (the union of its
 // instructions' [start, completion] intervals, docs/microarchitecture.md).
 // After a fault, an instruction still in flight was busy from its start to
 // the fault cycle, inclusive, as the model counts it: every unit works in the
 // cycle the controller faults in (rtl_harness.h), and the run stops after it.
 void finish_stats(const ArchConfig& cfg, const isa::Program& prog, model::RunLog& log) {
+  model::count_array_work(cfg, prog, log);
   std::map<std::string, model::Cycle> covered_until;
   for (const model::RetireRecord& r : log.retired) {
     const isa::Instruction& in = prog.code[r.pc];
     const isa::Unit unit = isa::spec_of(in.opcode).unit;
-    if (in.opcode == isa::Opcode::MMC)
-      log.stats.macs += static_cast<std::uint64_t>(in.operands[2]) * cfg.array_n * cfg.array_n;
     if (unit == isa::Unit::Controller) continue;
     model::UnitStats& u = log.stats.units[unit_name(unit)];
     ++u.instructions;

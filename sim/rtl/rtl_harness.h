@@ -167,7 +167,6 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
     if (top->host_wr_valid_o)
       get_bytes(top->host_wr_data_o, reinterpret_cast<std::uint8_t*>(mem.host.row(top->host_wr_row_o)),
                 std::size_t{top->host_wr_count_o} * n);
-    if (top->row_valid_o) ++log.stats.array_active_cycles;
     dump(10 * t);
     if (t >= opts.max_cycles) {
       model::Fault f{pc, pc < prog.code.size() ? isa::disassemble(prog.code[pc]) : "-", t,

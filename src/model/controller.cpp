@@ -150,8 +150,6 @@ void Controller::issue(const isa::Instruction& in, Cycle now, Cycle reported) {
     tile_arrival_.push_back(reported);
   }
   if (in.opcode == isa::Opcode::MMC && in.has(isa::kFlagMmcSwitch)) ++switches_issued_;
-  if (in.opcode == isa::Opcode::MMC)
-    log_.stats.macs += static_cast<std::uint64_t>(in.operands[2]) * cfg_.array_n * cfg_.array_n;
 }
 
 // docs/microarchitecture.md, "Weight buffers": switch k takes the tile of RW

@@ -72,7 +72,21 @@ std::uint64_t useful_lanes(const std::int8_t* tile, std::size_t n) {
   return rows * static_cast<std::uint64_t>(std::count(col.begin(), col.end(), std::uint8_t{1}));
 }
 
+// Rows of the MMC of retire record `r` the array read before cycle `end`.
+std::uint64_t rows_read_before(const RetireRecord& r, const isa::Instruction& in, Cycle end) {
+  const auto rows = static_cast<std::uint64_t>(in.operands[2]);
+  return r.start < end ? std::min<std::uint64_t>(rows, end - r.start) : 0;
+}
+
 }  // namespace
+
+void count_array_work(const ArchConfig& cfg, const isa::Program& prog, RunLog& log) {
+  std::uint64_t rows = 0;
+  for (const RetireRecord& r : log.retired)
+    if (prog.code[r.pc].opcode == isa::Opcode::MMC) rows += rows_read_before(r, prog.code[r.pc], log.stats.cycles);
+  log.stats.array_active_cycles = rows;
+  log.stats.macs = rows * cfg.array_n * cfg.array_n;
+}
 
 PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const RunLog& log,
                         const std::int8_t* weights, std::vector<PerfInterval>* intervals) {
@@ -105,7 +119,7 @@ PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const R
       active_lanes = it->second;
       ++switches;
     }
-    pc.useful_macs += rows * active_lanes;
+    pc.useful_macs += rows_read_before(r, in, end) * active_lanes;
     if (rows > 0 && r.start < end) active.add(r.start, std::min<Cycle>(r.start + rows - 1, end - 1));
   }
   switches_before.push_back(switches);

@@ -42,6 +42,15 @@ struct PerfInterval {
   std::uint32_t pc = 0;
 };
 
+// The matrix unit's work in `log` (a finished or faulted run of `prog`):
+// Stats::array_active_cycles, the rows the array read, and Stats::macs, N x N
+// for each, counted from the MMCs' retire records (an MMC started at s reads
+// row i in cycle s + i) up to the cycle the run stopped: a row read in cycle
+// Stats::cycles or later is not counted. So an MMC in flight at a fault counts
+// its rows read so far, and both engines count from the same records by the
+// same rule (docs/microarchitecture.md, "Statistics").
+void count_array_work(const ArchConfig& cfg, const isa::Program& prog, RunLog& log);
+
 // The counters of `log` (a finished run of `prog`; `weights` is the weight
 // memory, tiles of N x N bytes, for the useful MACs: a tile's useful lanes
 // are its rows and columns that hold a nonzero weight). With `intervals`,

@@ -110,7 +110,6 @@ void SystolicArray::start_job(const UnitCommand& c, Cycle now) {
     // once: they are read in cycles now .. now + rows - 1 with the active set.
     last_use_[active_] = now + rows - 1;
     used_[active_] = true;
-    log_.stats.array_active_cycles += rows;
   }
 }
 
@@ -158,7 +157,6 @@ void SystolicArray::read_row(Cycle now) {
     std::copy(x, x + n_, s.x.begin());
     last_use_[active_] = now;
     used_[active_] = true;
-    ++log_.stats.array_active_cycles;
     row_valid.write(true);
     any_rows_ = true;
     rows_in_flight_until_ = now + 2 * n_ + 1;
@@ -265,10 +263,7 @@ void SystolicArray::flush_partial(Cycle t) {
     const std::int8_t* w = weights_[job.weight_set].data();
     for (Cycle i = 0; i < rows; ++i) {
       const Cycle u = job.start + i;  // read cycle of row i
-      if (u > t) {
-        --log_.stats.array_active_cycles;
-        continue;
-      }
+      if (u > t) continue;
       const std::int8_t* x = input_row(job.cmd, static_cast<std::uint64_t>(i));
       std::int32_t* acc = mem_.acc.row(static_cast<std::uint64_t>(in.operands[1]) + i);
       // Column j is written at u + N + j + 1.

@@ -144,6 +144,31 @@ assert s['halted'] is False and s['fault'].startswith('fault at pc 2 (RHM 0, 163
     expect_status 3 "$bin/tpu-dis" "$tmp/short.tpu" -o "$tmp/e/p.s"
     [ "$(listing "$tmp/e")" = "" ] || fail "tpu-as or tpu-dis left: $(listing "$tmp/e")"
     ;;
+  fault_stats)  # at a cycle-limit fault, an MMC in flight counts the rows it read, not all of them
+    # One MMC of 1000 rows on small8, stopped at cycle 50: the array read row i in cycle
+    # s + i (docs/microarchitecture.md), so s .. 49 were read, 50 - s rows, 64 MACs each.
+    printf 'RW 0\nMMC.SO 0, 0, 1000\nHLT\n' >"$tmp/m.s"
+    "$bin/tpu-as" "$tmp/m.s" -o "$tmp/m.tpu"
+    for run in "systemc detailed" "systemc fast" "rtl auto"; do
+      read -r engine detail <<<"$run"
+      expect_status 4 "$bin/tpu-sim" run "$tmp/m.tpu" --preset small8 --max-cycles 50 \
+        --engine "$engine" --detail "$detail" --trace --stats "$tmp/s.json"
+      start=$(sed -nE 's/^pc +1 +MMC.* start +([0-9]+) .*/\1/p' "$tmp/out")
+      [ -n "$start" ] || { cat "$tmp/out"; fail "$run: no start cycle of the MMC in --trace"; }
+      "$python" - "$tmp/s.json" "$start" "$run" <<'PY'
+import json, sys
+s, start, run = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
+rows = 50 - start
+want = {"cycles": 50, "array_active_cycles": rows, "macs": rows * 64}
+got = {k: s[k] for k in want}
+assert got == want, f"{run}: {got}, want {want}"
+assert abs(s["utilization"] - rows * 64 / (50 * 64)) < 1e-12, (run, s["utilization"])
+assert s["tpuv1"]["array_active_cycles"] == rows, (run, s["tpuv1"])
+assert s["tpuv1"]["useful_macs"] + s["tpuv1"]["unused_macs"] == rows * 64, (run, s["tpuv1"])
+PY
+      grep -qxF "array active  $((50 - start)) cycles" "$tmp/out" || { cat "$tmp/out"; fail "$run: summary"; }
+    done
+    ;;
   fuzz_regressions)  # the inputs in tests/fuzz/regressions, through the command-line tools
     regs=$src/tests/fuzz/regressions
     mkdir "$tmp/o"

@@ -40,8 +40,19 @@ inline model::PerfCounters recount_perf(const ArchConfig& cfg, const isa::Progra
     if (op(j).opcode == isa::Opcode::RW) rw_tile.push_back(static_cast<std::size_t>(op(j).operands[0]));
 
   model::PerfCounters p;
-  // Useful MACs: per MMC, the nonzero rows x nonzero columns of the tile the
-  // latest switch (at or before it) took.
+  // The rows MMC record i's array read in cycles 0 .. cycles - 1 (row r in
+  // cycle start + r): after a fault, an MMC in flight counts only those.
+  const auto rows_read = [&](std::size_t i) {
+    std::uint64_t k = 0;
+    for (Cycle t = rec[i].start; t < rec[i].start + static_cast<Cycle>(op(i).operands[2]) && t < cycles; ++t) ++k;
+    return k;
+  };
+  // Every MAC: N x N per row read.
+  std::uint64_t macs = 0;
+  for (std::size_t i = 0; i < rec.size(); ++i)
+    if (op(i).opcode == isa::Opcode::MMC) macs += rows_read(i) * n * n;
+  // Useful MACs: per row read, the nonzero rows x nonzero columns of the tile
+  // the latest switch (at or before its MMC) took.
   for (std::size_t i = 0; i < rec.size(); ++i) {
     if (op(i).opcode != isa::Opcode::MMC) continue;
     const std::size_t switches = switches_before_rec[i + 1];  // switches up to and including i
@@ -57,9 +68,9 @@ inline model::PerfCounters recount_perf(const ArchConfig& cfg, const isa::Progra
       rows_used += any_row;
       cols_used += any_col;
     }
-    p.useful_macs += static_cast<std::uint64_t>(op(i).operands[2]) * rows_used * cols_used;
+    p.useful_macs += rows_read(i) * rows_used * cols_used;
   }
-  p.unused_macs = log.stats.macs - p.useful_macs;
+  p.unused_macs = macs - p.useful_macs;
 
   // Which cycles the array reads a row in, cycle by cycle.
   std::vector<bool> active(cycles, false);
