@@ -1,4 +1,4 @@
-// tpu_activation_unit: executes ACT and POOL. Row i of an ACT started at s
+// tpu_activation_unit: executes ACT, POOL and VEC. Row i of an ACT started at s
 // reads ACC[acc_row + i] at s + i, requantizes and activates it in N lanes,
 // and writes UB[ub_row + i] at s + i + act_latency (docs/microarchitecture.md,
 // "Activation unit"). Rows of successive ACTs follow each other with no gap.
@@ -26,6 +26,15 @@
 // the maximum, `pad` if no position was inside the map, to UB[ub_row + i],
 // while the next pixel's first position is read.
 //
+// VEC runs as an ACT whose accumulator row is the combination of two UB
+// rows: row i reads UB[a_row + i] on the POOL's read port and UB[b_row + i]
+// (UB[b_row] with broadcast) on a second read port, both at s + i; per lane
+// xa = a - za and xb = b - zb (10-bit), two multipliers form da * xa and
+// (MUL ? xa : db) * xb, and the combination (docs/isa.md, VEC: exact in
+// 32 bits) goes to the lane's requantizer and function like an ACC value
+// (model::vec_combine). A VEC, like a POOL, starts only after every earlier
+// instruction of the unit has completed, so its reads never meet a POOL's.
+//
 // A POOL never shares the unit with an ACT: it starts after every earlier
 // instruction of the unit has completed, and the next one starts after its
 // last write (the controller's rule). So the ACT's requantizers serve POOL.A,
@@ -46,6 +55,10 @@ module tpu_activation_unit
   output logic                  ub_rd_valid_o,
   output logic [31:0]           ub_rd_row_o,
   input  logic [ArrayN*8-1:0]   ub_rd_data_i,
+  // VEC's second read port (operand B), served the same way.
+  output logic                  ub_rd2_valid_o,
+  output logic [31:0]           ub_rd2_row_o,
+  input  logic [ArrayN*8-1:0]   ub_rd2_data_i,
   output logic                  ub_wr_valid_o,
   output logic [31:0]           ub_wr_row_o,
   output logic [ArrayN*8-1:0]   ub_wr_data_o,
@@ -73,7 +86,7 @@ module tpu_activation_unit
   logic [StageBits-1:0] stages_q [ActLatency];
 
   unit_cmd_t   job;
-  logic        pool_cmd, reading, pooling;
+  logic        pool_cmd, reading, pooling, vec;
   logic [31:0] row;
   assign pool_cmd = cmd_i.opcode == OpPool;
   assign job      = cmd_i.valid ? cmd_i : job_q;
@@ -81,6 +94,7 @@ module tpu_activation_unit
   assign pooling  = (cmd_i.valid && pool_cmd) || pooling_q;
   assign row      = cmd_i.valid ? '0 : row_q;
   assign acc_rd_row_o = job.op0 + row;
+  assign vec          = job.opcode == OpVec;
 
   // ---- POOL: the window's address generator ------------------------------------------
   // ox counts 0 .. out_w - 1 and wraps; the corner (cy, cx) = (y0 + oy *
@@ -120,8 +134,10 @@ module tpu_activation_unit
   // A position outside the map reads nothing; the port address stays on the
   // map's first row, inside the UB.
   assign offset        = map_row_offset(in_map, iy[15:0], ix[15:0], job.conv_in_w);
-  assign ub_rd_row_o   = job.op0 + offset;
-  assign ub_rd_valid_o = pooling && in_map;
+  assign ub_rd_row_o    = job.op0 + (vec ? row : offset);
+  assign ub_rd_valid_o  = (pooling && in_map) || (reading && vec);
+  assign ub_rd2_row_o   = 32'(job.vec_b_row) + (job.vec_broadcast ? 32'd0 : row);
+  assign ub_rd2_valid_o = reading && vec;
 
   // The running registers after this cycle's position: the window's first
   // position starts from nothing (pool_acc_ = 0, pool_any_ = false), one
@@ -165,15 +181,45 @@ module tpu_activation_unit
     else activate = y;
   endfunction
 
+  // VEC's value of one lane (model::vec_combine): xa = a - za, xb = b - zb;
+  // ADD da*xa + db*xb, SUB da*xa - db*xb, MUL xa*xb, MAX/MIN of da*xa and
+  // db*xb; |v| <= 2 * 2^15 * 255 < 2^31. Two multipliers a lane: da * xa,
+  // and (MUL ? xa : db) * xb.
+  logic [N*32-1:0] vec_values;
+  always_comb begin
+    logic signed [9:0]  xa, xb;
+    logic signed [15:0] fb;
+    logic signed [25:0] ya, yb;
+    logic signed [31:0] va, vb;
+    for (int unsigned j = 0; j < N; j++) begin
+      xa = 10'($signed(ub_rd_data_i[8*j +: 8])) - 10'($signed(job.vec_za));
+      xb = 10'($signed(ub_rd2_data_i[8*j +: 8])) - 10'($signed(job.vec_zb));
+      fb = job.vec_op == 3'd2 ? 16'(xa) : $signed(job.vec_db);
+      ya = 26'($signed(job.vec_da)) * 26'(xa);
+      yb = 26'(fb) * 26'(xb);
+      va = 32'(ya);
+      vb = 32'(yb);
+      unique case (job.vec_op)
+        3'd0: vec_values[32*j +: 32] = va + vb;
+        3'd1: vec_values[32*j +: 32] = va - vb;
+        3'd2: vec_values[32*j +: 32] = vb;
+        3'd3: vec_values[32*j +: 32] = va > vb ? va : vb;
+        default: vec_values[32*j +: 32] = va < vb ? va : vb;
+      endcase
+    end
+  end
+
   // The lanes go to plain vectors: Yosys drops part-select writes to a
-  // struct member made in a loop. The requantizers take an ACT's ACC row,
-  // or a POOL.A's sums in the cycle it writes a pixel (the two never meet).
+  // struct member made in a loop. The requantizers take an ACT's ACC row, a
+  // VEC's combined values, or a POOL.A's sums in the cycle it writes a pixel
+  // (a POOL never meets the others).
   logic [N*8-1:0] lanes, pool_lanes;
   always_comb begin
     logic [31:0] a;
     logic [7:0]  q;
     for (int unsigned j = 0; j < N; j++) begin
-      a = pool_wr_valid_q ? pool_acc_q[32*j +: 32] : acc_rd_data_i[32*j +: 32];
+      a = pool_wr_valid_q ? pool_acc_q[32*j +: 32]
+          : vec ? vec_values[32*j +: 32] : acc_rd_data_i[32*j +: 32];
       q = requantize(a, job.requant_m, job.requant_s, job.requant_z);
       lanes[8*j +: 8] = activate(q, job.flags, job.requant_z);
       pool_lanes[8*j +: 8] = average ? q : pool_any_q ? pool_acc_q[32*j +: 8] : job.conv_pad;

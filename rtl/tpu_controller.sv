@@ -32,6 +32,12 @@
 // A POOL issues only when no instruction of the activation unit is in flight
 // (model::Controller::stall_cause): it reads UB rows an earlier ACT may still
 // be writing, which the hazard check between units does not see.
+//
+// VSRC and VSCL set the vector registers (isa::VecRegs), sent with every
+// command like the others. A VEC has three ranges, A's rows, B's rows (the
+// one row b_row with broadcast) and its output, so an entry holds three; it
+// runs as an ACT (duration rows + A, occupancy rows) and issues, like a
+// POOL, only when no instruction of the activation unit is in flight.
 module tpu_controller
   import tpu_isa_pkg::*;
   import tpu_config_pkg::*;
@@ -89,6 +95,7 @@ module tpu_controller
     logic [2:0]          unit;
     access_t             a0;
     access_t             a1;
+    access_t             a2;
     logic [CycleW-1:0]   left;
   } sb_entry_t;
 
@@ -105,6 +112,12 @@ module tpu_controller
   logic [31:0]       conv_map_rows_q;  // in_h * in_w (ConvGeometry::map_rows)
   logic [7:0]        conv_win_h_q, conv_win_w_q;
   logic [15:0]       conv_window_q;    // win_h * win_w (ConvGeometry::window)
+  // Vector registers (isa::VecRegs), as encoded.
+  logic [23:0]       vec_b_row_q;
+  logic              vec_broadcast_q;
+  logic [7:0]        vec_za_q, vec_zb_q;
+  logic [15:0]       vec_da_q, vec_db_q;
+  logic [2:0]        vec_op_q;
   // By unit id: the cycles after this one the unit cannot take an
   // instruction (the array and activation unit: until their previous one
   // has read its rows, or a POOL completed; the weight DMA: none).
@@ -115,7 +128,7 @@ module tpu_controller
   logic [CycleW-1:0] fault_cycle_q;
   // Yosys takes an unpacked array of structs for a single struct: entries are
   // plain vectors of $bits(sb_entry_t) (a WIDTH warning if this drifts).
-  localparam int unsigned SbEntryBits = 1 + 1 + 3 + 2 * (1 + 2 + 34 + 34 + 1) + CycleW;
+  localparam int unsigned SbEntryBits = 1 + 1 + 3 + 3 * (1 + 2 + 34 + 34 + 1) + CycleW;
   localparam int unsigned SbValid = SbEntryBits - 1, SbHeld = SbEntryBits - 2;
   logic [SbEntryBits-1:0] sb_q [SbSize];
   // The entry of the host DMA's instruction, and the array's MMCs' entries
@@ -135,7 +148,7 @@ module tpu_controller
   assign op2    = fetch_instr_i[Slot2Lsb +: SlotBits];
 
   logic [2:0] unit;
-  access_t    acc0, acc1;
+  access_t    acc0, acc1, acc2;
   logic [CycleW-1:0] duration, occupancy;
   logic is_switch, is_rw;
 
@@ -145,6 +158,7 @@ module tpu_controller
     unit = UnitController;
     acc0 = '0;
     acc1 = '0;
+    acc2 = '0;
     duration = '0;
     occupancy = '0;
     is_switch = 1'b0;
@@ -193,13 +207,21 @@ module tpu_controller
         // cycle after its last read. rows < 2^24 and the window < 2^16.
         duration = CycleW'(40'(op2[23:0]) * 40'(conv_window_q)) + CycleW'(1);
       end
+      OpVec: begin
+        unit = UnitActivation;
+        acc0 = {1'b1, SpaceUb, 34'(op0), 34'(op2), 1'b0};
+        acc1 = {1'b1, SpaceUb, 34'(op1), 34'(op2), 1'b1};
+        acc2 = {1'b1, SpaceUb, 34'(vec_b_row_q), vec_broadcast_q ? 34'd1 : 34'(op2), 1'b0};
+        duration = CycleW'(op2) + CycleW'(ActLatency);
+      end
       default: ;
     endcase
     // A POOL's occupancy is its duration: the unit's next instruction follows
     // its completion. The weight memory takes a request every cycle (the
     // FIFO's room limits how many are outstanding). The host DMA's busy rule
     // comes from the unit (host_dma_busy_i) instead.
-    occupancy = (opcode == OpMmc || opcode == OpAct) ? CycleW'(op2) : is_rw ? CycleW'(1) : duration;
+    occupancy = (opcode == OpMmc || opcode == OpAct || opcode == OpVec) ? CycleW'(op2)
+                : is_rw ? CycleW'(1) : duration;
   end
 
   // Yosys reads struct members only of module-level scalars: functions take
@@ -242,13 +264,15 @@ module tpu_controller
       sb_live[e] = sb_e.valid;
       if (sb_live[e] && sb_e.unit == UnitActivation) act_in_flight = 1'b1;
       if (sb_live[e] && sb_e.unit != unit) begin
-        for (int unsigned p = 0; p < 4; p++) begin
-          ha = p[1] ? acc1 : acc0;
-          hb = p[0] ? sb_e.a1 : sb_e.a0;
-          if (ha.valid && hb.valid && ha.space == hb.space &&
-              {1'b0, ha.base} < {1'b0, hb.base} + {1'b0, hb.count} &&
-              {1'b0, hb.base} < {1'b0, ha.base} + {1'b0, ha.count})
-            kinds |= {!ha.write && hb.write, ha.write && hb.write, ha.write && !hb.write};
+        for (int unsigned pa = 0; pa < 3; pa++) begin
+          for (int unsigned pb = 0; pb < 3; pb++) begin
+            ha = pa == 0 ? acc0 : pa == 1 ? acc1 : acc2;
+            hb = pb == 0 ? sb_e.a0 : pb == 1 ? sb_e.a1 : sb_e.a2;
+            if (ha.valid && hb.valid && ha.space == hb.space &&
+                {1'b0, ha.base} < {1'b0, hb.base} + {1'b0, hb.count} &&
+                {1'b0, hb.base} < {1'b0, ha.base} + {1'b0, ha.count})
+              kinds |= {!ha.write && hb.write, ha.write && hb.write, ha.write && !hb.write};
+          end
         end
       end
     end
@@ -262,7 +286,8 @@ module tpu_controller
   assign running     = !halted_q && !fault_q;
   assign past_end    = pc_q >= prog_len_i;
   assign bad_address = out_of_range(acc0.valid, acc0.space, acc0.base, acc0.count) ||
-                       out_of_range(acc1.valid, acc1.space, acc1.base, acc1.count);
+                       out_of_range(acc1.valid, acc1.space, acc1.base, acc1.count) ||
+                       out_of_range(acc2.valid, acc2.space, acc2.base, acc2.count);
 
   always_comb begin
     stalled = 1'b1;
@@ -274,15 +299,16 @@ module tpu_controller
       stalled = sb_busy || weight_dma_busy_i;
       cause = StallDrain;
     end else if (opcode == OpNop || opcode == OpSetq || opcode == OpCmap || opcode == OpCstr ||
-                 opcode == OpCtap || opcode == OpCwin) stalled = 1'b0;
+                 opcode == OpCtap || opcode == OpCwin || opcode == OpVsrc || opcode == OpVscl)
+      stalled = 1'b0;
     else if (unit_wait_q[32'(unit)] != '0) cause = StallUnitBusy;
     else if (unit == UnitMatrix && !array_ready_i) cause = StallUnitBusy;
     // The host DMA takes its next transfer from its current one's last cycle on.
     else if (unit == UnitHostDma && host_dma_busy_i && !host_dma_retire_i.valid) cause = StallUnitBusy;
     // A POOL reads UB rows its own unit's earlier instructions may still
     // write (an ACT's last rows leave its pipeline after its occupancy): it
-    // waits until every one of them has completed.
-    else if (opcode == OpPool && act_in_flight) cause = StallUnitBusy;
+    // waits until every one of them has completed. So does a VEC.
+    else if ((opcode == OpPool || opcode == OpVec) && act_in_flight) cause = StallUnitBusy;
     else if (is_rw && (rw_issued_q - tiles_popped_i) >= FifoDepth) cause = StallFifoFull;
     else stalled = 1'b0;
   end
@@ -318,8 +344,8 @@ module tpu_controller
   logic [SlotW-1:0]       mmc_head_slot;
   assign sb_write = can_issue && unit != UnitController && !is_rw;
   assign held     = unit == UnitHostDma || unit == UnitMatrix;
-  assign sb_new   = held ? {1'b1, 1'b1, unit, acc0, acc1, CycleW'(0)}
-                         : {1'b1, 1'b0, unit, acc0, acc1, duration - CycleW'(1)};
+  assign sb_new   = held ? {1'b1, 1'b1, unit, acc0, acc1, acc2, CycleW'(0)}
+                         : {1'b1, 1'b0, unit, acc0, acc1, acc2, duration - CycleW'(1)};
   assign mmc_retire    = array_retire_i.valid;
   assign mmc_head_slot = mmc_slot_q[mmc_head_q];
 
@@ -374,6 +400,13 @@ module tpu_controller
     cmd.conv_x0       = conv_x0_q;
     cmd.conv_win_h    = conv_win_h_q;
     cmd.conv_win_w    = conv_win_w_q;
+    cmd.vec_b_row     = vec_b_row_q;
+    cmd.vec_broadcast = vec_broadcast_q;
+    cmd.vec_za        = vec_za_q;
+    cmd.vec_zb        = vec_zb_q;
+    cmd.vec_da        = vec_da_q;
+    cmd.vec_db        = vec_db_q;
+    cmd.vec_op        = vec_op_q;
   end
 
   always_ff @(posedge clk_i) begin
@@ -397,6 +430,15 @@ module tpu_controller
       conv_win_h_q <= 8'd1;
       conv_win_w_q <= 8'd1;
       conv_window_q <= 16'd1;
+      // VecRegs' reset values: B at row 0, not broadcast, zero points 0,
+      // factors 1, ADD.
+      vec_b_row_q <= '0;
+      vec_broadcast_q <= 1'b0;
+      vec_za_q <= '0;
+      vec_zb_q <= '0;
+      vec_da_q <= 16'd1;
+      vec_db_q <= 16'd1;
+      vec_op_q <= '0;
       for (int u = 0; u < 5; u++) unit_wait_q[u] <= '0;
       rw_issued_q <= '0;
       host_slot_q <= '0;
@@ -454,11 +496,22 @@ module tpu_controller
               conv_win_w_q <= op1[7:0];
               conv_window_q <= 16'(op0[7:0]) * 16'(op1[7:0]);
             end
+            OpVsrc: begin
+              vec_b_row_q <= op0[23:0];
+              vec_broadcast_q <= flags[FlagVsrcB];
+              vec_za_q <= op1[7:0];
+              vec_zb_q <= op2[7:0];
+            end
+            OpVscl: begin
+              vec_da_q <= op0[15:0];
+              vec_db_q <= op1[15:0];
+              vec_op_q <= op2[2:0];
+            end
             OpHlt: halted_q <= 1'b1;
             OpRhm, OpWhm: host_dma_cmd_o <= cmd;
             OpRw: weight_dma_cmd_o <= cmd;
             OpMmc: array_cmd_o <= cmd;
-            OpAct, OpPool: act_cmd_o <= cmd;
+            OpAct, OpPool, OpVec: act_cmd_o <= cmd;
             default: ;
           endcase
           // A host transfer is in flight until the host DMA retires it;

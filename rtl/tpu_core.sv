@@ -91,18 +91,20 @@ module tpu_core
   );
 
   // ---- Unified buffer: two write ports (host DMA, HostRowsPerCycle rows
-  // wide, and activation unit), three read ports (host DMA, HostRowsPerCycle
-  // rows wide; array; activation unit's POOL). The interlocks keep the units
+  // wide, and activation unit), four read ports (host DMA, HostRowsPerCycle
+  // rows wide; array; activation unit's POOL and VEC operand A; its VEC
+  // operand B). The interlocks keep the units
   // on different rows. A read port sees the buffer's registers, so
   // a write lands at the end of its cycle: visible from the next cycle, to its
   // own unit too (a POOL reading the rows it writes).
   logic [N*8-1:0] ub_q [UbRows] /* verilator public_flat_rw */;
-  logic           ub_wr_host_valid, ub_wr_act_valid, ub_rd_act_valid;
+  logic           ub_wr_host_valid, ub_wr_act_valid, ub_rd_act_valid, ub_rd_act2_valid;
   // Row addresses are 32-bit fields and the memories index with their low
   // bits: the controller faults on any address past a memory's end before
   // issue, so the high bits are zero whenever a port is used.
   /* verilator lint_off UNUSEDSIGNAL */
   logic [31:0]    ub_wr_host_row, ub_wr_act_row, ub_rd_host_row, ub_rd_array_row, ub_rd_act_row;
+  logic [31:0]    ub_rd_act2_row;
   logic [31:0]    acc_rd_act_row, acc_rd_host_row;
   /* verilator lint_on UNUSEDSIGNAL */
   logic [N*8-1:0] ub_wr_act_data;
@@ -197,6 +199,8 @@ module tpu_core
         else $error("UB read row %0d out of range at cycle %0d", ub_rd_array_row, cycle_q);
       assert (!ub_rd_act_valid || ub_rd_act_row < UbRows)
         else $error("UB read row %0d out of range at cycle %0d", ub_rd_act_row, cycle_q);
+      assert (!ub_rd_act2_valid || ub_rd_act2_row < UbRows)
+        else $error("UB read row %0d out of range at cycle %0d", ub_rd_act2_row, cycle_q);
       for (int unsigned j = 0; j < N; j++)
         assert (!acc_wr_valid[j] || acc_wr_row[32*j +: 32] < AccRows)
           else $error("ACC write row %0d out of range at cycle %0d", acc_wr_row[32*j +: 32], cycle_q);
@@ -209,6 +213,8 @@ module tpu_core
     .acc_rd_row_o(acc_rd_act_row), .acc_rd_data_i(acc_rd_act_data),
     .ub_rd_valid_o(ub_rd_act_valid), .ub_rd_row_o(ub_rd_act_row),
     .ub_rd_data_i(ub_q[ub_rd_act_row[$clog2(UbRows)-1:0]]),
+    .ub_rd2_valid_o(ub_rd_act2_valid), .ub_rd2_row_o(ub_rd_act2_row),
+    .ub_rd2_data_i(ub_q[ub_rd_act2_row[$clog2(UbRows)-1:0]]),
     .ub_wr_valid_o(ub_wr_act_valid), .ub_wr_row_o(ub_wr_act_row), .ub_wr_data_o(ub_wr_act_data),
     .retire_o(act_retire_o), .busy_o(busy_o[3])
   );

@@ -46,7 +46,8 @@ package tpu_core_pkg;
   // CMAP/CSTR/CTAP/CWIN operands as encoded (pad, y0 and x0 two's
   // complement); the controller keeps the input map's size, in_h * in_w, and
   // the window's, win_h * win_w, for itself (hazards, bounds, POOL's
-  // duration).
+  // duration). The vector registers (VEC) are VSRC's and VSCL's operands as
+  // encoded (za, zb, da, db two's complement): isa::VecRegs.
   typedef struct packed {
     logic        valid;
     logic [31:0] seq;
@@ -68,6 +69,13 @@ package tpu_core_pkg;
     logic [15:0] conv_x0;
     logic [7:0]  conv_win_h;
     logic [7:0]  conv_win_w;
+    logic [23:0] vec_b_row;
+    logic        vec_broadcast;
+    logic [7:0]  vec_za;
+    logic [7:0]  vec_zb;
+    logic [15:0] vec_da;
+    logic [15:0] vec_db;
+    logic [2:0]  vec_op;
   } unit_cmd_t;
 
   // A UB row on its way through the systolic array, beside its data: valid,

@@ -37,7 +37,10 @@ package tpu_isa_pkg;
     OpCtap = 8'h0a,
     OpPool = 8'h0b,
     OpCwin = 8'h0c,
-    OpHlt = 8'h0f
+    OpVec = 8'h0d,
+    OpVsrc = 8'h0e,
+    OpHlt = 8'h0f,
+    OpVscl = 8'h10
   } opcode_e;
 
   // Executing units (isa::Unit) and memory spaces (isa::Space).
@@ -61,6 +64,10 @@ package tpu_isa_pkg;
   localparam int unsigned FlagActQ = 1;
   localparam int unsigned FlagActT = 2;
   localparam int unsigned FlagPoolA = 0;
+  localparam int unsigned FlagVecR = 0;
+  localparam int unsigned FlagVecQ = 1;
+  localparam int unsigned FlagVecT = 2;
+  localparam int unsigned FlagVsrcB = 0;
 
   // Operand fields: width in bits and legal range.
   localparam int unsigned HostRowWidth = 32;
@@ -123,5 +130,26 @@ package tpu_isa_pkg;
   localparam int unsigned MapRowWidth = 24;
   localparam longint MapRowMin = 64'sd0;
   localparam longint MapRowMax = 64'sd16777215;
+  localparam int unsigned ARowWidth = 24;
+  localparam longint ARowMin = 64'sd0;
+  localparam longint ARowMax = 64'sd16777215;
+  localparam int unsigned BRowWidth = 24;
+  localparam longint BRowMin = 64'sd0;
+  localparam longint BRowMax = 64'sd16777215;
+  localparam int unsigned ZaWidth = 8;
+  localparam longint ZaMin = -64'sd128;
+  localparam longint ZaMax = 64'sd127;
+  localparam int unsigned ZbWidth = 8;
+  localparam longint ZbMin = -64'sd128;
+  localparam longint ZbMax = 64'sd127;
+  localparam int unsigned DaWidth = 16;
+  localparam longint DaMin = -64'sd32768;
+  localparam longint DaMax = 64'sd32767;
+  localparam int unsigned DbWidth = 16;
+  localparam longint DbMin = -64'sd32768;
+  localparam longint DbMax = 64'sd32767;
+  localparam int unsigned OpWidth = 3;
+  localparam longint OpMin = 64'sd0;
+  localparam longint OpMax = 64'sd4;
 
 endpackage

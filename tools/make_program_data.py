@@ -311,6 +311,40 @@ def pool():
     return host, weights, expected
 
 
+def vec_reference(a, b, za, zb, da, db, op, fn, m, s, z):
+    """VEC (docs/isa.md): xa = a - za, xb = b - zb (b broadcast by NumPy when it is
+    one row); ADD da*xa + db*xb, SUB da*xa - db*xb, MUL xa*xb, MAX/MIN of da*xa and
+    db*xb; then ACT's q and f."""
+    xa = np.asarray(a, dtype=np.int64) - za
+    xb = np.asarray(b, dtype=np.int64) - zb
+    v = {"ADD": da * xa + db * xb, "SUB": da * xa - db * xb, "MUL": xa * xb,
+         "MAX": np.maximum(da * xa, db * xb), "MIN": np.minimum(da * xa, db * xb)}[op]
+    assert np.all(np.abs(v) < (1 << 31))  # exact in int32, as the ISA says
+    return activate(v, fn, m, s, z)
+
+
+def vec():
+    """programs/vec.s: ReLU(A + B), A - B, tanh(A * G), max(A, B), ReLU(min(A, B))."""
+    p = 6
+    rng = SplitMix64(0x0008)
+    a = rng.int8s((p, N))
+    b = rng.int8s((p, N))
+    g = rng.int8s((1, N))
+    host = host_memory(3 * p + 1 + 5 * p + 1)  # A, B, G, five outputs, guard
+    host[0:p] = a
+    host[p:2 * p] = b
+    host[2 * p] = g[0]
+    expected = host.copy()
+    q = (873813, 34)
+    expected[13:19] = vec_reference(a, b, -5, 3, 16384, 9830, "ADD", "R", *q, -128)
+    expected[19:25] = vec_reference(a, b, -5, 3, 16384, 9830, "SUB", "", *q, 0)
+    expected[25:31] = vec_reference(a, g, -5, 0, 1, 1, "MUL", "T", 1, 6, 0)
+    expected[31:37] = vec_reference(a, b, -5, 3, 16384, 9830, "MAX", "", *q, 7)
+    expected[37:43] = vec_reference(a, b, -5, 3, 16384, 9830, "MIN", "R", *q, 7)
+    weights = np.zeros((1, N, N), dtype=np.int8)
+    return host, weights, expected
+
+
 PROGRAMS = {
     "one_tile": one_tile,
     "k_accumulate": k_accumulate,
@@ -319,6 +353,7 @@ PROGRAMS = {
     "requant_edges": requant_edges,
     "conv2": conv2,
     "pool": pool,
+    "vec": vec,
 }
 
 # ---------------------------------------------------------------------------

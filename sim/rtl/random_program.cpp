@@ -135,6 +135,34 @@ class Generator {
                 static_cast<std::int64_t>(r));
   }
 
+  // VSRC[.B] b_row, za, zb: B anywhere in the UB window (one row in three
+  // broadcast); zero points of every sign, now and then at an extreme.
+  isa::Instruction vsrc() {
+    const bool broadcast = pick(0, 2) == 0;
+    const auto zero = [this]() -> std::int64_t {
+      static constexpr std::int64_t kZeros[] = {0, -128, 127};
+      return pick(0, 3) == 0 ? kZeros[pick(0, 2)] : pick_signed(-128, 127);
+    };
+    const std::int64_t za = zero();
+    return make(isa::Opcode::VSRC, broadcast ? isa::kFlagVsrcBroadcast : 0,
+                static_cast<std::int64_t>(pick(0, w_.ub_rows - 1)), za, zero());
+  }
+
+  // VSCL da, db, op: factors small, matched to a scale (about 2^14), or at
+  // the int16 extremes; every operation.
+  isa::Instruction vscl() {
+    const auto factor = [this]() -> std::int64_t {
+      switch (pick(0, 3)) {
+        case 0: return pick(0, 1) ? -32768 : 32767;
+        case 1: return pick_signed(8192, 16384);
+        case 2: return pick_signed(-32768, 32767);
+        default: return pick_signed(-300, 300);
+      }
+    };
+    const std::int64_t da = factor();
+    return make(isa::Opcode::VSCL, 0, da, factor(), static_cast<std::int64_t>(pick(0, 4)));
+  }
+
   static isa::Instruction make(isa::Opcode op, std::uint8_t flags, std::int64_t a = 0,
                                std::int64_t b = 0, std::int64_t c = 0) {
     isa::Instruction in;
@@ -155,7 +183,7 @@ class Generator {
       if (auto in = pool(rows_written)) return *in;
     }
     for (;;) {
-      switch (pick(0, 20)) {
+      switch (pick(0, 23)) {
         case 0:
         case 1: {
           const std::uint64_t r = rows();
@@ -220,6 +248,20 @@ class Generator {
           if (auto in = pool(std::nullopt)) return *in;
           continue;
         case 20: return cwin();
+        case 13:
+        case 21: return pick(0, 1) ? vsrc() : vscl();
+        case 22:
+        case 23: {
+          // Operand B from the vector registers: its rows must fit the UB
+          // window (with broadcast, its one row does).
+          static constexpr std::uint8_t kFunctions[] = {0, isa::kFlagActRelu, isa::kFlagActSigmoid,
+                                                        isa::kFlagActTanh};
+          const std::uint64_t room =
+              geometry_.vec.broadcast ? w_.max_rows : w_.ub_rows - geometry_.vec.b_row;
+          const std::uint64_t r = std::min(rows(), room);
+          return make(Opcode::VEC, kFunctions[pick(0, 3)], i64(base(w_.ub_rows, r)),
+                      i64(base(w_.ub_rows, r)), i64(r));
+        }
         default: return make(Opcode::NOP, 0);
       }
     }

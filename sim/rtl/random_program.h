@@ -24,6 +24,11 @@
 // ACT in four, a POOL over that ACT's output rows. A POOL, too, is emitted
 // only while the map fits the unified buffer; its rows times its window
 // stay within 1024 cycles (at least one row).
+//
+// VSRC (operand B in the UB window, broadcast or not, zero points of every
+// sign) and VSCL (factors small, near 2^14 or at the int16 extremes, every
+// operation) set the vector registers between VECs of every function, whose
+// operands and outputs lie in the same UB window as everything else.
 #pragma once
 
 #include <cstdint>

@@ -164,6 +164,17 @@ void ConvGeometry::apply(const Instruction& in) {
       win_h = static_cast<std::uint32_t>(op[0]);
       win_w = static_cast<std::uint32_t>(op[1]);
       break;
+    case Opcode::VSRC:
+      vec.b_row = static_cast<std::uint32_t>(op[0]);
+      vec.broadcast = in.has(kFlagVsrcBroadcast);
+      vec.za = static_cast<std::int8_t>(op[1]);
+      vec.zb = static_cast<std::int8_t>(op[2]);
+      break;
+    case Opcode::VSCL:
+      vec.da = static_cast<std::int16_t>(op[0]);
+      vec.db = static_cast<std::int16_t>(op[1]);
+      vec.op = static_cast<VecOperation>(op[2]);
+      break;
     default:
       break;
   }
@@ -201,12 +212,19 @@ std::vector<Access> accesses(const Instruction& in, const ConvGeometry& geometry
     case Opcode::POOL:
       return {{Space::UnifiedBuffer, u(op[0]), geometry.map_rows(), false, 0},
               {Space::UnifiedBuffer, u(op[1]), u(op[2]), true, 1}};
+    case Opcode::VEC:
+      return {{Space::UnifiedBuffer, u(op[0]), u(op[2]), false, 0},
+              {Space::UnifiedBuffer, geometry.vec.b_row, geometry.vec.broadcast ? 1 : u(op[2]),
+               false, 0},
+              {Space::UnifiedBuffer, u(op[1]), u(op[2]), true, 1}};
     case Opcode::NOP:
     case Opcode::SETQ:
     case Opcode::CMAP:
     case Opcode::CSTR:
     case Opcode::CTAP:
     case Opcode::CWIN:
+    case Opcode::VSRC:
+    case Opcode::VSCL:
     case Opcode::SYNC:
     case Opcode::HLT:
       return {};

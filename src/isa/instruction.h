@@ -71,6 +71,21 @@ struct Access {
 // Host rows one accumulator row fills when WHM.A writes it out (N int32 = 4N bytes).
 inline constexpr unsigned kHostRowsPerAccRow = 4;
 
+// ---- The vector registers -------------------------------------------------------
+// What VSRC and VSCL set (docs/isa.md, VEC), at their reset values. A VEC
+// reads them when it issues.
+struct VecRegs {
+  std::uint32_t b_row = 0;   // operand B's first UB row
+  bool broadcast = false;    // B is the one row b_row, used for every row
+  std::int8_t za = 0, zb = 0;
+  std::int16_t da = 1, db = 1;
+  VecOperation op = VecOperation::Add;
+  bool operator==(const VecRegs& o) const {
+    return b_row == o.b_row && broadcast == o.broadcast && za == o.za && zb == o.zb &&
+           da == o.da && db == o.db && op == o.op;
+  }
+};
+
 // ---- Convolution and pooling geometry ------------------------------------------
 // The registers CMAP, CSTR, CTAP and CWIN set (docs/isa.md, MMC.C and POOL),
 // at their reset values. An MMC.C or POOL reads them when it issues. Its
@@ -85,8 +100,12 @@ struct ConvGeometry {
   std::int8_t pad = 0;
   std::int32_t origin_y = 0, origin_x = 0;
   std::uint32_t win_h = 1, win_w = 1;
+  // The vector registers live beside the convolution registers: the
+  // controller keeps them in one place and sends them with every command.
+  VecRegs vec;
 
-  // Sets the registers a CMAP, CSTR, CTAP or CWIN names; other instructions change nothing.
+  // Sets the registers a CMAP, CSTR, CTAP, CWIN, VSRC or VSCL names; other
+  // instructions change nothing.
   void apply(const Instruction& instr);
   // Rows of the input map: the UB rows an MMC.C or POOL may read, from its first row on.
   std::uint64_t map_rows() const { return std::uint64_t{in_h} * in_w; }
@@ -97,13 +116,14 @@ struct ConvGeometry {
   bool operator==(const ConvGeometry& o) const {
     return in_h == o.in_h && in_w == o.in_w && out_w == o.out_w && stride_y == o.stride_y &&
            stride_x == o.stride_x && pad == o.pad && origin_y == o.origin_y &&
-           origin_x == o.origin_x && win_h == o.win_h && win_w == o.win_w;
+           origin_x == o.origin_x && win_h == o.win_h && win_w == o.win_w && vec == o.vec;
   }
 };
 
 // The ranges `instr` reads and writes. An MMC.C or a POOL reads the whole
 // input map of `geometry` (the registers as they stand when it issues): its
-// first operand's row ..+in_h*in_w.
+// first operand's row ..+in_h*in_w. A VEC reads operand B where the vector
+// registers of `geometry` place it.
 std::vector<Access> accesses(const Instruction& instr, const ConvGeometry& geometry = {});
 
 }  // namespace tpu::isa

@@ -54,6 +54,13 @@ enum class Field : std::uint8_t {
   WinH,        // pooling window height
   WinW,        // pooling window width
   MapRow,      // unified buffer row of a map's pixel (0, 0)
+  VecARow,     // unified buffer row of a VEC's operand A
+  VecBRow,     // unified buffer row of a VEC's operand B
+  VecZeroA,    // zero point of operand A
+  VecZeroB,    // zero point of operand B
+  VecFactorA,  // integer factor of operand A
+  VecFactorB,  // integer factor of operand B
+  VecOp,       // the vector operation (VecOperation)
 };
 
 struct FieldSpec {
@@ -66,7 +73,7 @@ struct FieldSpec {
   std::string_view description;
 };
 
-inline constexpr std::array<FieldSpec, 20> kFields{{
+inline constexpr std::array<FieldSpec, 27> kFields{{
     {Field::HostRow, "host_row", 32, false, 0, (std::int64_t{1} << 32) - 1, "host memory row"},
     {Field::UbRow, "ub_row", 24, false, 0, (1 << 24) - 1, "unified buffer row"},
     {Field::AccRow, "acc_row", 24, false, 0, (1 << 24) - 1, "accumulator row"},
@@ -91,7 +98,17 @@ inline constexpr std::array<FieldSpec, 20> kFields{{
     {Field::WinW, "win_w", 8, false, 1, 255, "pooling window width"},
     {Field::MapRow, "map_row", 24, false, 0, (1 << 24) - 1,
      "unified buffer row of the map's pixel (0, 0)"},
+    {Field::VecARow, "a_row", 24, false, 0, (1 << 24) - 1, "unified buffer row of operand A"},
+    {Field::VecBRow, "b_row", 24, false, 0, (1 << 24) - 1, "unified buffer row of operand B"},
+    {Field::VecZeroA, "za", 8, true, -128, 127, "zero point of operand A (int8)"},
+    {Field::VecZeroB, "zb", 8, true, -128, 127, "zero point of operand B (int8)"},
+    {Field::VecFactorA, "da", 16, true, -32768, 32767, "integer factor of operand A (int16)"},
+    {Field::VecFactorB, "db", 16, true, -32768, 32767, "integer factor of operand B (int16)"},
+    {Field::VecOp, "op", 3, false, 0, 4, "vector operation: 0 ADD, 1 SUB, 2 MUL, 3 MAX, 4 MIN"},
 }};
+
+// The operations of VEC, as VSCL's `op` field holds them (docs/isa.md, VEC).
+enum class VecOperation : std::uint8_t { Add = 0, Sub = 1, Mul = 2, Max = 3, Min = 4 };
 
 constexpr const FieldSpec& field_spec(Field f) { return kFields[static_cast<unsigned>(f)]; }
 
@@ -117,7 +134,10 @@ enum class Opcode : std::uint8_t {
   CTAP = 0x0A,
   POOL = 0x0B,
   CWIN = 0x0C,
+  VEC = 0x0D,
+  VSRC = 0x0E,
   HLT = 0x0F,
+  VSCL = 0x10,
 };
 
 // The unit that executes an instruction once the controller issues it.
@@ -137,7 +157,7 @@ struct InstrSpec {
 
 inline constexpr Field kNone = Field::Rows;  // filler for unused operand slots
 
-inline constexpr std::array<InstrSpec, 14> kInstrs{{
+inline constexpr std::array<InstrSpec, 17> kInstrs{{
     {Opcode::NOP, "NOP", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone}, "do nothing"},
     {Opcode::RHM, "RHM", Unit::HostDma, 0, {}, 0, 3, {Field::HostRow, Field::UbRow, Field::Rows},
      "copy rows host memory -> unified buffer"},
@@ -172,8 +192,19 @@ inline constexpr std::array<InstrSpec, 14> kInstrs{{
      "pool windows of a UB map into UB rows, one per output pixel"},
     {Opcode::CWIN, "CWIN", Unit::Controller, 0, {}, 0, 2, {Field::WinH, Field::WinW, kNone},
      "set the pooling window"},
+    {Opcode::VEC, "VEC", Unit::ActivationUnit, 3,
+     {{{'R', 0, "ReLU"}, {'Q', 1, "sigmoid"}, {'T', 2, "tanh"}}}, 0b111, 3,
+     {Field::VecARow, Field::UbRow, Field::Rows},
+     "combine UB rows with operand B lane by lane, requantize and activate into UB rows"},
+    {Opcode::VSRC, "VSRC", Unit::Controller, 1,
+     {{{'B', 0, "operand B is one row, broadcast over every row"}}}, 0, 3,
+     {Field::VecBRow, Field::VecZeroA, Field::VecZeroB},
+     "set VEC's operand B and the zero points of A and B"},
     {Opcode::HLT, "HLT", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone},
      "stop once every earlier instruction has completed"},
+    {Opcode::VSCL, "VSCL", Unit::Controller, 0, {}, 0, 3,
+     {Field::VecFactorA, Field::VecFactorB, Field::VecOp},
+     "set VEC's factors of A and B and its operation"},
 }};
 
 // Looks up a flag's bit mask at compile time; 0 if the instruction has no such flag.
@@ -195,6 +226,11 @@ inline constexpr std::uint8_t kFlagPoolAverage = flag_mask(Opcode::POOL, 'A');
 inline constexpr std::uint8_t kFlagActRelu = flag_mask(Opcode::ACT, 'R');
 inline constexpr std::uint8_t kFlagActSigmoid = flag_mask(Opcode::ACT, 'Q');
 inline constexpr std::uint8_t kFlagActTanh = flag_mask(Opcode::ACT, 'T');
+inline constexpr std::uint8_t kFlagVsrcBroadcast = flag_mask(Opcode::VSRC, 'B');
+// VEC's activation flags are ACT's: the same letters in the same bits.
+static_assert(flag_mask(Opcode::VEC, 'R') == kFlagActRelu &&
+              flag_mask(Opcode::VEC, 'Q') == kFlagActSigmoid &&
+              flag_mask(Opcode::VEC, 'T') == kFlagActTanh);
 
 const InstrSpec* find_instr(Opcode op);
 const InstrSpec* find_instr(std::uint8_t opcode_byte);

@@ -23,6 +23,19 @@ std::int8_t requantize(std::int32_t acc, const Requant& q) {
   return static_cast<std::int8_t>(std::clamp<std::int64_t>(scaled + q.zero_point, -128, 127));
 }
 
+std::int32_t vec_combine(std::int8_t a, std::int8_t b, const isa::VecRegs& r) {
+  const std::int32_t xa = a - r.za, xb = b - r.zb;
+  const std::int32_t ya = r.da * xa, yb = r.db * xb;
+  switch (r.op) {
+    case isa::VecOperation::Add: return ya + yb;
+    case isa::VecOperation::Sub: return ya - yb;
+    case isa::VecOperation::Mul: return xa * xb;
+    case isa::VecOperation::Max: return std::max(ya, yb);
+    case isa::VecOperation::Min: return std::min(ya, yb);
+  }
+  return 0;
+}
+
 std::int8_t activate(std::int8_t y, ActFunction f, std::int8_t zero_point) {
   switch (f) {
     case ActFunction::None: return y;

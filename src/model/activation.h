@@ -6,6 +6,8 @@
 #include <array>
 #include <cstdint>
 
+#include "isa/instruction.h"
+
 namespace tpu::model {
 
 struct Requant {
@@ -19,6 +21,11 @@ enum class ActFunction : std::uint8_t { None, Relu, Sigmoid, Tanh };
 // q(a) = sat8(((a * M + r) >> S) + Z), r = S ? 1 << (S - 1) : 0, 64-bit,
 // arithmetic shift.
 std::int8_t requantize(std::int32_t acc, const Requant& q);
+
+// VEC's value v of one lane before requantization (docs/isa.md, VEC): the
+// operands less their zero points, scaled by the factors and combined. Exact
+// in int32: at most 2 * 32768 * 255 in magnitude.
+std::int32_t vec_combine(std::int8_t a, std::int8_t b, const isa::VecRegs& r);
 
 // f(y) for a requantized y; ReLU clamps at the zero point.
 std::int8_t activate(std::int8_t y, ActFunction f, std::int8_t zero_point);

@@ -3,6 +3,7 @@
 namespace tpu::model {
 namespace {
 
+// ACT's and VEC's activation flags are the same bits.
 ActFunction function_of(const isa::Instruction& in) {
   if (in.has(isa::kFlagActRelu)) return ActFunction::Relu;
   if (in.has(isa::kFlagActSigmoid)) return ActFunction::Sigmoid;
@@ -41,10 +42,11 @@ bool ActivationUnit::step(Cycle now, const UnitCommand* command) {
   // This cycle's read (an ACC row of an ACT, or a window position of a POOL),
   // before this cycle's writes: a write is visible from the next cycle on.
   if (!jobs_.empty()) {
-    if (jobs_.front().cmd.instr.opcode == isa::Opcode::POOL)
-      read_pool(now);
-    else
-      read_act(now);
+    switch (jobs_.front().cmd.instr.opcode) {
+      case isa::Opcode::POOL: read_pool(now); break;
+      case isa::Opcode::VEC: read_vec(now); break;
+      default: read_act(now); break;
+    }
   }
   // Writes leaving the pipeline this cycle.
   bool retired_now = false;
@@ -76,6 +78,27 @@ void ActivationUnit::read_act(Cycle now) {
   const ActFunction f = function_of(in);
   for (std::size_t j = 0; j < cfg_.array_n; ++j)
     w.data[j] = activate(requantize(acc[j], job.cmd.requant), f, job.cmd.requant.zero_point);
+  pipeline_.push_back(std::move(w));
+  if (i + 1 == rows) jobs_.pop_front();
+}
+
+// Row i reads A's row and B's (or B's one row, broadcast) at start + i and
+// writes like an ACT: v, exact in int32, is ACT's accumulator value.
+void ActivationUnit::read_vec(Cycle now) {
+  const Job& job = jobs_.front();
+  const isa::Instruction& in = job.cmd.instr;
+  const isa::VecRegs& r = job.cmd.conv.vec;
+  const Cycle i = now - job.start;
+  const auto rows = static_cast<Cycle>(in.operands[2]);
+  const std::int8_t* a = mem_.ub.row(static_cast<std::uint64_t>(in.operands[0]) + i);
+  const std::int8_t* b = mem_.ub.row(std::uint64_t{r.b_row} + (r.broadcast ? 0 : i));
+  PendingWrite w{now + cfg_.act_latency, static_cast<std::uint64_t>(in.operands[1]) + i,
+                 std::vector<std::int8_t>(cfg_.array_n),
+                 i + 1 == rows ? static_cast<std::int64_t>(job.cmd.seq) : -1};
+  const ActFunction f = function_of(in);
+  for (std::size_t j = 0; j < cfg_.array_n; ++j)
+    w.data[j] = activate(requantize(vec_combine(a[j], b[j], r), job.cmd.requant), f,
+                         job.cmd.requant.zero_point);
   pipeline_.push_back(std::move(w));
   if (i + 1 == rows) jobs_.pop_front();
 }

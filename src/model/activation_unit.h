@@ -5,6 +5,8 @@
 // A POOL reads one window position of its UB map per cycle and writes each
 // output pixel the cycle after its last position ("Pooling"). In every cycle
 // the unit reads before it writes: its writes are visible from the next cycle.
+// A VEC reads a row of each operand per cycle (two UB read ports) and writes
+// like an ACT ("Vector operations").
 #pragma once
 
 #include <systemc.h>
@@ -53,6 +55,7 @@ SC_MODULE(ActivationUnit) {
   bool step(Cycle now, const UnitCommand* command);
   void read_act(Cycle now);
   void read_pool(Cycle now);
+  void read_vec(Cycle now);
   bool active() const { return !jobs_.empty() || !pipeline_.empty(); }
 
   const ArchConfig& cfg_;

@@ -26,8 +26,8 @@ struct UnitCommand {
   std::uint32_t pc = 0;
   std::uint32_t seq = 0;  // issue number, the index of its retire record
   isa::Instruction instr;
-  Requant requant;          // ACT, POOL.A: the requantization registers at issue
-  isa::ConvGeometry conv;   // MMC.C, POOL: the convolution and window registers at issue
+  Requant requant;          // ACT, POOL.A, VEC: the requantization registers at issue
+  isa::ConvGeometry conv;   // MMC.C, POOL, VEC: the convolution, window and vector registers at issue
   // MMC: the cycle the controller computed it starts in (an MMC.S may wait
   // in the matrix unit for its weights), which the array checks.
   std::uint64_t start = 0;

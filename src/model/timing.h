@@ -74,7 +74,8 @@ inline std::uint64_t duration(const ArchConfig& c, const isa::Instruction& in,
     case isa::Opcode::RW:  // on an idle channel (rw_completion)
       return c.weight_latency + weight_tile_cycles(c);
     case isa::Opcode::MMC: return rows + 2 * c.array_n;
-    case isa::Opcode::ACT: return rows + c.act_latency;
+    case isa::Opcode::ACT:
+    case isa::Opcode::VEC: return rows + c.act_latency;
     // One window position read per cycle; each output pixel written the
     // cycle after its last read.
     case isa::Opcode::POOL: return rows * geometry.window() + 1;
@@ -86,12 +87,14 @@ inline std::uint64_t duration(const ArchConfig& c, const isa::Instruction& in,
 // may issue this many cycles after this one.
 // A POOL reads UB rows that earlier instructions of its own unit may be
 // writing: it issues only once the unit has completed them all (the
-// controller's rule), and the next instruction follows its completion.
+// controller's rule), and the next instruction follows its completion. A VEC
+// waits for them in the same way, then streams a row a cycle as an ACT.
 inline std::uint64_t occupancy(const ArchConfig& c, const isa::Instruction& in,
                                const isa::ConvGeometry& geometry = {}) {
   switch (in.opcode) {
     case isa::Opcode::MMC:
-    case isa::Opcode::ACT: return static_cast<std::uint64_t>(in.operands[2]);
+    case isa::Opcode::ACT:
+    case isa::Opcode::VEC: return static_cast<std::uint64_t>(in.operands[2]);
     // The weight memory takes a request every cycle (the FIFO's room limits
     // how many are outstanding).
     case isa::Opcode::RW: return 1;

@@ -161,6 +161,9 @@ TEST_CASE("bad flags are reported at the offending letter", "[asm][diag]") {
       {"MMC.SOS 0, 0, 1", 1, 7, "flag 'S' is given twice"},
       {"ACT.RQ 0, 0, 1", 1, 6, "flag 'Q' cannot be combined with the other ACT flags given"},
       {"ACT.TR 0, 0, 1", 1, 6, "flag 'R' cannot be combined with the other ACT flags given"},
+      {"VEC.QT 0, 0, 1", 1, 6, "flag 'T' cannot be combined with the other VEC flags given"},
+      {"VSRC.C 0, 0, 0", 1, 6, "unknown flag 'C' for VSRC (valid: B)"},
+      {"VSCL.B 1, 1, 0", 1, 6, "VSCL takes no flags"},
   });
 }
 
@@ -298,6 +301,15 @@ TEST_CASE("out-of-range pooling operands are reported at the operand", "[asm][di
       {"POOL.A 0, 0, 0", 1, 14, "rows must be at least 1, got 0"},
       {"POOL 0, 0, 16777216", 1, 12,
        "16777216 is out of range for rows (24-bit unsigned field, 1..16777215)"},
+      // The vector unit's fields.
+      {"VSCL 0, 0, 5", 1, 12, "5 is out of range for op (3-bit unsigned field, 0..4)"},
+      {"VSCL 32768, 0, 0", 1, 6, "32768 is out of range for da (16-bit signed field, -32768..32767)"},
+      {"VSCL 0, -32769, 0", 1, 9, "-32769 is out of range for db"},
+      {"VSRC 16777216, 0, 0", 1, 6,
+       "16777216 is out of range for b_row (24-bit unsigned field, 0..16777215)"},
+      {"VSRC 0, 128, 0", 1, 9, "128 is out of range for za (8-bit signed field, -128..127)"},
+      {"VSRC 0, 0, -129", 1, 12, "-129 is out of range for zb"},
+      {"VEC 0, 0, 0", 1, 11, "rows must be at least 1, got 0"},
   });
   // Every operand of a line is checked.
   CHECK(positions(assemble("CWIN 0, 256\n", Options{})) ==
@@ -338,6 +350,15 @@ TEST_CASE("with a config, operands past the end of a memory are errors", "[asm][
           {"WHM 99, 0, 2", 1, 5, "rows 99..100 are past the end of unified buffer (100 rows)"},
           {"WHM 0, 999, 2", 1, 8, "rows 999..1000 are past the end of host memory (1000 rows)"},
           {"WHM.A 48, 0, 3", 1, 7, "rows 48..50 are past the end of accumulators (50 rows)"},
+          // A VEC's A and output at their operands; operand B, whose base is
+          // VSRC's register, at a_row (docs/isa.md section 7); with .B, B is
+          // one row.
+          {"VEC 95, 0, 10", 1, 5, "rows 95..104 are past the end of unified buffer (100 rows)"},
+          {"VEC 0, 95, 10", 1, 8, "rows 95..104 are past the end of unified buffer (100 rows)"},
+          {"VSRC 96, 0, 0\nVEC 0, 0, 10", 2, 5,
+           "rows 96..105 are past the end of unified buffer (100 rows)"},
+          {"VSRC.B 100, 0, 0\nVEC 0, 0, 10", 2, 5,
+           "row 100 is past the end of unified buffer (100 rows)"},
       },
       o);
 }

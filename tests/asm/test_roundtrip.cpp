@@ -141,6 +141,48 @@ TEST_CASE("disassemble writes the canonical assembly text", "[asm][roundtrip]") 
         "POOL.A 16777215, 0, 16777215");
   CHECK(disassemble(make(Opcode::CWIN, 0, 255, 1)) == "CWIN 255, 1");
   CHECK(disassemble(make(Opcode::CWIN, 0, 2, 3)) == "CWIN 2, 3");
+  // The vector unit: VEC's flags are ACT's; VSRC's one flag B; VSCL's
+  // signed factors.
+  CHECK(disassemble(make(Opcode::VEC, 0b1, 0, 64, 16)) == "VEC.R 0, 64, 16");
+  CHECK(disassemble(make(Opcode::VEC, 0, 16777215, 0, 1)) == "VEC 16777215, 0, 1");
+  CHECK(disassemble(make(Opcode::VSRC, 0b1, 500, -128, 127)) == "VSRC.B 500, -128, 127");
+  CHECK(disassemble(make(Opcode::VSCL, 0, -32768, 32767, 4)) == "VSCL -32768, 32767, 4");
+}
+
+TEST_CASE("the vector instructions assemble to their bytes and disassemble back",
+          "[asm][roundtrip][vec]") {
+  // Bytes worked out by hand from docs/isa.md section 4: opcode (VEC 0x0d,
+  // VSRC 0x0e, VSCL 0x10), flags (VEC's R, Q, T = bits 0..2, VSRC's B =
+  // bit 0), then each operand little-endian in its slot: rows 24 bits, za
+  // and zb 8 bits, da and db 16 bits in two's complement, op 3 bits.
+  struct Example {
+    const char* text;   // as written
+    const char* canon;  // as disassembled
+    const char* bytes;
+  };
+  const std::vector<Example> examples = {
+      {"VEC 1, 2, 3", "VEC 1, 2, 3", "0d 00 01 00 00 00 02 00 00 00 03 00 00 00 00 00"},
+      {"vec.t 0x123456, 0xFFFFFF, 300", "VEC.T 1193046, 16777215, 300",
+       "0d 04 56 34 12 00 ff ff ff 00 2c 01 00 00 00 00"},
+      {"VEC.q 0, 0, 1", "VEC.Q 0, 0, 1", "0d 02 00 00 00 00 00 00 00 00 01 00 00 00 00 00"},
+      {"VSRC 100, -3, 5", "VSRC 100, -3, 5", "0e 00 64 00 00 00 fd 00 00 00 05 00 00 00 00 00"},
+      {"vsrc.b 0xFFFFFF, 127, -0x80", "VSRC.B 16777215, 127, -128",
+       "0e 01 ff ff ff 00 7f 00 00 00 80 00 00 00 00 00"},
+      {"VSCL 16384, 9000, 0", "VSCL 16384, 9000, 0",
+       "10 00 00 40 00 00 28 23 00 00 00 00 00 00 00 00"},
+      {"VSCL -1, 0 - 32768, 2 + 2", "VSCL -1, -32768, 4",
+       "10 00 ff ff 00 00 00 80 00 00 04 00 00 00 00 00"},
+  };
+  for (const Example& e : examples) {
+    INFO(e.text);
+    const Bytes file = assemble_file(std::string(e.text) + "\n");
+    REQUIRE(file.size() == 32);
+    CHECK(hex(file.begin() + 16, file.end()) == e.bytes);
+    const Instruction decoded = tpu::isa::decode(from_hex(e.bytes));
+    CHECK(disassemble(decoded) == e.canon);
+    const Bytes again = assemble_file(std::string(e.canon) + "\n");
+    CHECK(hex(again.begin() + 16, again.end()) == e.bytes);
+  }
 }
 
 TEST_CASE("the pooling instructions assemble to their bytes and disassemble back",
@@ -258,6 +300,16 @@ TEST_CASE("the documented examples assemble to their bytes and disassemble back"
       {"CMAP 6, 5, 2", "08 00 06 00 00 00 05 00 00 00 02 00 00 00 00 00"},
       {"CSTR 2, 2, -5", "09 00 02 00 00 00 02 00 00 00 fb 00 00 00 00 00"},
       {"CTAP 0, 0", "0a 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"},
+      {"VEC 0, 64, 16", "0d 00 00 00 00 00 40 00 00 00 10 00 00 00 00 00"},
+      {"VEC.R 100, 200, 8", "0d 01 64 00 00 00 c8 00 00 00 08 00 00 00 00 00"},
+      {"VEC.Q 0, 0, 1", "0d 02 00 00 00 00 00 00 00 00 01 00 00 00 00 00"},
+      {"VSRC 100, -3, 5", "0e 00 64 00 00 00 fd 00 00 00 05 00 00 00 00 00"},
+      {"VSCL 16384, 9000, 0", "10 00 00 40 00 00 28 23 00 00 00 00 00 00 00 00"},
+      {"SETQ 1518500250, 45, -128", "06 00 9a 79 82 5a 2d 00 00 00 80 00 00 00 00 00"},
+      {"VEC.R 0, 200, 64", "0d 01 00 00 00 00 c8 00 00 00 40 00 00 00 00 00"},
+      {"VSRC.B 500, 0, -128", "0e 01 f4 01 00 00 00 00 00 00 80 00 00 00 00 00"},
+      {"VSCL 1, 1, 2", "10 00 01 00 00 00 01 00 00 00 02 00 00 00 00 00"},
+      {"VEC 0, 64, 64", "0d 00 00 00 00 00 40 00 00 00 40 00 00 00 00 00"},
       {"CWIN 2, 2", "0c 00 02 00 00 00 02 00 00 00 00 00 00 00 00 00"},
       {"SYNC", "07 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"},
       {"NOP", "00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"},
@@ -295,10 +347,10 @@ TEST_CASE("random instructions survive encode, disassemble and assemble", "[asm]
     CHECK(hex(file.begin() + 16, file.end()) == hex(bytes.begin(), bytes.end()));
   }
   // The generator reached every opcode with every legal flag set:
-  // 10 instructions without flags (NOP, RHM, RW, SETQ, SYNC, CMAP, CSTR,
-  // CTAP, CWIN, HLT), WHM 2, POOL 2, MMC 8 (any of S, O, C), ACT 4 (none, R,
-  // Q, T).
-  CHECK(opcode_flags_seen.size() == 10 + 2 + 2 + 8 + 4);
+  // 11 instructions without flags (NOP, RHM, RW, SETQ, SYNC, CMAP, CSTR,
+  // CTAP, CWIN, HLT, VSCL), WHM 2, POOL 2, VSRC 2, MMC 8 (any of S, O, C),
+  // ACT and VEC 4 each (none, R, Q, T).
+  CHECK(opcode_flags_seen.size() == 11 + 2 + 2 + 2 + 8 + 4 + 4);
 }
 
 TEST_CASE("a random program file survives parse, disassemble and assemble", "[asm][roundtrip]") {

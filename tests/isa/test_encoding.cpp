@@ -162,7 +162,10 @@ TEST_CASE("the instruction table matches the documented ISA", "[isa][encoding]")
       {"CTAP", 0x0A, "", 0, {Field::OriginY, Field::OriginX}},
       {"POOL", 0x0B, "A", 0, {Field::MapRow, Field::UbRow, Field::Rows}},
       {"CWIN", 0x0C, "", 0, {Field::WinH, Field::WinW}},
+      {"VEC", 0x0D, "RQT", 0b111, {Field::VecARow, Field::UbRow, Field::Rows}},
+      {"VSRC", 0x0E, "B", 0, {Field::VecBRow, Field::VecZeroA, Field::VecZeroB}},
       {"HLT", 0x0F, "", 0, {}},
+      {"VSCL", 0x10, "", 0, {Field::VecFactorA, Field::VecFactorB, Field::VecOp}},
   };
   REQUIRE(kInstrs.size() == doc.size());
   for (std::size_t i = 0; i < doc.size(); ++i) {
@@ -215,6 +218,15 @@ TEST_CASE("the operand fields have the documented widths and ranges", "[isa][enc
       {Field::WinH, "win_h", 8, false, 1, 255},
       {Field::WinW, "win_w", 8, false, 1, 255},
       {Field::MapRow, "map_row", 24, false, 0, u24},
+      // The vector unit: two UB rows, int8 zero points, int16 factors and
+      // the operation 0..4 (ADD, SUB, MUL, MAX, MIN) in 3 bits.
+      {Field::VecARow, "a_row", 24, false, 0, u24},
+      {Field::VecBRow, "b_row", 24, false, 0, u24},
+      {Field::VecZeroA, "za", 8, true, -128, 127},
+      {Field::VecZeroB, "zb", 8, true, -128, 127},
+      {Field::VecFactorA, "da", 16, true, -32768, 32767},
+      {Field::VecFactorB, "db", 16, true, -32768, 32767},
+      {Field::VecOp, "op", 3, false, 0, 4},
   };
   REQUIRE(tpu::isa::kFields.size() == doc.size());
   for (const Doc& d : doc) {
@@ -270,6 +282,20 @@ TEST_CASE("hand-written instructions encode to hand-written bytes", "[isa][encod
       {{Opcode::CWIN, 0, {2, 3, 0}}, {0x0C, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
       {{Opcode::CWIN, 0, {255, 1, 0}}, {0x0C, 0, 0xFF, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
       {{Opcode::CWIN, 0, {1, 255, 0}}, {0x0C, 0, 1, 0, 0, 0, 0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+      // The vector unit (docs/isa.md, VEC): VEC as ACT with A's row first;
+      // VSRC's B flag in bit 0 and two int8 zero points; VSCL's int16
+      // factors in the low two bytes and the 3-bit operation.
+      {{Opcode::VEC, 0x01, {100, 200, 8}},
+       {0x0D, 0x01, 100, 0, 0, 0, 200, 0, 0, 0, 8, 0, 0, 0, 0, 0}},
+      {{Opcode::VEC, 0x04, {0xFFFFFF, 0, 0x10000}},
+       {0x0D, 0x04, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}},
+      {{Opcode::VSRC, 0x01, {500, 0, -128}},
+       {0x0E, 0x01, 0xF4, 0x01, 0, 0, 0, 0, 0, 0, 0x80, 0, 0, 0, 0, 0}},
+      {{Opcode::VSRC, 0, {100, -3, 5}}, {0x0E, 0, 100, 0, 0, 0, 0xFD, 0, 0, 0, 5, 0, 0, 0, 0, 0}},
+      {{Opcode::VSCL, 0, {16384, 9000, 0}},
+       {0x10, 0, 0x00, 0x40, 0, 0, 0x28, 0x23, 0, 0, 0, 0, 0, 0, 0, 0}},
+      {{Opcode::VSCL, 0, {-32768, -1, 4}},
+       {0x10, 0, 0x00, 0x80, 0, 0, 0xFF, 0xFF, 0, 0, 4, 0, 0, 0, 0, 0}},
   };
   for (const Golden& g : golden) {
     INFO(g.in);
@@ -281,8 +307,10 @@ TEST_CASE("hand-written instructions encode to hand-written bytes", "[isa][encod
 TEST_CASE("every legal instruction encodes to the documented layout", "[isa][encoding]") {
   const std::vector<Instruction> all = all_legal_instructions();
   // NOP, SYNC, HLT: 1 each; RW: 5; RHM, SETQ, CMAP, CSTR: 125; CTAP, CWIN:
-  // 25; WHM, POOL: 2 x 125; MMC: 8 x 125 (S, O, C); ACT: 4 x 125.
-  REQUIRE(all.size() == 3 + 5 + 4 * 125 + 2 * 25 + 2 * 2 * 125 + 8 * 125 + 4 * 125);
+  // 25; WHM, POOL: 2 x 125; MMC: 8 x 125 (S, O, C); ACT: 4 x 125; VEC: 4 x
+  // 125 (R, Q, T); VSRC: 2 x 125 (B); VSCL: 125.
+  REQUIRE(all.size() == 3 + 5 + 4 * 125 + 2 * 25 + 2 * 2 * 125 + 8 * 125 + 4 * 125 + 4 * 125 +
+                            2 * 125 + 125);
   for (const Instruction& in : all) {
     INFO(in);
     CHECK(hex(encode(in)) == hex(expected_bytes(in)));
@@ -448,20 +476,20 @@ TEST_CASE("validate and encode reject undefined flags and unknown opcodes", "[is
     CHECK_THROWS_AS(encode(in), std::invalid_argument);
   }
   SECTION("an opcode outside the table") {
-    // 0x08..0x0C are CMAP, CSTR, CTAP, POOL and CWIN; 0x0D is the first unused one.
+    // 0x0D..0x10 are VEC, VSRC, HLT and VSCL; 0x11 is the first unused one.
     Instruction in;
-    in.opcode = static_cast<Opcode>(0x0D);
-    CHECK_THAT(validate(in), Contains("unknown opcode 0x0d"));
+    in.opcode = static_cast<Opcode>(0x11);
+    CHECK_THAT(validate(in), Contains("unknown opcode 0x11"));
     CHECK_THROWS_AS(encode(in), std::invalid_argument);
   }
 }
 
 TEST_CASE("decode's messages are the documented ones", "[isa][decode]") {
   // docs/isa.md section 4 lists one example message per rejection (with
-  // opcode 0x0d and MMC flag 0x08).
+  // opcode 0x11 and MMC flag 0x08).
   EncodedInstr unknown{};
-  unknown[0] = 0x0D;
-  CHECK(decode_error(unknown) == "unknown opcode 0x0d");
+  unknown[0] = 0x11;
+  CHECK(decode_error(unknown) == "unknown opcode 0x11");
 
   Instruction mmc = minimal(spec_for(Opcode::MMC));
   mmc.flags = 0x08;

@@ -12,13 +12,18 @@
 // strides 1..3, pads of every sign) and MMC.C with every combination of S
 // and O, and pooling: CWIN with windows of 1 to 3 pixels each way and POOL
 // and POOL.A of those maps (outputs anywhere, their own map included, among
-// ACTs writing what they read). It stays clear of deadlocks (RW only while
+// ACTs writing what they read), and the vector unit: VSRC (with and without
+// broadcast, zero points of every sign) and VSCL (factors of every sign, small
+// and near the int16 limits, every operation) between VECs of every
+// activation, their operands and outputs in the same narrow windows (in
+// place, overlapping, among ACTs and POOLs). It stays clear of deadlocks (RW only while
 // the FIFO and the shadow can still take the tile without a switch, MMC.S
 // and MMC.SC only after an RW that no switch has taken) and keeps every range
 // inside its memory (an MMC.C's or a POOL's whole input map inside the UB,
 // as the registers stand when it issues: the generator follows them in
 // program order), unless `faults` is set: then about one program in ten has
-// an address past a memory's end (an MMC.C's or a POOL's map among them) or
+// an address past a memory's end (an MMC.C's or a POOL's map, a VEC's operand
+// B among them) or
 // an instruction that deadlocks.
 //
 // With `large`, the machines have N = 64 and memories of 30 K rows, and about
@@ -64,6 +69,9 @@ class RandomProgramGenerator {
     // The input map of the convolution registers (CMAP's in_h x in_w) as the
     // next instruction finds them: reset to one pixel.
     std::uint64_t map_rows = 1;
+    // Operand B of the vector registers: its first row and whether it is one row.
+    std::uint64_t b_row = 0;
+    bool broadcast = false;
     for (unsigned i = 0; i < length; ++i) {
       if (faulty && i == fault_at) {
         for (const isa::Instruction& in : fault_instructions(c, pending_tiles)) {
@@ -74,7 +82,9 @@ class RandomProgramGenerator {
         continue;
       }
       isa::Instruction in;
-      switch (pick(0, 21)) {
+      // (The large programs, of a few MMCs of thousands of rows, draw no
+      // vector instructions.)
+      switch (pick(0, large_ ? 21 : 24)) {
         case 0:
         case 1:
           in = op(isa::Opcode::RHM, 0, host_row(c), ub_row(c), rows(c));
@@ -150,6 +160,32 @@ class RandomProgramGenerator {
           const std::uint64_t r = rows(c);
           in = op(isa::Opcode::POOL, pick(0, 1) ? isa::kFlagPoolAverage : 0, ub_row(c, map_rows),
                   ub_row(c, r), r);
+          break;
+        }
+        case 22:
+          if (pick(0, 1)) {
+            broadcast = pick(0, 2) == 0;
+            b_row = ub_row(c, broadcast ? 1 : 20);
+            in = op(isa::Opcode::VSRC, broadcast ? isa::kFlagVsrcBroadcast : 0, b_row,
+                    static_cast<std::int64_t>(pick(0, 255)) - 128,
+                    static_cast<std::int64_t>(pick(0, 255)) - 128);
+          } else {
+            const auto factor = [this]() -> std::int64_t {
+              if (pick(0, 4) == 0) return pick(0, 1) ? -32768 : 32767;
+              return static_cast<std::int64_t>(pick(0, 600)) - 300;
+            };
+            const std::int64_t da = factor();
+            in = op(isa::Opcode::VSCL, 0, da, factor(), pick(0, 4));
+          }
+          break;
+        case 23:
+        case 24: {
+          static const std::uint8_t kActs[] = {0, isa::kFlagActRelu, isa::kFlagActSigmoid,
+                                               isa::kFlagActTanh};
+          // Operand B must fit from b_row: at most ub_rows - b_row rows of it.
+          const std::uint64_t r =
+              broadcast ? rows(c) : std::min<std::uint64_t>(rows(c), c.ub_rows - b_row);
+          in = op(isa::Opcode::VEC, kActs[pick(0, 3)], ub_row(c, r), ub_row(c, r), r);
           break;
         }
         default:
@@ -252,7 +288,9 @@ class RandomProgramGenerator {
   }
 
   std::vector<isa::Instruction> fault_instructions(const ArchConfig& c, unsigned pending_tiles) {
-    switch (pick(0, 5)) {
+    switch (pick(0, 6)) {
+      case 6:  // a VEC whose operand B runs past the end of the UB (its operand A does not)
+        return {op(isa::Opcode::VSRC, 0, c.ub_rows - 2, 0, 0), op(isa::Opcode::VEC, 0, 0, 0, 5)};
       case 0:  // past the end of the UB
         return {op(isa::Opcode::RHM, 0, 0, c.ub_rows - 2, 5)};
       case 1:  // past the end of the accumulators

@@ -105,7 +105,7 @@ def test_assembler_error_is_file_line_col(tmp_path):
 
 # ---- run against the command line --------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["one_tile", "mlp2", "conv2", "pool"])
+@pytest.mark.parametrize("name", ["one_tile", "mlp2", "conv2", "pool", "vec"])
 def test_run_matches_cli(name, source_dir, tpu_sim, tmp_path):
     data = source_dir / "programs" / "data" / name
     host, weights = np.load(data / "host.npy"), np.load(data / "weights.npy")

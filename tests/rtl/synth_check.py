@@ -7,9 +7,10 @@
 - Before any optimization (PRESET.rtl.json, right after proc), the systolic
   array has one $mul per PE, N * N, plus one in MMC.C's address generator
   (iy * in_w, the UB row offset of an input pixel's line), and the activation
-  unit one per lane, N (its requantizers, which ACT and POOL.A share), plus
-  one in POOL's window address generator (iy * in_w, as in the array's):
-  N + 1.
+  unit three per lane, 3N (its requantizers, which ACT, POOL.A and VEC
+  share, and VEC's two factor multipliers, da * xa and (MUL ? xa : db) * xb),
+  plus one in POOL's window address generator (iy * in_w, as in the
+  array's): 3N + 1.
   Yosys 0.23 accepts some SystemVerilog it then elaborates wrongly without an
   error (a struct member part-selected in a loop kept one lane of N); these
   counts catch a lost PE or lane. They fail, too, if the RTL is written with
@@ -42,8 +43,9 @@ def main():
             return json.load(f)
 
     rtl = load("rtl")["modules"]
-    # The activation unit's + 1: POOL's address generator (iy * in_w).
-    for module, want in (("tpu_systolic_array", n * n + 1), ("tpu_activation_unit", n + 1)):
+    # The activation unit's 3N: a requantizer and VEC's two factor multipliers
+    # per lane; + 1: POOL's address generator (iy * in_w).
+    for module, want in (("tpu_systolic_array", n * n + 1), ("tpu_activation_unit", 3 * n + 1)):
         got = rtl[f"\\{module}"]["num_cells_by_type"].get("$mul", 0)
         if got != want:
             fail(f"{module}: {got} $mul cells after proc, want {want}")
@@ -66,7 +68,8 @@ def main():
              f"bits, want 1 of {want_bits} (the weight FIFO)")
     if "$mem_v2" not in kinds:
         fail("no memory cells left after synthesis")
-    print(f"ok: {gates['num_cells']} cells; {n * n} array, 2 address and {n} activation multipliers")
+    print(f"ok: {gates['num_cells']} cells; {n * n} array, 2 address and {3 * n} activation "
+          f"multipliers")
 
 
 if __name__ == "__main__":

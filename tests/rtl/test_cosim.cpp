@@ -133,6 +133,41 @@ TEST_CASE("GEMMs run identically on the RTL at N = 64 and 128", "[rtl][gemm]") {
   }
 }
 
+// VEC on the RTL: every operation and function, with and without broadcast,
+// in place and after an ACT it waits for (docs/isa.md, VEC).
+TEST_CASE("VEC runs identically on the RTL", "[rtl][vec]") {
+  using isa::Opcode;
+  const ArchConfig cfg = preset_config("small4");
+  std::mt19937 rng(20261205);
+  std::uniform_int_distribution<int> byte(-128, 127), factor(-32768, 32767);
+  static constexpr std::uint8_t kFunctions[] = {0, isa::kFlagActRelu, isa::kFlagActSigmoid,
+                                                isa::kFlagActTanh};
+  for (int round = 0; round < 40; ++round) {
+    CAPTURE(round);
+    isa::Program prog;
+    prog.array_n = 4;
+    prog.code.push_back(make(Opcode::ACT, 0, 0, 32, 5));
+    for (std::int64_t op = 0; op < 5; ++op) {
+      const bool broadcast = (round + op) % 3 == 0;
+      prog.code.push_back(make(Opcode::VSRC, broadcast ? isa::kFlagVsrcBroadcast : 0,
+                               32 + op, byte(rng), byte(rng)));
+      prog.code.push_back(make(Opcode::VSCL, 0, round % 4 == 0 ? 16384 : factor(rng),
+                               round % 4 == 0 ? 9830 : factor(rng), op));
+      prog.code.push_back(make(Opcode::SETQ, 0, byte(rng) * 1000, 8 + round % 16, byte(rng)));
+      // In place over A every other time.
+      prog.code.push_back(make(Opcode::VEC, kFunctions[(round + op) % 4], 4 * op,
+                               round % 2 ? 4 * op : 50 + 6 * op, 6));
+    }
+    prog.code.push_back(make(Opcode::HLT));
+    model::Memories init(cfg);
+    for (std::size_t i = 0; i < 64 * init.ub.width(); ++i)
+      init.ub.data()[i] = static_cast<std::int8_t>(byte(rng));
+    for (std::size_t i = 0; i < 16 * init.acc.width(); ++i)
+      init.acc.data()[i] = byte(rng) * 300;
+    check_both(cfg, prog, init);
+  }
+}
+
 // A fault while instructions are still in flight (a bounds fault at issue, or
 // the cycle limit): their retire records have no completion cycle in either
 // engine, and each unit was busy from their start to the fault cycle.
@@ -163,6 +198,13 @@ TEST_CASE("a fault with instructions in flight runs identically on the RTL", "[r
       {"MMC.S waiting for weights",
        {make(Opcode::RW, 0, 0), make(Opcode::MMC, isa::kFlagMmcSwitch, 0, 0, 4), make(Opcode::HLT)},
        9},
+      // A VEC in flight when a second one faults at issue (operand B at
+      // UB rows 16382..16385 of 16384), an RHM beside it.
+      {"VEC in flight",
+       {make(Opcode::VSRC, 0, 40, 3, -2), make(Opcode::VSCL, 0, 300, -7, 0),
+        make(Opcode::VEC, isa::kFlagActRelu, 0, 20, 6), make(Opcode::RHM, 0, 0, 100, 8),
+        make(Opcode::VSRC, 0, 16382, 0, 0), make(Opcode::VEC, 0, 0, 60, 4), make(Opcode::HLT)},
+       100'000},
       // An ACT and a POOL waiting for it; the cycle limit stops the run.
       {"cycle limit",
        {make(Opcode::ACT, 0, 0, 0, 6), make(Opcode::CWIN, 0, 2, 2),
