@@ -448,7 +448,7 @@ TEST_CASE("A VEC on an idle machine completes at c + rows + A", "[vec][timing]")
       }
 }
 
-TEST_CASE("A VEC waits until every earlier ACT or VEC has completed; an ACT follows at c + rows",
+TEST_CASE("A VEC waits until every earlier ACT or VEC has completed, and an ACT follows at c + rows",
           "[vec][timing]") {
   // ACT (R1 rows) at 0: d = R1 + A; the VEC issues at d + 1 (unit busy from
   // 1 to R1 + A); an ACT after the VEC (R2 rows, issued at c) at c + R2; a
