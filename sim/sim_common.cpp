@@ -208,9 +208,7 @@ model::RunLog simulate(const SimArgs& args, const ArchConfig& cfg, const isa::Pr
   const bool wave = !args.vcd.empty() || !args.fst.empty();
   if (wave && args.engine != "systemc" && rtl::available(cfg) && !rtl::has_waveforms(cfg))
     throw CLI::ValidationError(args.vcd.empty() ? "--fst" : "--vcd",
-                               fmt::format("this tpu-sim's RTL build for N={} has no tracing (CMake: "
-                                           "-DTPU_RTL_TRACE=ON, for N up to TPU_RTL_TRACE_MAX_N)",
-                                           cfg.array_n));
+                               rtl::no_waveforms_reason(cfg));
   // --engine both writes two waveforms, the RTL's under a name derived from
   // the one given; a device or FIFO has no such sibling.
   if (wave && args.engine == "both" && is_special_file(args.vcd.empty() ? args.fst : args.vcd))

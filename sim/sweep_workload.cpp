@@ -158,8 +158,7 @@ model::RunLog run_engine(const ArchConfig& cfg, const isa::Program& prog, model:
     throw UsageError("detail: fast has no per-cycle state for a waveform to show");
   if (opts.engine != "systemc") rtl::require_build(cfg);
   if (!opts.vcd.empty() && opts.engine != "systemc" && !rtl::has_waveforms(cfg))
-    throw UsageError(fmt::format("vcd: the RTL build for N={} has no tracing (CMake: -DTPU_RTL_TRACE=ON, "
-                                 "for N up to TPU_RTL_TRACE_MAX_N)", cfg.array_n));
+    throw UsageError("vcd: " + rtl::no_waveforms_reason(cfg));
   std::lock_guard<std::mutex> lock(simulation_mutex());
   if (opts.engine == "systemc") return model::run_program(cfg, prog, mem, ropts);
   if (opts.engine == "rtl") return rtl::run_program(cfg, prog, mem, ropts);

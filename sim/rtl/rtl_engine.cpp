@@ -121,6 +121,17 @@ bool has_waveforms(const ArchConfig& cfg) {
   return build != nullptr && build->traced;
 }
 
+std::string no_waveforms_reason(const ArchConfig& cfg) {
+  if (has_waveforms(cfg)) return "";
+  std::vector<std::string> traced;
+  for (const Build& b : builds())
+    if (b.traced) traced.push_back(b.name());
+  return fmt::format(
+      "this build's RTL for N={0} has no tracing (traced: {1}); a build that has it: "
+      "cmake -B build -DTPU_RTL_TRACE=ON -DTPU_RTL_TRACE_MAX_N={0} && cmake --build build -j 2",
+      cfg.array_n, traced.empty() ? std::string("none") : fmt::format("{}", fmt::join(traced, ", ")));
+}
+
 std::string built_configs_text() {
   const std::vector<std::string> names = built_configs();
   return names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "));

@@ -49,6 +49,11 @@ void require_build(const ArchConfig& cfg);
 // for N up to TPU_RTL_TRACE_MAX_N), so that run_program can write a waveform.
 bool has_waveforms(const ArchConfig& cfg);
 
+// Why a waveform of the RTL at `cfg` cannot be written with this build, and
+// the commands that make a build that can (for the usage errors of tpu-sim
+// and the sweeps); "" when has_waveforms(cfg).
+std::string no_waveforms_reason(const ArchConfig& cfg);
+
 // Runs on the RTL; throws std::runtime_error when no build matches `cfg`.
 // With opts.vcd_path set, writes the waveform of every signal of tpu_core
 // there (.vcd appended if missing) and a GTKWave save file (.gtkw) beside
