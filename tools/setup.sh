@@ -118,7 +118,7 @@ run_tests() {  # run_tests DIR [ctest options...]
 
 # The default configuration of build/ (a demo build leaves the RTL, the tests
 # and the Python module out of the CMake cache: -U puts the defaults back).
-full_config=(-UTPU_RTL_PRESETS -UTPU_BUILD_TESTS -UTPU_PYTHON)
+full_config=(-UTPU_RTL_PRESETS -UTPU_BUILD_TESTS -UTPU_PYTHON -UTPU_RTL_TRACE_MAX_N)
 
 # The fuzz targets of tests/fuzz with Clang's libFuzzer, ASan and UBSan in
 # build-fuzz/. Not -Werror: Clang warns where GCC, the project's compiler, does not.
@@ -135,7 +135,7 @@ fuzz_build() {
 # Line tables only (-g1): the sanitizers' reports keep file and line, and the
 # build is some 10-15% faster than with full debug information.
 asan_config=(-DTPU_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1
-             -DTPU_RTL_PREBUILT_DIR="$root/build")
+             -DTPU_RTL_PREBUILT_DIR="$root/build" -UTPU_RTL_TRACE_MAX_N)
 
 # Every package, then build/ whole.
 full_build() {
@@ -151,6 +151,9 @@ test_job() {  # test_job TIER (default or full)
   local tier=$1
   local tier_args=()
   [ "$tier" = full ] || tier_args=(-LE full-only)
+  # The full tier also runs whole the test cases that the sanitizer build's
+  # default tier runs reduced (tests/support/tier.h).
+  [ "$tier" = full ] && export TPU_TEST_FULL=1
   full_build
   echo "build-asan/: the same with AddressSanitizer and UndefinedBehaviorSanitizer (Debug),"
   echo "linking build/'s Verilated RTL engines"
