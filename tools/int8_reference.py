@@ -12,7 +12,8 @@ programs), with the multiplier and shift derived from the scales as
 docs/quantization.md says. Max-pool and flatten act on the int8 values;
 average pooling requantizes the window sums of x - z_in; add requantizes a
 weighted sum of its two inputs; concat requantizes each input's weighted
-x - z. Layers may name their inputs (the graph
+x - z; mul and affine (the vector unit) requantize (a - z_a)(b - z_b) and
+D (x - z) + db k. Layers may name their inputs (the graph
 form), so residual networks run too.
 
   int8_reference.py MODEL.json --input X.npy --out Y.npy [--labels L.npy]
@@ -262,6 +263,50 @@ def concat(inputs, layer):
     return isa.activate(np.concatenate(parts, axis=-1), "", m, s, out["zero_point"])
 
 
+def vec_target(layer):
+    """(scale, zero point) the requantization of a mul or affine targets: the tables'
+    input for sigmoid and tanh, else the layer's output."""
+    if layer.get("activation", "none") in ("sigmoid", "tanh"):
+        return SIGMOID_TANH_INPUT_SCALE, 0
+    return layer["output"]["scale"], layer["output"]["zero_point"]
+
+
+def vec_output(layer):
+    if layer.get("activation", "none") in ("sigmoid", "tanh"):
+        return SIGMOID_TANH_OUTPUT_SCALE, 0
+    return layer["output"]["scale"], layer["output"]["zero_point"]
+
+
+def mul(a, b, layer):
+    """f(q((a - z_a) * (b - z_b))) with M / 2^S = s_a * s_b / s_out: b the same shape as a,
+    or (1, 1, C) broadcast over a's pixels (NumPy's broadcasting)."""
+    sa, sb = a.values.shape[1:], b.values.shape[1:]
+    if sa != sb and not (len(sa) == 3 and sb == (1, 1, sa[2])):
+        raise ValueError(f"{layer.get('name', 'mul')}: inputs of shapes {sa} and {sb}")
+    v = (a.values.astype(np.int64) - a.zero_point) * (b.values.astype(np.int64) - b.zero_point)
+    so, zo = vec_target(layer)
+    m, s = requant_params(a.scale * b.scale / so)
+    return isa.activate(v, ACT_FLAG[layer.get("activation", "none")], m, s, zo)
+
+
+def affine(x, layer):
+    """f(q(D (x - z) + db k)) for the real alpha x + beta (docs/quantization.md): k = z + 128
+    (z >= 0) or z - 127, s = max(|alpha s_x|, |beta / k|) / 8192 (s_x if 0), D and db the
+    rounded (halves away from zero) alpha s_x / s and beta / (s k), M / 2^S = s / s_out."""
+    alpha, beta = float(layer["alpha"]), float(layer.get("beta", 0.0))
+    z = x.zero_point
+    k = z + 128 if z >= 0 else z - 127
+    s = max(abs(alpha * x.scale), abs(beta / k)) / 8192.0
+    if s == 0.0:
+        s = x.scale
+    d = int(isa.round_half_away(alpha * x.scale / s))
+    db = int(isa.round_half_away(beta / (s * k)))
+    v = d * (x.values.astype(np.int64) - z) + db * k
+    so, zo = vec_target(layer)
+    m, sh = requant_params(s / so)
+    return isa.activate(v, ACT_FLAG[layer.get("activation", "none")], m, sh, zo)
+
+
 class Tensor(NamedTuple):
     """A layer's output (or the network input): its values, int8 (or the int32
     accumulators of an int32 output), and the scale and zero point of their real values."""
@@ -308,6 +353,10 @@ def apply(layer, inputs, base):
     if t == "concat":
         out = layer["output"]
         return Tensor(concat(inputs, layer), out["scale"], out["zero_point"])
+    if t == "mul":
+        return Tensor(mul(x, inputs[1], layer), *vec_output(layer))
+    if t == "affine":
+        return Tensor(affine(x, layer), *vec_output(layer))
     raise ValueError(f"unknown layer type {t}")
 
 
@@ -338,7 +387,7 @@ def run(model_path, x):
         t = layer["type"]
         where = f"layer {i} ({layer.get('name', t)})"
         sources = layer.get("inputs", [last])
-        arity = 2 if t == "add" else 1
+        arity = 2 if t in ("add", "mul") else 1
         if t == "concat" and len(sources) < 2:
             raise ValueError(f"{where}: concat takes 2 inputs or more, not {len(sources)}")
         if t != "concat" and len(sources) != arity:

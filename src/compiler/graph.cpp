@@ -141,6 +141,8 @@ const char* layer_kind_name(LayerKind kind) {
     case LayerKind::GlobalAvgPool2d: return "global_avgpool2d";
     case LayerKind::Add: return "add";
     case LayerKind::Concat: return "concat";
+    case LayerKind::Mul: return "mul";
+    case LayerKind::Affine: return "affine";
   }
   return "?";
 }
@@ -189,7 +191,7 @@ std::vector<TensorInfo> infer_network(const Network& net, bool check_unread) {
     const Layer& l = net.layers[i];
     const std::string what = layer_label(l, i);
     const std::vector<std::size_t> ids = layer_inputs(net, i);
-    const std::size_t want = l.kind == LayerKind::Add ? 2 : 1;
+    const std::size_t want = l.kind == LayerKind::Add || l.kind == LayerKind::Mul ? 2 : 1;
     if (l.kind == LayerKind::Concat && ids.size() < 2)
       throw CompileError(fmt::format("{}: concat reads 2 inputs or more, not {}", what, ids.size()));
     if (l.kind != LayerKind::Concat && ids.size() != want)
@@ -249,6 +251,36 @@ std::vector<TensorInfo> infer_network(const Network& net, bool check_unread) {
         check_quant(l.output, what + ": the output");
         out.quant = l.output;
         concat_requant(scales, l.output);  // throws if impossible
+        break;
+      }
+      case LayerKind::Mul:
+      case LayerKind::Affine: {
+        if (l.int32_output) throw CompileError(fmt::format("{}: a {} has int8 output", what, layer_kind_name(l.kind)));
+        const bool table = l.act == model::ActFunction::Sigmoid || l.act == model::ActFunction::Tanh;
+        if (table) {
+          out.quant = {kSigmoidTanhOutputScale, 0};
+        } else {
+          check_quant(l.output, what + ": the output");
+          out.quant = l.output;
+        }
+        out.shape = cur.shape;
+        try {
+          if (l.kind == LayerKind::Mul) {
+            const TensorInfo& other = infos[ids[1]];
+            const bool same = other.shape == cur.shape;
+            const bool broadcast = cur.shape.size() == 3 && other.shape.size() == 3 && other.shape[0] == 1 &&
+                                   other.shape[1] == 1 && other.shape[2] == cur.shape[2];
+            if (!same && !broadcast)
+              throw CompileError(fmt::format("multiplies tensors of shapes {} and {} (the same shape, or an HxWxC "
+                                             "map by a 1x1xC vector, the second input)",
+                                             shape_text(cur.shape), shape_text(other.shape)));
+            mul_vec(cur.quant, other.quant, l.output, l.act);  // throws if impossible
+          } else {
+            affine_vec(cur.quant, l.alpha, l.beta, l.output, l.act);  // throws if impossible
+          }
+        } catch (const CompileError& e) {
+          throw CompileError(fmt::format("{}: {}", what, e.what()));
+        }
         break;
       }
     }

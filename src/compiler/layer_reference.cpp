@@ -199,6 +199,61 @@ Tensor concat(const std::vector<const Tensor*>& xs, const std::vector<const Tens
   return y;
 }
 
+// The vector unit's layers (docs/quantization.md, "Layers on the vector
+// unit"), written from the formulas: the requantization target of the
+// sigmoid and tanh tables is scale 1/16, zero point 0.
+double vec_target_scale(const Layer& l, std::int32_t& zp) {
+  const bool table = l.act == model::ActFunction::Sigmoid || l.act == model::ActFunction::Tanh;
+  zp = table ? 0 : l.output.zero_point;
+  return table ? 1.0 / 16.0 : l.output.scale;
+}
+
+// Mul: (a - z_a) * (b - z_b) at m = s_a * s_b / s_o; b the same shape as a,
+// or one value per channel (1 x 1 x C) for every pixel of a.
+Tensor mul(const Layer& l, const TensorInfo& ia, const TensorInfo& ib, const Tensor& a, const Tensor& b) {
+  std::int32_t zp = 0;
+  const double so = vec_target_scale(l, zp);
+  const model::Requant q = reference_requant(ia.quant.scale * ib.quant.scale / so, zp);
+  const std::size_t per_a = a.data.size() / std::max<std::size_t>(1, a.batch());
+  const std::size_t per_b = b.data.size() / std::max<std::size_t>(1, b.batch());
+  const std::size_t channels = ib.shape.back();
+  Tensor y;
+  y.shape = a.shape;
+  y.data.resize(a.data.size());
+  for (std::size_t e = 0; e < a.data.size(); ++e) {
+    const std::size_t s = e / per_a;
+    const std::size_t eb = per_b == per_a ? e : s * per_b + (e % per_a) % channels;
+    const std::int64_t v = (std::int64_t{a.data[e]} - ia.quant.zero_point) *
+                           (std::int64_t{b.data[eb]} - ib.quant.zero_point);
+    y.data[e] = reference_activate(reference_requantize(wrap32(v), q), l.act, q.zero_point);
+  }
+  return y;
+}
+
+// Affine: k = z + 128 (z >= 0) or z - 127, s = max(|alpha s_x|, |beta / k|) / 8192
+// (s_x when 0), D = round(alpha s_x / s), db = round(beta / (s k)) (halves away
+// from zero), v = D (x - z) + db k, at m = s / s_o.
+Tensor affine(const Layer& l, const TensorInfo& in, const Tensor& x) {
+  const std::int64_t z = in.quant.zero_point;
+  const std::int64_t k = z >= 0 ? z + 128 : z - 127;
+  double s = std::max(std::fabs(l.alpha * in.quant.scale), std::fabs(l.beta / static_cast<double>(k))) / 8192.0;
+  if (s == 0.0) s = in.quant.scale;
+  const auto away = [](double v) { return v < 0 ? -std::floor(-v + 0.5) : std::floor(v + 0.5); };
+  const std::int64_t d = static_cast<std::int64_t>(away(l.alpha * in.quant.scale / s));
+  const std::int64_t db = static_cast<std::int64_t>(away(l.beta / (s * static_cast<double>(k))));
+  std::int32_t zp = 0;
+  const double so = vec_target_scale(l, zp);
+  const model::Requant q = reference_requant(s / so, zp);
+  Tensor y;
+  y.shape = x.shape;
+  y.data.resize(x.data.size());
+  for (std::size_t e = 0; e < x.data.size(); ++e) {
+    const std::int64_t v = d * (std::int64_t{x.data[e]} - z) + db * k;
+    y.data[e] = reference_activate(reference_requantize(wrap32(v), q), l.act, q.zero_point);
+  }
+  return y;
+}
+
 }  // namespace
 
 model::Requant reference_requant(double real, std::int32_t zero_point) {
@@ -263,6 +318,8 @@ std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x) {
         outs.push_back(concat(xs, ins, out));
         break;
       }
+      case LayerKind::Mul: outs.push_back(mul(l, in, infos[ids[1]], cur, tensor(ids[1]))); break;
+      case LayerKind::Affine: outs.push_back(affine(l, in, cur)); break;
     }
   }
   return outs;

@@ -275,12 +275,36 @@ Network load_network(const std::string& json_path) {
       l.kind = LayerKind::Concat;
       l.output = r.quant(r.need(j, "output", where), where + ": output");
       if (!j.contains("inputs")) r.fail(where, "a concat needs 'inputs': the names of the layers it concatenates");
+    } else if (t == "mul" || t == "affine") {
+      const bool mul = t == "mul";
+      if (mul)
+        r.only_keys(j, where, {"type", "name", "inputs", "activation", "output"});
+      else
+        r.only_keys(j, where, {"type", "name", "inputs", "alpha", "beta", "activation", "output"});
+      l.kind = mul ? LayerKind::Mul : LayerKind::Affine;
+      l.act = j.contains("activation") ? parse_act(r, j.at("activation"), where) : model::ActFunction::None;
+      if (!mul) {
+        l.alpha = r.number(r.need(j, "alpha", where), where, "alpha");
+        l.beta = j.contains("beta") ? r.number(j.at("beta"), where, "beta") : 0.0;
+        if (!std::isfinite(l.alpha) || !std::isfinite(l.beta)) r.fail(where, "'alpha' and 'beta' must be finite");
+      }
+      if (l.act == model::ActFunction::Sigmoid || l.act == model::ActFunction::Tanh) {
+        l.output = {kSigmoidTanhOutputScale, 0};
+        if (j.contains("output")) {
+          const QuantParams fixed = r.quant(j.at("output"), where + ": output");
+          if (fixed.zero_point != 0 || std::fabs(fixed.scale * 127.0 - 1.0) > 1e-9)
+            r.fail(where, "the output of sigmoid and tanh is fixed at scale 1/127, zero point 0");
+        }
+      } else {
+        l.output = r.quant(r.need(j, "output", where), where + ": output");
+      }
+      if (mul && !j.contains("inputs")) r.fail(where, "a mul needs 'inputs': the names of the two layers it multiplies");
     } else if (t == "flatten") {
       r.only_keys(j, where, {"type", "name", "inputs"});
       l.kind = LayerKind::Flatten;
     } else {
       r.fail(where, "'type' must be one of dense, conv2d, maxpool2d, avgpool2d, global_avgpool2d, "
-                    "add, concat, flatten");
+                    "add, concat, mul, affine, flatten");
     }
     if (j.contains("inputs")) {
       const json& in = j.at("inputs");

@@ -31,8 +31,9 @@
 
 namespace tpu::compiler {
 
-enum class LayerKind { Dense, Conv2d, MaxPool2d, Flatten, AvgPool2d, GlobalAvgPool2d, Add, Concat };
-// "dense", "conv2d", "maxpool2d", "flatten", "avgpool2d", "global_avgpool2d", "add", "concat"
+enum class LayerKind { Dense, Conv2d, MaxPool2d, Flatten, AvgPool2d, GlobalAvgPool2d, Add, Concat, Mul, Affine };
+// "dense", "conv2d", "maxpool2d", "flatten", "avgpool2d", "global_avgpool2d", "add", "concat",
+// "mul", "affine"
 const char* layer_kind_name(LayerKind kind);
 
 struct Layer {
@@ -65,6 +66,10 @@ struct Layer {
   // the previous tensor (i for layer i). Add reads two, concat two or more
   // (along the channels, docs/quantization.md), every other layer one.
   std::vector<std::size_t> inputs;
+  // Affine (on the vector unit): y = act(alpha * x + beta) in real terms
+  // (docs/quantization.md, "Layers on the vector unit"). Mul reads two
+  // tensors: the same shape, or a map and a 1 x 1 x C vector (the second).
+  double alpha = 1.0, beta = 0.0;
 };
 
 

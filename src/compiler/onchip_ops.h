@@ -18,11 +18,11 @@
 namespace tpu::compiler::onchip {
 
 struct Op {
-  isa::Opcode opcode = isa::Opcode::NOP;  // RHM, WHM, MMC, ACT or POOL
+  isa::Opcode opcode = isa::Opcode::NOP;  // RHM, WHM, MMC, ACT, POOL or VEC
   std::uint8_t flags = 0;
   std::int64_t a = 0, b = 0, c = 0;        // the instruction's operands
-  std::optional<isa::ConvGeometry> geometry;  // MMC.C, POOL
-  std::optional<model::Requant> requant;      // ACT, POOL.A
+  std::optional<isa::ConvGeometry> geometry;  // MMC.C, POOL; VEC: its vector registers (`vec`)
+  std::optional<model::Requant> requant;      // ACT, POOL.A, VEC
   std::uint64_t tile = 0;                     // MMC.S: the weight tile it switches to
   std::size_t layer = 0;                      // charged to
   // WHM of an activation's output: the index (in the op list) of that ACT.

@@ -60,7 +60,8 @@ class Scheduler {
           drain_ready();
           break;
         case Opcode::ACT:
-        case Opcode::POOL: act_q_.push_back(i); ready_at_[i] = clock_ + (op.opcode == Opcode::ACT ? 2 * cfg_.array_n + 1 : 0); break;
+        case Opcode::POOL:
+        case Opcode::VEC: act_q_.push_back(i); ready_at_[i] = clock_ + (op.opcode == Opcode::ACT ? 2 * cfg_.array_n + 1 : 0); break;
         default: host_q_.push_back(i); break;
       }
     }
@@ -114,7 +115,8 @@ class Scheduler {
 
   bool ready(std::size_t i) const {
     const Op& op = ops_[i];
-    if (op.opcode == Opcode::ACT || op.opcode == Opcode::POOL) return clock_ >= ready_at_.at(i);
+    if (op.opcode == Opcode::ACT || op.opcode == Opcode::POOL || op.opcode == Opcode::VEC)
+      return clock_ >= ready_at_.at(i);
     if (clock_ < host_free_) return false;
     if (op.after) {
       if (!done_[*op.after]) return false;
@@ -163,6 +165,15 @@ class Scheduler {
     q_ = q;
   }
 
+  // VSRC and VSCL where the vector registers differ from what the VEC needs.
+  void set_vec(const isa::VecRegs& v) {
+    if (!vec_ || vec_->b_row != v.b_row || vec_->broadcast != v.broadcast || vec_->za != v.za || vec_->zb != v.zb)
+      e_.emit(Opcode::VSRC, v.broadcast ? isa::kFlagVsrcBroadcast : 0, v.b_row, v.za, v.zb);
+    if (!vec_ || vec_->da != v.da || vec_->db != v.db || vec_->op != v.op)
+      e_.emit(Opcode::VSCL, 0, v.da, v.db, static_cast<std::int64_t>(v.op));
+    vec_ = v;
+  }
+
   void emit(std::size_t i) {
     const Op& op = ops_[i];
     e_.set_layer(op.layer);
@@ -176,6 +187,10 @@ class Scheduler {
         if (op.flags & isa::kFlagPoolAverage) set_requant(*op.requant);
         break;
       case Opcode::ACT: set_requant(*op.requant); break;
+      case Opcode::VEC:
+        set_vec(op.geometry->vec);
+        set_requant(*op.requant);
+        break;
       case Opcode::RHM:
       case Opcode::WHM: host_free_ = std::max(host_free_, clock_) + duration_of(op); break;
       default: break;
@@ -199,6 +214,7 @@ class Scheduler {
   std::optional<isa::ConvGeometry> geo_;
   std::optional<std::pair<std::uint32_t, std::uint32_t>> win_;
   std::optional<model::Requant> q_;
+  std::optional<isa::VecRegs> vec_;
 };
 
 }  // namespace

@@ -103,4 +103,43 @@ model::Requant add_requant(const QuantParams& a, const QuantParams& b, const Qua
                                  out.zero_point);
 }
 
+namespace {
+// The requantization target of an activation: the tables read q / 16 at zero point 0.
+QuantParams act_target(const QuantParams& out, model::ActFunction act) {
+  if (act == model::ActFunction::Sigmoid || act == model::ActFunction::Tanh) return {kSigmoidTanhInputScale, 0};
+  return out;
+}
+}  // namespace
+
+VecParams mul_vec(const QuantParams& a, const QuantParams& b, const QuantParams& out, model::ActFunction act) {
+  const QuantParams t = act_target(out, act);
+  VecParams p;
+  p.op = 2;  // MUL
+  p.za = a.zero_point;
+  p.zb = b.zero_point;
+  p.requant = requant_from_multiplier(a.scale * b.scale / t.scale, t.zero_point);
+  return p;
+}
+
+VecParams affine_vec(const QuantParams& x, double alpha, double beta, const QuantParams& out,
+                     model::ActFunction act) {
+  if (!std::isfinite(alpha) || !std::isfinite(beta))
+    throw CompileError(fmt::format("affine alpha {} and beta {} must be finite", alpha, beta));
+  const QuantParams t = act_target(out, act);
+  const std::int32_t k = x.zero_point >= 0 ? x.zero_point + 128 : x.zero_point - 127;
+  const double g = alpha * x.scale;
+  double s = std::max(std::fabs(g), std::fabs(beta / k)) / 8192.0;
+  if (!(s > 0.0)) s = x.scale;
+  if (!std::isfinite(s)) throw CompileError(fmt::format("affine alpha {} gives no finite scale", alpha));
+  const double d_real = std::round(g / s), db_real = std::round(beta / (s * k));  // halves away from zero
+  VecParams p;
+  p.op = 0;  // ADD
+  p.za = x.zero_point;
+  p.zb = x.zero_point - k;
+  p.db = static_cast<std::int32_t>(db_real);
+  p.da = static_cast<std::int32_t>(d_real) - p.db;
+  p.requant = requant_from_multiplier(s / t.scale, t.zero_point);
+  return p;
+}
+
 }  // namespace tpu::compiler

@@ -61,6 +61,21 @@ ConcatFactors concat_factors(const std::vector<double>& scales);
 // The requantization of a concat: real multiplier (s_hi / 127) / s_out.
 model::Requant concat_requant(const std::vector<double>& scales, const QuantParams& out);
 
+// The vector registers and requantization of a layer on the vector unit
+// (docs/quantization.md, "Layers on the vector unit"): VSRC's zero points,
+// VSCL's factors and operation, and SETQ's (M, S, Z).
+struct VecParams {
+  std::uint8_t op = 0;  // isa::VecOperation
+  std::int32_t za = 0, zb = 0, da = 1, db = 1;
+  model::Requant requant;
+};
+// A mul of a by b: v = (a - z_a)(b - z_b), m = s_a * s_b / s_o (s_o = 1/16 for sigmoid and tanh).
+VecParams mul_vec(const QuantParams& a, const QuantParams& b, const QuantParams& out,
+                  model::ActFunction act);
+// An affine y = act(alpha * x + beta) of x, its operand B x itself read at zero point z_x - k.
+VecParams affine_vec(const QuantParams& x, double alpha, double beta, const QuantParams& out,
+                     model::ActFunction act);
+
 // Decomposes int32 biases into int8 digits on constant input lanes: for each
 // column o, bias[o] = sum over lanes l of values[l] * digits[l][o] exactly,
 // with every digit in -127..127. Lanes are tried largest |value| first (each

@@ -67,6 +67,15 @@ Shape float_layer_shape(const FloatLayer& l, const std::vector<Shape>& shapes) {
       return in;
     case LayerKind::Flatten:
       return {count(in)};
+    case LayerKind::Affine:
+      return in;
+    case LayerKind::Mul: {
+      if (l.inputs.size() != 2) fail(l, "multiplies two tensors");
+      const Shape& b = shapes.at(l.inputs[1]);
+      if (b != in && !(in.size() == 3 && b.size() == 3 && b[0] == 1 && b[1] == 1 && b[2] == in[2]))
+        fail(l, "multiplies tensors of shapes that are neither the same nor a map and a per-channel vector");
+      return in;
+    }
     case LayerKind::Concat: {
       Shape out = in;
       out.back() = 0;
@@ -151,6 +160,14 @@ void run_sample(const FloatLayer& l, const Shape& is, const Shape& os, const std
     case LayerKind::Flatten:
       std::copy(x, x + count(os), y);  // NHWC is already the flattened order
       return;
+    case LayerKind::Mul: return;  // run_layer's
+    case LayerKind::Affine:
+      for (std::size_t i = 0, n = count(os); i < n; ++i) {
+        float v = static_cast<float>(l.alpha * static_cast<double>(x[i]) + l.beta);
+        if (l.unit_range) v = std::min(std::max(v, 0.0f), 1.0f);
+        y[i] = v;
+      }
+      return;
     case LayerKind::Dense:
     case LayerKind::Conv2d:
     case LayerKind::Concat: return;  // run_layer's
@@ -166,6 +183,12 @@ void run_layer(const FloatLayer& l, const std::vector<Shape>& shapes, const Shap
     dense_rows(in[0], n, l.weight_shape[0], l.weight_shape[1], l.weights.data(), bias, y, threads);
   } else if (l.kind == LayerKind::Conv2d) {
     conv2d_nhwc(conv_geom(l, is, os), in[0], l.weights.data(), bias, y, threads, n);
+  } else if (l.kind == LayerKind::Mul) {
+    // b the same shape as a, or one value per channel of each sample.
+    const std::size_t per_a = count(os), per_b = count(shapes[l.inputs[1]]), c = os.back();
+    for (std::size_t s = 0; s < n; ++s)
+      for (std::size_t i = 0; i < per_a; ++i)
+        y[s * per_a + i] = in[0][s * per_a + i] * in[1][s * per_b + (per_b == per_a ? i : i % c)];
   } else if (l.kind == LayerKind::Concat) {
     // Row r of every input (all axes but the last) side by side.
     const std::size_t c_out = os.back(), rows = n * (count(os) / c_out);
@@ -184,7 +207,8 @@ void run_layer(const FloatLayer& l, const std::vector<Shape>& shapes, const Shap
       }
     });
   }
-  const bool activates = l.kind == LayerKind::Dense || l.kind == LayerKind::Conv2d || l.kind == LayerKind::Add;
+  const bool activates = l.kind == LayerKind::Dense || l.kind == LayerKind::Conv2d || l.kind == LayerKind::Add ||
+                         l.kind == LayerKind::Mul || l.kind == LayerKind::Affine;
   if (!activates || (l.act == model::ActFunction::None)) return;
   parallel_rows(n * count(os), threads, 1 << 16, [&](std::size_t first, std::size_t len) {
     for (std::size_t i = first; i < first + len; ++i) y[i] = activate(l, y[i]);

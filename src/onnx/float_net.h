@@ -42,6 +42,12 @@ struct FloatLayer {
   // a 1x1 conv2d of 0/1 weights whose output keeps its input's quantization,
   // so that it copies exactly (docs/onnx.md).
   bool keep_quant = false;
+  // Affine (the vector unit): act(alpha * x + beta); with unit_range (a
+  // HardSigmoid) the result is clamped to [0, 1] and quantized at scale 1/255,
+  // zero point -128, where the int8 saturation is that clamp. Mul: inputs a
+  // map and the same shape or a 1 x 1 x C vector (docs/quantization.md).
+  double alpha = 1.0, beta = 0.0;
+  bool unit_range = false;
 };
 
 // A QDQ model's quantization of one tensor (a QuantizeLinear on it), in

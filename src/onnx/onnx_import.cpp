@@ -181,6 +181,12 @@ class Importer {
   void gemm(const onnx::NodeProto& n, bool matmul);
   void batchnorm(const onnx::NodeProto& n);
   void activation(const onnx::NodeProto& n);
+  // The vector unit's layers (docs/quantization.md, "Layers on the vector unit").
+  Value affine(const onnx::NodeProto& n, const Value& x, double alpha, double beta, model::ActFunction act,
+               bool unit_range, float clip_hi = std::numeric_limits<float>::infinity());
+  Value multiply(const onnx::NodeProto& n, const Value& a, const Value& b);
+  void mul(const onnx::NodeProto& n);
+  void hard_sigmoid(const onnx::NodeProto& n);
   void pool(const onnx::NodeProto& n);
   void add(const onnx::NodeProto& n);
   void concat(const onnx::NodeProto& n);
@@ -553,6 +559,23 @@ void Importer::activation(const onnx::NodeProto& n) {
     fail(n, "is not supported in a QDQ model: tpu-sim's sigmoid and tanh tables give a fixed output quantization "
             "(scale 1/127), not the model's");
   const Value x = need_value(n, 0);
+  if (!qdq_ && !x.padded) {
+    // Fused into the layer before it when that is a Conv, Gemm or MatMul (an
+    // Add for ReLU) without activation that only this node reads; otherwise
+    // a standalone affine layer on the vector unit.
+    const FloatLayer* p = x.tensor == 0 ? nullptr : &net_.layers[x.tensor - 1];
+    const bool fuses = p && x.perm.empty() && reads_[x.tensor] - renames_[x.tensor] == 1 &&
+                       p->act == model::ActFunction::None &&
+                       (p->kind == LayerKind::Conv2d || p->kind == LayerKind::Dense ||
+                        (p->kind == LayerKind::Add && (op == "Relu" || op == "Clip")));
+    if (!fuses && op != "Clip") {
+      const model::ActFunction f = op == "Relu"      ? model::ActFunction::Relu
+                                   : op == "Sigmoid" ? model::ActFunction::Sigmoid
+                                                     : model::ActFunction::Tanh;
+      set_output(n, affine(n, x, 1.0, 0.0, f, false));
+      return;
+    }
+  }
   FloatLayer* l = foldable(n, x, "a Conv, Gemm, MatMul or Add (the activation is fused into it)");
   const bool gemm_like = l->kind == LayerKind::Conv2d || l->kind == LayerKind::Dense;
   if (!(gemm_like || (l->kind == LayerKind::Add && (op == "Relu" || op == "Clip"))) ||
@@ -584,6 +607,68 @@ void Importer::activation(const onnx::NodeProto& n) {
     l->clip_hi = static_cast<float>(hi);
   }
   set_output(n, x);
+}
+
+Value Importer::affine(const onnx::NodeProto& n, const Value& x, double alpha, double beta, model::ActFunction act,
+                       bool unit_range, float clip_hi) {
+  if (qdq_) fail(n, "is not supported in a QDQ model (only fused into the Conv, Gemm or MatMul before it)");
+  FloatLayer l;
+  l.kind = LayerKind::Affine;
+  l.inputs = {x.tensor};
+  l.alpha = alpha;
+  l.beta = beta;
+  l.act = act;
+  l.unit_range = unit_range;
+  l.clip_hi = clip_hi;
+  Value out;
+  out.tensor = add_layer(n, std::move(l));
+  out.perm = x.perm;
+  return out;
+}
+
+// a * b: the same shape, or a map and a per-channel vector (either order:
+// the map becomes operand A).
+Value Importer::multiply(const onnx::NodeProto& n, const Value& a0, const Value& b0) {
+  if (qdq_) fail(n, "is not supported in a QDQ model");
+  Value a = a0, b = b0;
+  if (shape(a).size() == 3 && shape(b).size() == 3 && shape(a)[0] * shape(a)[1] < shape(b)[0] * shape(b)[1])
+    std::swap(a, b);
+  const Shape sa = shape(a), sb = shape(b);
+  const bool broadcast = sa.size() == 3 && sb.size() == 3 && sb[0] == 1 && sb[1] == 1 && sb[2] == sa[2];
+  if (sa != sb && !broadcast) {
+    const auto model_shape = [](const Shape& s) { return s.size() == 3 ? Shape{s[2], s[0], s[1]} : s; };
+    fail(n, fmt::format("multiplies tensors of shapes [{}] and [{}] per sample (only the same shape, or a map "
+                        "(C, H, W) by a per-channel (C, 1, 1))",
+                        fmt::join(model_shape(sa), ", "), fmt::join(model_shape(sb), ", ")));
+  }
+  if (a.perm != b.perm) fail(n, "multiplies a flattened map by a tensor of another layout");
+  FloatLayer l;
+  l.kind = LayerKind::Mul;
+  l.inputs = {a.tensor, b.tensor};
+  Value out;
+  out.tensor = add_layer(n, std::move(l));
+  out.perm = a.perm;
+  return out;
+}
+
+void Importer::mul(const onnx::NodeProto& n) {
+  only_attrs(n, {});
+  if (n.input_size() != 2) fail(n, "needs two inputs");
+  set_output(n, multiply(n, need_value(n, 0), need_value(n, 1)));
+}
+
+// HardSigmoid: max(0, min(1, alpha x + beta)), ONNX defaults 0.2 and 0.5;
+// HardSwish: x * HardSigmoid(x) at alpha 1/6, beta 1/2.
+void Importer::hard_sigmoid(const onnx::NodeProto& n) {
+  const bool swish = n.op_type() == "HardSwish";
+  if (swish) only_attrs(n, {});
+  else only_attrs(n, {"alpha", "beta"});
+  const Value x = need_value(n, 0);
+  const double alpha = swish ? 1.0 / 6.0 : attr_float(n, "alpha", 0.2f);
+  const double beta = swish ? 0.5 : attr_float(n, "beta", 0.5f);
+  if (!std::isfinite(alpha) || !std::isfinite(beta)) fail(n, "alpha and beta must be finite");
+  const Value hs = affine(n, x, alpha, beta, model::ActFunction::None, true);
+  set_output(n, swish ? multiply(n, x, hs) : hs);
 }
 
 void Importer::pool(const onnx::NodeProto& n) {
@@ -1351,6 +1436,8 @@ void Importer::finish_qdq() {
         if (!tq.set) tq = net_.tensor_quant.at(l.inputs.at(0));
         break;
       case LayerKind::Concat:
+      case LayerKind::Mul:
+      case LayerKind::Affine:
         fail(fmt::format("{}: is not supported in a QDQ model", node));
       case LayerKind::Dense:
       case LayerKind::Conv2d:
@@ -1465,6 +1552,10 @@ void Importer::node(const onnx::NodeProto& n) {
     shape_op(n);
   } else if (op == "Gather") {
     gather(n);
+  } else if (op == "Mul" && n.input_size() == 2 && !is_const(n.input(0)) && !is_const(n.input(1))) {
+    mul(n);
+  } else if (op == "HardSigmoid" || op == "HardSwish") {
+    hard_sigmoid(n);
   } else if (op == "Mul" || op == "Div") {
     const_arith(n);
   } else if (op == "Flatten" || op == "Reshape") {

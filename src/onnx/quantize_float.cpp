@@ -91,7 +91,7 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
       if (ok) {
         const FloatLayer& f = fnet.layers[t - 1];
         if (f.kind == LayerKind::Concat) has_concat[r] = true;
-        if (f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh) ok = false;
+        if (f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh || f.unit_range) ok = false;
         if ((f.kind == LayerKind::Conv2d || f.kind == LayerKind::Dense) && t == fnet.layers.size() &&
             f.act == model::ActFunction::None)
           ok = false;  // int32 logits
@@ -128,6 +128,8 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
     l.pad_left = f.pad_left;
     l.pad_right = f.pad_right;
     l.groups = f.groups;
+    l.alpha = f.alpha;
+    l.beta = f.beta;
     const QuantParams in = quant.at(f.inputs.at(0));
     const bool relu = f.act == model::ActFunction::Relu;
     QuantParams out = in;
@@ -191,6 +193,16 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
         break;
       case LayerKind::Concat:
         out = output_quant(false);
+        l.output = out;
+        break;
+      case LayerKind::Mul:
+      case LayerKind::Affine:
+        if (f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh)
+          out = {compiler::kSigmoidTanhOutputScale, 0};
+        else if (f.unit_range)
+          out = {1.0 / 255.0, -128};  // [0, 1]: the saturation at both ends is the clamp
+        else
+          out = output_quant(relu);
         l.output = out;
         break;
       case LayerKind::MaxPool2d:

@@ -90,6 +90,14 @@ void save_network(const compiler::Network& net, const std::string& dir) {
       case LayerKind::Concat:
         j["output"] = quant_json(l.output);
         break;
+      case LayerKind::Affine:
+        j["alpha"] = l.alpha;
+        j["beta"] = l.beta;
+        [[fallthrough]];
+      case LayerKind::Mul:
+        j["activation"] = act_name(l.act);
+        j["output"] = quant_json(l.output);
+        break;
       case LayerKind::Flatten:
         break;
     }

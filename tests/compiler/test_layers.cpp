@@ -866,3 +866,88 @@ TEST_CASE("a convolution's all-zero weight tiles get no passes (grouped convolut
                compiler::CompileMode::OnChip);
   }
 }
+
+namespace {
+
+Layer vec_layer(LayerKind kind, std::vector<std::size_t> inputs, ActFunction act, QuantParams out,
+                double alpha = 1.0, double beta = 0.0) {
+  Layer l;
+  l.kind = kind;
+  l.name = kind == LayerKind::Mul ? "mul" : "affine";
+  l.inputs = std::move(inputs);
+  l.act = act;
+  l.output = act == ActFunction::Sigmoid || act == ActFunction::Tanh ? QuantParams{compiler::kSigmoidTanhOutputScale, 0} : out;
+  l.alpha = alpha;
+  l.beta = beta;
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("mul and affine on the vector unit: element-wise, per-channel broadcast, every function",
+          "[layers][cnn][vec]") {
+  std::mt19937 rng(43);
+  const QuantParams in{0.04, -20};
+  for (unsigned n : {4u, 8u}) {
+    INFO("N = " << n);
+    const ArchConfig cfg = config_for(n);
+    for (ActFunction act : kActs) {
+      INFO("mul of two maps (6 channels: a partial plane), then a conv; activation " << static_cast<int>(act));
+      Network net = single({5, 4, 6}, in, gemm_layer(LayerKind::Conv2d, {1, 1, 6, 6}, ActFunction::None, in, rng, 5));
+      Layer b = with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 6, 6}, ActFunction::Relu, in, rng, -128), 1, 1, 1, 1);
+      b.inputs = {0};
+      b.name = "b";
+      net.layers.push_back(b);
+      const double prod = net.layers[0].output.scale * net.layers[1].output.scale;
+      net.layers.push_back(vec_layer(LayerKind::Mul, {1, 2}, act, {prod * 40.0, -3}));
+      const Tensor x = random_input({3, 5, 4, 6}, rng);
+      const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+      CHECK(count_opcode(o.plan.segments[0], isa::Opcode::VEC) > 0);
+      net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, 6, 3}, ActFunction::None, out_quant(net), rng));
+      check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+    }
+    {
+      INFO("squeeze-and-excitation: a map by its sigmoid gate (global pool, 1x1 convs), broadcast per sample");
+      Network net = single({4, 5, 10}, in, gemm_layer(LayerKind::Conv2d, {1, 1, 10, 10}, ActFunction::Relu, in, rng, -128));
+      Layer pool;
+      pool.kind = LayerKind::GlobalAvgPool2d;
+      pool.name = "gap";
+      pool.output_is_input = true;
+      net.layers.push_back(pool);
+      net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, 10, 3}, ActFunction::Relu, out_quant(net), rng, -128));
+      net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, 3, 10}, ActFunction::Sigmoid, out_quant(net), rng));
+      net.layers.push_back(vec_layer(LayerKind::Mul, {1, 4}, ActFunction::None, {net.layers[0].output.scale / 120.0, 0}));
+      const Tensor x = random_input({3, 4, 5, 10}, rng);
+      const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+      check_detailed_agrees(o.plan, o.run, x, cfg);
+    }
+    for (const std::int32_t z : {-20, 0, 37, 127, -128}) {
+      INFO("affine: hard-swish (x * HardSigmoid(x)), SiLU, a negative alpha; input zero point " << z);
+      const QuantParams q{0.05, z};
+      Network net = single({3, 3, 5}, q, vec_layer(LayerKind::Affine, {0}, ActFunction::None, {1.0 / 255.0, -128}, 1.0 / 6.0, 0.5));
+      net.layers.push_back(vec_layer(LayerKind::Mul, {0, 1}, ActFunction::None, {0.03, -50}));
+      net.layers.push_back(vec_layer(LayerKind::Affine, {0}, ActFunction::Sigmoid, {}));
+      net.layers.push_back(vec_layer(LayerKind::Mul, {0, 3}, ActFunction::Relu, {0.02, -128}));
+      net.layers.push_back(vec_layer(LayerKind::Affine, {2}, ActFunction::Tanh, {}, -0.7, 0.3));
+      net.layers.push_back(vec_layer(LayerKind::Affine, {5}, ActFunction::None, {0.01, 3}, 2.5, -1.25));
+      net.layers.push_back(vec_layer(LayerKind::Mul, {4, 6}, ActFunction::None, {0.005, 0}));
+      const Tensor x = random_input({4, 3, 3, 5}, rng);
+      check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+    }
+    {
+      INFO("1-D: dense, hard-swish, dense (PyTorch's MobileNetV3 head)");
+      Network net = single({9}, in, gemm_layer(LayerKind::Dense, {9, 11}, ActFunction::None, in, rng, 4));
+      const QuantParams h = net.layers[0].output;
+      net.layers.push_back(vec_layer(LayerKind::Affine, {1}, ActFunction::None, {1.0 / 255.0, -128}, 1.0 / 6.0, 0.5));
+      net.layers.push_back(vec_layer(LayerKind::Mul, {1, 2}, ActFunction::None, {h.scale * 0.6, -90}));
+      net.layers.push_back(gemm_layer(LayerKind::Dense, {11, 4}, ActFunction::None, out_quant(net), rng));
+      check_mode(net, random_input({5, 9}, rng), cfg, compiler::CompileMode::OnChip);
+    }
+  }
+  {
+    INFO("the host-step compiler refuses them");
+    Network net = single({6}, in, vec_layer(LayerKind::Affine, {0}, ActFunction::Sigmoid, {}));
+    CHECK_THROWS_WITH(compiler::compile_network(net, 1, config_for(4), compiler::CompileMode::Segments),
+                      Catch::Contains("runs only on chip"));
+  }
+}

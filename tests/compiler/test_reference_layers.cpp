@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -449,5 +450,107 @@ TEST_CASE("reference: concat along channels requantizes each input", "[reference
     net.layers.insert(net.layers.begin() + 1, pool_layer(LayerKind::MaxPool2d, 2, 1, 0, 0, 0, 0));
     net.layers[2].inputs = {0, 2};
     CHECK_THROWS_WITH(compiler::infer_network(net), Catch::Contains("only the last axis, the channels, may differ"));
+  }
+}
+
+TEST_CASE("reference: the vector unit's mul and affine from their formulas", "[reference][vec]") {
+  // x: a 2x2x2 map at (0.5, 3).
+  const Tensor x = make_tensor({1, 2, 2, 2}, {-128, 127, 3, 4, 60, -61, 100, -7});
+  SECTION("mul of the same shape: (x - 3)^2 at m = 0.5 * 0.5 / 1.0 = 1/4 (M = 2^30, S = 32), Z = 1") {
+    Network net = map_net({2, 2, 2}, {0.5, 3});
+    Layer m;
+    m.kind = LayerKind::Mul;
+    m.name = "mul";
+    m.inputs = {0, 0};
+    m.output = {1.0, 1};
+    net.layers.push_back(m);
+    const Tensor y = compiler::reference_network(net, x);
+    for (std::size_t e = 0; e < 8; ++e) {
+      const std::int64_t d = x.data[e] - 3;
+      CHECK(y.data[e] == sat8((d * d + 2) / 4 + 1));  // ties up; d * d >= 0
+    }
+    CHECK(y.data[0] == 127);  // 131^2 / 4 saturates
+    CHECK(y.data[2] == 1);
+  }
+  SECTION("mul by a per-channel vector: g = the global average of x (keeping (0.5, 3)), broadcast") {
+    Network net = map_net({2, 2, 2}, {0.5, 3});
+    net.layers.push_back(pool_layer(LayerKind::GlobalAvgPool2d, 0, 0, 0, 0, 0, 0));
+    net.layers[0].output_is_input = true;
+    Layer m;
+    m.kind = LayerKind::Mul;
+    m.name = "mul";
+    m.inputs = {0, 1};
+    m.output = {2.0, -5};
+    net.layers.push_back(m);
+    const Tensor y = compiler::reference_network(net, x);
+    REQUIRE(y.shape == std::vector<std::size_t>{1, 2, 2, 2});
+    // g[c] = q(sum (x - 3)) at m = 0.5 / (4 * 0.5) = 1/4, Z = 3: channel 0 sums -131, 0, 57, 97 = 23
+    // -> 6 (5.75 rounds to 6) + 3 = 9; channel 1: 124, 1, -64, -10 = 51 -> 13 (12.75) + 3 = 16.
+    // y = q((x - 3)(g - 3)) at m = 0.25 / 2 = 1/8, Z = -5.
+    const std::int64_t g[2] = {9, 16};
+    for (std::size_t e = 0; e < 8; ++e)
+      CHECK(y.data[e] == q_ms((x.data[e] - 3) * (g[e % 2] - 3), std::int64_t{1} << 30, 33, -5));
+  }
+  SECTION("affine as a HardSigmoid: within half an output step of clamp(x/6 + 1/2, 0, 1)") {
+    const QuantParams in{0.1, 10};
+    Network net = map_net({2, 2, 2}, in);
+    Layer a;
+    a.kind = LayerKind::Affine;
+    a.name = "hsig";
+    a.alpha = 1.0 / 6.0;
+    a.beta = 0.5;
+    a.output = {1.0 / 255.0, -128};
+    net.layers.push_back(a);
+    // k = 10 + 128 = 138 (zb = -128), s = (0.1 / 6) / 8192, D = 8192, db = round(0.5 / (s * 138)) = 1781.
+    const compiler::VecParams p = compiler::affine_vec(in, a.alpha, a.beta, a.output, ActFunction::None);
+    CHECK(p.zb == -128);
+    CHECK(p.db == 1781);
+    CHECK(p.da == 8192 - 1781);
+    Tensor all;
+    all.shape = {1, 2, 2, 64};
+    all.data.resize(256);
+    for (int v = -128; v < 128; ++v) all.data[static_cast<std::size_t>(v + 128)] = v;
+    net.input_shape = {2, 2, 64};
+    const Tensor y = compiler::reference_network(net, all);
+    for (int v = -128; v < 128; ++v) {
+      const double want = std::clamp(0.1 * (v - 10) / 6.0 + 0.5, 0.0, 1.0);
+      const double got = (y.data[static_cast<std::size_t>(v + 128)] + 128) / 255.0;
+      INFO("x = " << v);
+      CHECK(std::fabs(got - want) <= 0.5 / 255.0 + 1e-3);
+    }
+  }
+  SECTION("affine as a standalone sigmoid: the table of q(x) at scale 1/16") {
+    const QuantParams in{0.03, -7};
+    Network net = map_net({1, 1, 256}, in);
+    Layer a;
+    a.kind = LayerKind::Affine;
+    a.name = "sig";
+    a.act = ActFunction::Sigmoid;
+    net.layers.push_back(a);
+    Tensor all;
+    all.shape = {1, 1, 1, 256};
+    all.data.resize(256);
+    for (int v = -128; v < 128; ++v) all.data[static_cast<std::size_t>(v + 128)] = v;
+    const Tensor y = compiler::reference_network(net, all);
+    for (int v = -128; v < 128; ++v) {
+      const double want = 1.0 / (1.0 + std::exp(-0.03 * (v + 7)));
+      INFO("x = " << v);
+      // q(x) steps of 1/16 (sigmoid' <= 1/4: 1/128 off at most) and the table's 1/254.
+      CHECK(std::fabs(y.data[static_cast<std::size_t>(v + 128)] / 127.0 - want) <= 1.0 / 128 + 1.0 / 254 + 1e-9);
+    }
+  }
+  SECTION("shapes that are neither the same nor a map by a per-channel vector are refused") {
+    Network net = map_net({2, 2, 2}, {0.5, 3});
+    Layer flat;
+    flat.kind = LayerKind::Flatten;
+    flat.name = "flat";
+    net.layers.push_back(flat);
+    Layer m;
+    m.kind = LayerKind::Mul;
+    m.name = "mul";
+    m.inputs = {0, 1};
+    m.output = {1.0, 0};
+    net.layers.push_back(m);
+    CHECK_THROWS_WITH(compiler::infer_network(net), Catch::Contains("multiplies tensors of shapes 2x2x2 and 8"));
   }
 }

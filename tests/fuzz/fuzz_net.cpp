@@ -203,6 +203,12 @@ std::string describe(const Case& c) {
       case LayerKind::Concat:
         o << " out scale " << l.output.scale << " zp " << l.output.zero_point;
         break;
+      case LayerKind::Affine:
+        o << " alpha " << l.alpha << " beta " << l.beta;
+        [[fallthrough]];
+      case LayerKind::Mul:
+        o << " act " << act_name(l.act) << " out scale " << l.output.scale << " zp " << l.output.zero_point;
+        break;
       case LayerKind::Flatten: break;
     }
   }
@@ -362,6 +368,47 @@ bool make_case(Bytes& in, Case& c) {
           if (!read[t]) unread.push_back(t);
         }
       const std::uint8_t p = in.u8();
+      if (p % 16 == 14) {
+        // A layer of the vector unit instead: an affine of the current tensor
+        // (random alpha, beta, function), or a mul of it by a tensor of its
+        // shape or, for a map, by an earlier 1 x 1 x C vector (broadcast).
+        const std::uint8_t v = in.u8();
+        const ActFunction acts[] = {ActFunction::None, ActFunction::Relu, ActFunction::Sigmoid, ActFunction::Tanh};
+        l.act = acts[v / 2 % 4];
+        l.inputs = {cur};
+        if (v % 2) {
+          l.kind = LayerKind::Affine;
+          l.alpha = (static_cast<double>(in.u8()) - 128.0) / 32.0;
+          l.beta = (static_cast<double>(in.u8()) - 128.0) / 16.0;
+          const double span = std::fabs(l.alpha) * infos[cur].quant.scale * 255.0 + std::fabs(l.beta) + 1e-3;
+          l.output = {in.u8() % 4 == 3 ? in.scale() : span / 255.0 * in.power_of_two(-1, 1), in.zero_point()};
+        } else {
+          l.kind = LayerKind::Mul;
+          std::vector<std::size_t> fits, vectors;
+          const auto& s = infos[cur].shape;
+          for (std::size_t t = 0; t <= cur; ++t) {
+            const auto& u = infos[t].shape;
+            if (infos[t].int32) continue;
+            if (u == s) fits.push_back(t);
+            else if (s.size() == 3 && u.size() == 3 && u[0] == 1 && u[1] == 1 && u[2] == s[2]) vectors.push_back(t);
+          }
+          // A broadcast vector when there is one, every other time.
+          const bool bc = !vectors.empty() && in.u8() % 2;
+          const std::size_t other = bc ? vectors[in.u8() % vectors.size()] : fits[in.u8() % fits.size()];
+          l.inputs.push_back(other);
+          const double prod = infos[cur].quant.scale * infos[other].quant.scale * 255.0 * 255.0 / 4.0;
+          l.output = {in.u8() % 4 == 3 ? in.scale() : prod / 255.0 * in.power_of_two(-2, 2), in.zero_point()};
+        }
+        net.layers.push_back(std::move(l));
+        try {
+          infos = compiler::infer_network(net, false);
+        } catch (const compiler::CompileError&) {
+          return false;
+        }
+        for (std::size_t t : compiler::layer_inputs(net, cur)) read[t] = true;
+        read.push_back(false);
+        continue;
+      }
       if (p % 16 == 15) {
         // A concat along the last axis instead: the current tensor and one or
         // two earlier ones (or itself) whose other dimensions match.

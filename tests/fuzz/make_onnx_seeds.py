@@ -34,9 +34,9 @@ def torch_seeds(out):
     import check_qdq
     import make_models
 
-    def export(model, example, name):
+    def export(model, example, name, opset=13):
         buf = io.BytesIO()
-        torch.onnx.export(model.eval(), example, buf, opset_version=13, input_names=["x"], output_names=["y"])
+        torch.onnx.export(model.eval(), example, buf, opset_version=opset, input_names=["x"], output_names=["y"])
         (out / f"{name}.onnx").write_bytes(buf.getvalue())
 
     class Residual(nn.Module):
@@ -60,6 +60,8 @@ def torch_seeds(out):
     export(torchvision.models.mobilenet_v2(weights=None, width_mult=0.25, num_classes=10), torch.randn(1, 3, 32, 32),
            "mobilenet_v2_w025")
     export(Residual(), torch.randn(1, 3, 32, 32), "residual")
+    # The vector unit's operators: Mul, HardSigmoid, HardSwish (opset 14), SiLU, standalone Sigmoid.
+    export(make_models.VecNet(), torch.randn(1, 3, 12, 12), "vec_net", opset=14)
     model, calib, _ = check_qdq.mobile_mini()
     q = check_qdq.quantize_torch(model, calib, per_channel=False)
     export(q, torch.from_numpy(calib[:1]), "mobile_mini_qdq")

@@ -26,16 +26,19 @@ import numpy as np
 # (max |tpu-sim - PyTorch| / max |PyTorch|, minimum correlation), measured and
 # documented in docs/onnx.md with some room.
 TOLERANCE = {"resnet18": (0.10, 0.995), "mobilenet_v2": (0.40, 0.95), "digits": (0.05, 0.999),
-             "group_net": (0.10, 0.99), "concat_net": (0.10, 0.99), "shuffle_net": (0.10, 0.99), "squeezenet1_1": (0.10, 0.999),
+             "group_net": (0.10, 0.99), "concat_net": (0.10, 0.99), "shuffle_net": (0.10, 0.99), "vec_net": (0.10, 0.99), "squeezenet1_1": (0.10, 0.999),
              # not in CTest (measured by hand, see docs/onnx.md): the families of issue 28
              "googlenet": (1, 0.95), "densenet121": (1, 0.95), "regnet_y_400mf": (1, 0.95),
              "resnext50_32x4d": (1, 0.95), "mnasnet0_5": (1, 0.95), "inception_v3": (1, 0.95),
-             "shufflenet_v2_x0_5": (1, 0.95), "regnet_x_400mf": (1, 0.95)}
+             "shufflenet_v2_x0_5": (1, 0.95), "regnet_x_400mf": (1, 0.95),
+             # the vector unit's layers (mul, affine: SE gates, hard-swish, SiLU), at 64 x 64
+             "mobilenet_v3_small": (1, 0.90), "efficientnet_b0": (1, 0.90)}
 
 
 # The input size of torchvision models tested smaller than 224 x 224 (CTest stays fast).
 SIZE = {"squeezenet1_1": 66, "googlenet": 64, "densenet121": 64, "regnet_y_400mf": 64, "resnext50_32x4d": 64,
-        "mnasnet0_5": 64, "inception_v3": 96, "shufflenet_v2_x0_5": 64, "regnet_x_400mf": 64}
+        "mnasnet0_5": 64, "inception_v3": 96, "shufflenet_v2_x0_5": 64, "regnet_x_400mf": 64,
+        "mobilenet_v3_small": 64, "efficientnet_b0": 64}
 
 
 def output_quant(model):
@@ -52,7 +55,9 @@ def output_quant(model):
                 q = (1.0 / 127.0, 0)
             else:
                 q = (layer["output"]["scale"], layer["output"]["zero_point"])
-        elif t in ("avgpool2d", "global_avgpool2d", "add", "concat") and "output" in layer:
+        elif t in ("mul", "affine") and layer.get("activation") in ("sigmoid", "tanh"):
+            q = (1.0 / 127.0, 0)
+        elif t in ("avgpool2d", "global_avgpool2d", "add", "concat", "mul", "affine") and "output" in layer:
             q = (layer["output"]["scale"], layer["output"]["zero_point"])
         else:
             q = src
@@ -68,7 +73,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         t0 = time.time()
-        size = [] if name in ("digits", "resnet18", "mobilenet_v2", "group_net", "concat_net", "shuffle_net") else [str(SIZE[name])]
+        size = [] if name in ("digits", "resnet18", "mobilenet_v2", "group_net", "concat_net", "shuffle_net", "vec_net") else [str(SIZE[name])]
         subprocess.run([sys.executable, str(src_dir / "tests/onnx/make_models.py"), name, str(d), batch, *size],
                        check=True)
         t1 = time.time()

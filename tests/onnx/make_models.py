@@ -24,9 +24,9 @@ import torch
 from torch import nn
 
 
-def export(model, example, path):
+def export(model, example, path, opset=13):
     model.eval()
-    torch.onnx.export(model, example, str(path), opset_version=13, input_names=["x"], output_names=["y"])
+    torch.onnx.export(model, example, str(path), opset_version=opset, input_names=["x"], output_names=["y"])
 
 
 def save(path, array):
@@ -159,7 +159,35 @@ class ShuffleNet(nn.Module):
         return self.fc(self.head(x).mean([2, 3]))
 
 
-MODELS = {"group_net": (GroupNet, 16), "concat_net": (ConcatNet, 12), "shuffle_net": (ShuffleNet, 12)}
+class VecNet(nn.Module):
+    """12x12, exported at opset 14 (HardSwish is one ONNX operator there): a stem conv 3x3 (BN) and
+    hard-swish; a squeeze-and-excitation block (global pool, conv 1x1 ReLU, conv 1x1 hardsigmoid,
+    the map times the gate broadcast per channel); a SiLU (x * Sigmoid(x): the Sigmoid's input has
+    two readers); the product of two maps of the same shape; a Sigmoid on a pool (not after a
+    conv); global pool, dense, hard-swish and dense (MobileNetV3's head)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 10, 3, padding=1), nn.BatchNorm2d(10), nn.Hardswish())
+        self.fc1 = nn.Conv2d(10, 4, 1)
+        self.fc2 = nn.Conv2d(4, 10, 1)
+        self.conv = nn.Sequential(nn.Conv2d(10, 10, 3, padding=1), nn.BatchNorm2d(10))
+        self.other = nn.Conv2d(10, 10, 1)
+        self.head = nn.Sequential(nn.Linear(10, 16), nn.Hardswish(), nn.Linear(16, 10))
+
+    def forward(self, x):
+        x = self.stem(x)
+        gate = nn.functional.hardsigmoid(self.fc2(torch.relu(self.fc1(x.mean([2, 3], keepdim=True)))))
+        x = x * gate
+        y = self.conv(x)
+        y = y * torch.sigmoid(y)
+        z = y * self.other(y)
+        z = torch.sigmoid(nn.functional.max_pool2d(z, 2))
+        return self.head(z.mean([2, 3]))
+
+
+MODELS = {"group_net": (GroupNet, 16), "concat_net": (ConcatNet, 12), "shuffle_net": (ShuffleNet, 12),
+          "vec_net": (VecNet, 12)}
 
 
 def torchvision_model(name, out, batch, size=224):
@@ -189,7 +217,7 @@ def torchvision_model(name, out, batch, size=224):
     model.eval()
     calib = torch.randn(4, 3, size, size, generator=g)
     x = torch.randn(batch, 3, size, size, generator=g)
-    export(model, x[:1], out / f"{name}.onnx")
+    export(model, x[:1], out / f"{name}.onnx", 14 if name == "vec_net" else 13)
     with torch.no_grad():
         y = model(x).numpy()
     save(out / "calib.npy", calib.numpy())

@@ -95,10 +95,11 @@ CASES = {
                           "or VALID)"),
     "clip": (net(middle=[helper.make_node("Clip", ["c", "lo", "hi"], ["k"], name="clip")]),
              "node 'clip' (Clip): Clip(-1, 1) is not supported (only Clip(0, max > 0): ReLU, ReLU6)"),
-    "sigmoid_alone": (net(middle=[helper.make_node("MaxPool", ["c"], ["m"], name="pool", kernel_shape=[1, 1]),
-                                  helper.make_node("Sigmoid", ["m"], ["s"], name="sig")]),
-                      "node 'sig' (Sigmoid): must follow a Conv, Gemm or MatMul without activation (the activation "
-                      "is fused into it)"),
+    # A Sigmoid, Tanh or Relu that cannot fuse is a standalone affine layer (the vector unit); a Clip is not.
+    "clip_alone": (net(middle=[helper.make_node("MaxPool", ["c"], ["m"], name="pool", kernel_shape=[1, 1]),
+                               helper.make_node("Clip", ["m"], ["s"], name="clip")]),
+                   "node 'clip' (Clip): must follow a Conv, Gemm or MatMul or an Add without activation (the "
+                   "activation is fused into it)"),
     # Found by issue 25: checked before libonnx (its shape inference divides by the strides; its checker and the
     # importer counted elements in wrapping 64-bit arithmetic).
     "conv_stride_0": (net(conv_attrs={"pads": [1, 1, 1, 1], "strides": [0, 0]}),
@@ -143,8 +144,12 @@ CASES = {
                   "to (N, g, C/g, H, W)) is supported"),
     "slice_h": (net(middle=[helper.make_node("Slice", ["c", "s0", "s1", "s2"], ["t"], name="sl")]),
                 "node 'sl' (Slice): only a slice of the channels (axis 1) is supported"),
-    "mul": (net(middle=[helper.make_node("Mul", ["c", "c"], ["t"], name="mul")]),
-            "node 'mul' (Mul): Mul of computed tensors is not supported (only of constants, such as shape arithmetic)"),
+    "mul": (net(middle=[helper.make_node("Mul", ["c", "x"], ["t"], name="mul")]),
+            "node 'mul' (Mul): multiplies tensors of shapes [4, 8, 8] and [1, 8, 8] per sample (only the same shape, "
+            "or a map (C, H, W) by a per-channel (C, 1, 1))"),
+    "mul_const": (net(middle=[helper.make_node("Mul", ["c", "w"], ["t"], name="mul")]),
+                  "node 'mul' (Mul): Mul of computed tensors is not supported (only of constants, such as shape "
+                  "arithmetic)"),
     "garbage": (b"\x08\x07\x12\xff\xff\xff\xff\x0fnot a protobuf",
                 "not an ONNX model (the protobuf does not parse)"),
 }

@@ -217,7 +217,8 @@ TEST_CASE("a Pad before pooling folds only where it means the same", "[onnx]") {
 
 TEST_CASE("an activation folds only into a layer that it alone reads", "[onnx]") {
   // c = Conv(x) is read by the Add and, renamed by an Identity, by the Relu:
-  // fusing the Relu into the conv would change the Add's input too.
+  // fusing the Relu into the conv would change the Add's input too, so the
+  // Relu is a standalone affine layer (alpha 1, beta 0, relu) on the vector unit.
   onnx::ModelProto m = model({1, 1, 2, 2}, {1, 1, 2, 2});
   onnx::GraphProto& g = *m.mutable_graph();
   add_float(g, "w", {1, 1, 1, 1}, {1.0f});
@@ -225,8 +226,14 @@ TEST_CASE("an activation folds only into a layer that it alone reads", "[onnx]")
   add_node(g, "Identity", "id", {"c"}, "i");
   add_node(g, "Relu", "relu", {"i"}, "r");
   add_node(g, "Add", "add", {"c", "r"}, "y");
-  CHECK(import_error(m) == "m.onnx: node 'relu' (Relu): folds into the layer before it, whose output other nodes "
-                           "read too");
+  const FloatNet both = import(m);
+  REQUIRE(both.layers.size() == 3);
+  CHECK(both.layers[0].act == tpu::model::ActFunction::None);
+  CHECK(both.layers[1].kind == tpu::compiler::LayerKind::Affine);
+  CHECK(both.layers[1].act == tpu::model::ActFunction::Relu);
+  CHECK((both.layers[1].alpha == 1.0 && both.layers[1].beta == 0.0 && !both.layers[1].unit_range));
+  CHECK(both.layers[1].inputs == std::vector<std::size_t>{1});
+  CHECK(both.layers[2].inputs == std::vector<std::size_t>{1, 2});
   // Without the Add's second read the same chain folds: one conv with ReLU.
   onnx::ModelProto ok = model({1, 1, 2, 2}, {1, 1, 2, 2});
   onnx::GraphProto& go = *ok.mutable_graph();
