@@ -162,9 +162,14 @@ void run_file(const json& spec) {
   for (const json& point : points)
     for (std::size_t i = 0; i < workloads.size(); ++i) {
       const json& w = workloads[i];
-      // (An empty "name" is taken as given: the first run found it; it is
-      // the sweep file's validation to refuse, not a crash.)
-      const std::string name = sweep::workload_name(w, i);
+      // An empty "name" is refused (a UsageError): one line, like any other.
+      std::string name;
+      try {
+        name = sweep::workload_name(w, i);
+      } catch (const std::exception& e) {
+        check_error(e, "workload_name");
+        continue;
+      }
       ArchConfig cfg;
       try {
         cfg = sweep::config_of(base, point);
