@@ -13,7 +13,8 @@ docs/quantization.md says. Max-pool and flatten act on the int8 values;
 average pooling requantizes the window sums of x - z_in; add requantizes a
 weighted sum of its two inputs; concat requantizes each input's weighted
 x - z; mul and affine (the vector unit) requantize (a - z_a)(b - z_b) and
-D (x - z) + db k. Layers may name their inputs (the graph
+D (x - z) + db k; upsample repeats each pixel (nearest, integer factors).
+Layers may name their inputs (the graph
 form), so residual networks run too.
 
   int8_reference.py MODEL.json --input X.npy --out Y.npy [--labels L.npy]
@@ -331,6 +332,12 @@ def pooled(y, layer, x):
     return Tensor(y, out["scale"], out["zero_point"])
 
 
+def upsample(x, layer):
+    """Nearest upsampling by integer factors: every pixel repeated sh x sw times (np.repeat), values unchanged."""
+    sh, sw = pair(layer["scale"])
+    return np.repeat(np.repeat(x, sh, axis=1), sw, axis=2)
+
+
 def apply(layer, inputs, base):
     """One layer on its input tensors."""
     t = layer["type"]
@@ -347,6 +354,8 @@ def apply(layer, inputs, base):
         return pooled(global_avgpool2d(x.values, layer, x.zero_point, x.scale), layer, x)
     if t == "flatten":
         return x._replace(values=x.values.reshape(x.values.shape[0], -1))
+    if t == "upsample":
+        return x._replace(values=upsample(x.values, layer))
     if t == "add":
         out = layer["output"]
         return Tensor(add(x, inputs[1], layer), out["scale"], out["zero_point"])

@@ -683,6 +683,7 @@ void OnChip::lower_chunk(std::uint64_t c, std::uint64_t bc) {
       case LayerKind::Concat: lower_concat(i, bc); break;
       case LayerKind::Mul:
       case LayerKind::Affine: lower_vec(i, bc); break;
+      case LayerKind::Upsample: lower_upsample(i, bc); break;
       case LayerKind::MaxPool2d:
       case LayerKind::AvgPool2d:
       case LayerKind::GlobalAvgPool2d: lower_pool(i, bc); break;

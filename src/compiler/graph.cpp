@@ -143,6 +143,7 @@ const char* layer_kind_name(LayerKind kind) {
     case LayerKind::Concat: return "concat";
     case LayerKind::Mul: return "mul";
     case LayerKind::Affine: return "affine";
+    case LayerKind::Upsample: return "upsample";
   }
   return "?";
 }
@@ -215,6 +216,9 @@ std::vector<TensorInfo> infer_network(const Network& net, bool check_unread) {
       case LayerKind::MaxPool2d:
       case LayerKind::AvgPool2d:
       case LayerKind::GlobalAvgPool2d: out = infer_pool(l, cur, what); break;
+      case LayerKind::Upsample:
+        out = infer_upsample(l, cur, what);
+        break;
       case LayerKind::Flatten:
         out.shape = {element_count(cur.shape)};
         out.quant = cur.quant;

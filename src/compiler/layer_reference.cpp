@@ -308,6 +308,22 @@ std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x) {
       case LayerKind::Add:
         outs.push_back(add(l, in, infos[ids[1]], out, cur, tensor(ids[1])));
         break;
+      case LayerKind::Upsample: {
+        // Nearest: output (oy, ox) is input (oy / s_h, ox / s_w), unchanged.
+        const std::size_t h = in.shape[0], w = in.shape[1], c = in.shape[2];
+        const std::size_t oh = out.shape[0], ow = out.shape[1];
+        Tensor y;
+        y.shape = {cur.batch(), oh, ow, c};
+        y.data.resize(cur.batch() * oh * ow * c);
+        for (std::size_t s = 0; s < cur.batch(); ++s)
+          for (std::size_t oy = 0; oy < oh; ++oy)
+            for (std::size_t ox = 0; ox < ow; ++ox)
+              for (std::size_t ch = 0; ch < c; ++ch)
+                y.data[((s * oh + oy) * ow + ox) * c + ch] =
+                    cur.data[((s * h + oy / l.stride_h) * w + ox / l.stride_w) * c + ch];
+        outs.push_back(std::move(y));
+        break;
+      }
       case LayerKind::Concat: {
         std::vector<const Tensor*> xs;
         std::vector<const TensorInfo*> ins;

@@ -299,12 +299,18 @@ Network load_network(const std::string& json_path) {
         l.output = r.quant(r.need(j, "output", where), where + ": output");
       }
       if (mul && !j.contains("inputs")) r.fail(where, "a mul needs 'inputs': the names of the two layers it multiplies");
+    } else if (t == "upsample") {
+      r.only_keys(j, where, {"type", "name", "inputs", "scale"});
+      l.kind = LayerKind::Upsample;
+      const auto s = r.ints(r.need(j, "scale", where), where, "scale", 2, 1, 255);
+      l.stride_h = s[0];
+      l.stride_w = s[1];
     } else if (t == "flatten") {
       r.only_keys(j, where, {"type", "name", "inputs"});
       l.kind = LayerKind::Flatten;
     } else {
       r.fail(where, "'type' must be one of dense, conv2d, maxpool2d, avgpool2d, global_avgpool2d, "
-                    "add, concat, mul, affine, flatten");
+                    "add, concat, mul, affine, upsample, flatten");
     }
     if (j.contains("inputs")) {
       const json& in = j.at("inputs");

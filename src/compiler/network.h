@@ -31,9 +31,9 @@
 
 namespace tpu::compiler {
 
-enum class LayerKind { Dense, Conv2d, MaxPool2d, Flatten, AvgPool2d, GlobalAvgPool2d, Add, Concat, Mul, Affine };
+enum class LayerKind { Dense, Conv2d, MaxPool2d, Flatten, AvgPool2d, GlobalAvgPool2d, Add, Concat, Mul, Affine, Upsample };
 // "dense", "conv2d", "maxpool2d", "flatten", "avgpool2d", "global_avgpool2d", "add", "concat",
-// "mul", "affine"
+// "mul", "affine", "upsample"
 const char* layer_kind_name(LayerKind kind);
 
 struct Layer {
@@ -56,6 +56,9 @@ struct Layer {
   unsigned kernel_h = 1, kernel_w = 1;
   unsigned stride_h = 1, stride_w = 1;
   unsigned pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  // Upsample (nearest): the integer factors are stride_h and stride_w
+  // (docs/quantization.md, "Nearest upsampling"); the output keeps the
+  // input's quantization.
   // Conv2d: 1, or the input channels (depthwise: weights KH x KW x 1 x C).
   unsigned groups = 1;
   // AvgPool2d, GlobalAvgPool2d: the output keeps the input's quantization

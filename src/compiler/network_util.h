@@ -52,6 +52,10 @@ inline std::size_t element_count(const std::vector<std::size_t>& shape) {
 // A conv2d with groups = input channels.
 inline bool is_depthwise(const Layer& l) { return l.kind == LayerKind::Conv2d && l.groups > 1; }
 
+// The output of an upsample layer reading `cur` (lower_upsample.cpp); throws
+// CompileError naming `what`.
+TensorInfo infer_upsample(const Layer& l, const TensorInfo& cur, const std::string& what);
+
 // Throws CompileError unless x is a batch of int8 samples of info's shape.
 void check_tensor(const Tensor& x, const TensorInfo& info, const std::string& what);
 

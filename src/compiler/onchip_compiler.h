@@ -84,6 +84,7 @@ class OnChip {
   void lower_concat(std::size_t i, std::uint64_t bc);
   void lower_pool(std::size_t i, std::uint64_t bc);
   void lower_vec(std::size_t i, std::uint64_t bc);  // lower_vec.cpp
+  void lower_upsample(std::size_t i, std::uint64_t bc);  // lower_upsample.cpp
   void lower_const();
   std::uint64_t tile(std::vector<std::int8_t> t);
   std::vector<std::uint64_t> bias_tiles(const std::vector<std::int64_t>& bias, std::uint64_t go);

@@ -518,7 +518,7 @@ NetworkPlan compile_segments(const Network& net, std::uint64_t batch, const Arch
                              (l.pad_top || l.pad_bottom || l.pad_left || l.pad_right);
     if (l.kind == LayerKind::AvgPool2d || l.kind == LayerKind::GlobalAvgPool2d ||
         l.kind == LayerKind::Add || l.kind == LayerKind::Concat || l.kind == LayerKind::Mul ||
-        l.kind == LayerKind::Affine || is_depthwise(l) || padded_pool)
+        l.kind == LayerKind::Affine || l.kind == LayerKind::Upsample || is_depthwise(l) || padded_pool)
       throw CompileError(fmt::format("{}: runs only on chip (the host-step compiler has no {})",
                                      layer_label(l, i),
                                      padded_pool ? "padded max-pool" : layer_kind_name(l.kind)));
@@ -627,7 +627,8 @@ NetworkPlan compile_segments(const Network& net, std::uint64_t batch, const Arch
       case LayerKind::Add:
       case LayerKind::Concat:
       case LayerKind::Mul:
-      case LayerKind::Affine: throw CompileError("internal error: an on-chip layer in a host-step plan");
+      case LayerKind::Affine:
+      case LayerKind::Upsample: throw CompileError("internal error: an on-chip layer in a host-step plan");
     }
   }
   close();

@@ -76,6 +76,9 @@ Shape float_layer_shape(const FloatLayer& l, const std::vector<Shape>& shapes) {
         fail(l, "multiplies tensors of shapes that are neither the same nor a map and a per-channel vector");
       return in;
     }
+    case LayerKind::Upsample:
+      need_map();
+      return {in[0] * l.stride_h, in[1] * l.stride_w, in[2]};
     case LayerKind::Concat: {
       Shape out = in;
       out.back() = 0;
@@ -167,6 +170,11 @@ void run_sample(const FloatLayer& l, const Shape& is, const Shape& os, const std
         if (l.unit_range) v = std::min(std::max(v, 0.0f), 1.0f);
         y[i] = v;
       }
+      return;
+    case LayerKind::Upsample:  // nearest: (oy, ox) reads (oy / s_h, ox / s_w)
+      for (std::size_t oy = 0; oy < os[0]; ++oy)
+        for (std::size_t ox = 0; ox < os[1]; ++ox)
+          std::copy_n(x + ((oy / l.stride_h) * is[1] + ox / l.stride_w) * is[2], is[2], y + (oy * os[1] + ox) * is[2]);
       return;
     case LayerKind::Dense:
     case LayerKind::Conv2d:

@@ -18,6 +18,7 @@
 #include "common/file_io.h"
 #include "compiler/quant.h"
 #include "onnx/float_exec.h"
+#include "onnx/import_resize.h"
 #include "onnx/onnx_validate.h"
 
 namespace tpu::onnximport {
@@ -201,6 +202,8 @@ class Importer {
   void const_arith(const onnx::NodeProto& n);
   void flatten(const onnx::NodeProto& n);
   void pad(const onnx::NodeProto& n);
+  void resize(const onnx::NodeProto& n);
+  void const_slice(const onnx::NodeProto& n);
   void node(const onnx::NodeProto& n);
   // QDQ (docs/onnx.md, "QDQ models").
   void quantize_linear(const onnx::NodeProto& n);
@@ -226,6 +229,25 @@ class Importer {
   std::vector<Shape> shapes_;  // per tensor id, tpu layout
   FloatNet net_;
   bool qdq_ = false;  // the model has QuantizeLinear or DequantizeLinear nodes
+  // The input is (N, C, L): every map is 1-D, held as H = 1, W = L (a Conv1d
+  // net; docs/onnx.md, "1-D models"). Window attributes have one entry per
+  // axis of L, and pads two.
+  bool one_d_ = false;
+  // A window attribute ("strides", "dilations", "kernel_shape": one value
+  // per spatial axis; "pads": begin values, then end values) as 2-D: a 1-D
+  // model's gets the trivial H entries (1 for sizes, 0 for pads) in front.
+  std::vector<std::int64_t> window_ints(const onnx::NodeProto& n, const std::string& name,
+                                        std::vector<std::int64_t> def) const {
+    std::vector<std::int64_t> v = attr_ints(n, name, {});
+    if (!attr(n, name)) return def;
+    if (!one_d_) return v;
+    if (name == "pads") {
+      if (v.size() != 2) fail(n, "a 1-D window needs 2 pads (begin, end of L)");
+      return {0, v[0], 0, v[1]};
+    }
+    if (v.size() != 1) fail(n, fmt::format("a 1-D window needs one '{}' value", name));
+    return {1, v[0]};
+  }
   std::map<std::size_t, compiler::QuantParams> tq_;  // QDQ: per tensor id, its quantization
   std::vector<std::string> layer_op_;  // per layer, the ONNX operator that made it
 };
@@ -341,9 +363,9 @@ void Importer::window(const onnx::NodeProto& n, FloatLayer& l, const Shape& in, 
   const std::string auto_pad = attr_string(n, "auto_pad", "NOTSET");
   if (auto_pad != "NOTSET" && auto_pad != "VALID")
     fail(n, fmt::format("auto_pad '{}' is not supported (NOTSET with explicit pads, or VALID)", auto_pad));
-  const auto strides = attr_ints(n, "strides", {1, 1});
-  const auto pads = attr_ints(n, "pads", {0, 0, 0, 0});
-  const auto dil = attr_ints(n, "dilations", {1, 1});
+  const auto strides = window_ints(n, "strides", {1, 1});
+  const auto pads = window_ints(n, "pads", {0, 0, 0, 0});
+  const auto dil = window_ints(n, "dilations", {1, 1});
   if (strides.size() != 2 || pads.size() != 4 || dil.size() != 2)
     fail(n, "only 2-D windows are supported (strides, pads and dilations of a 2-D map)");
   if (dil[0] != 1 || dil[1] != 1)
@@ -391,9 +413,12 @@ void Importer::conv(const onnx::NodeProto& n) {
   only_attrs(n, {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad"});
   const Value x = need_input(n, 0, true);
   const Shape in = shape(x);  // a copy: add_layer grows shapes_
-  if (in.size() != 3) fail(n, "needs a 4-D (N, C, H, W) input");
-  const Const& w0 = need_const(n, 1, "the weights");
-  if (w0.dims.size() != 4) fail(n, "only 2-D convolutions (4-D weights) are supported");
+  if (in.size() != 3) fail(n, "needs a 4-D (N, C, H, W) or 3-D (N, C, L) input");
+  const Const& w1 = need_const(n, 1, "the weights");
+  if (one_d_ && w1.dims.size() != 3) fail(n, "a 1-D convolution needs 3-D weights (O, I, K)");
+  if (!one_d_ && w1.dims.size() != 4) fail(n, "only 2-D convolutions (4-D weights) and 1-D ones are supported");
+  Const w0 = w1;
+  if (one_d_) w0.dims.insert(w0.dims.begin() + 2, 1);  // (O, I, K) -> (O, I, 1, K)
   double weight_scale = 0.0;
   const Const w = qdq_ ? qdq_weights(n, w0, 0, weight_scale) : w0;
   const auto O = static_cast<std::size_t>(w.dims[0]), I = static_cast<std::size_t>(w.dims[1]),
@@ -417,7 +442,7 @@ void Importer::conv(const onnx::NodeProto& n) {
     fail(n, fmt::format("weights for {} input channels per group on {} channels in {} groups", I, C, group));
   if (group > 1 && static_cast<std::size_t>(group) == C && O == C) l.groups = static_cast<unsigned>(C);  // depthwise
   else G = static_cast<std::size_t>(group);
-  const auto ks = attr_ints(n, "kernel_shape", {w.dims[2], w.dims[3]});
+  const auto ks = window_ints(n, "kernel_shape", {w.dims[2], w.dims[3]});
   if (ks.size() != 2 || ks[0] != w.dims[2] || ks[1] != w.dims[3]) fail(n, "kernel_shape does not match the weights");
   l.kernel_h = static_cast<unsigned>(KH);
   l.kernel_w = static_cast<unsigned>(KW);
@@ -693,9 +718,11 @@ void Importer::pool(const onnx::NodeProto& n) {
     if (shape(x).size() != 3) fail(n, "needs a 4-D (N, C, H, W) input");
     std::vector<std::int64_t> axes = attr_ints(n, "axes", {});
     for (std::int64_t& a : axes)
-      if (a < 0) a += 4;
+      if (a < 0) a += one_d_ ? 3 : 4;
     std::sort(axes.begin(), axes.end());
-    if (axes != std::vector<std::int64_t>{2, 3})
+    if (one_d_ && axes != std::vector<std::int64_t>{2})
+      fail(n, "only the mean over L (axes [2]) of a 1-D map is supported: a global average pool");
+    if (!one_d_ && axes != std::vector<std::int64_t>{2, 3})
       fail(n, "only the mean over H and W (axes [2, 3]) is supported: a global average pool");
     const std::int64_t keep = attr_int(n, "keepdims", 1);
     if (qdq_ && keep == 0)
@@ -724,8 +751,8 @@ void Importer::pool(const onnx::NodeProto& n) {
   FloatLayer l;
   l.kind = max ? LayerKind::MaxPool2d : LayerKind::AvgPool2d;
   l.inputs = {x.tensor};
-  const auto ks = attr_ints(n, "kernel_shape", {});
-  if (ks.size() != 2) fail(n, "needs a 2-D kernel_shape");  // each 1 to kWindowLimit (validate_model)
+  const auto ks = window_ints(n, "kernel_shape", {});
+  if (ks.size() != 2) fail(n, one_d_ ? "needs a 1-D kernel_shape" : "needs a 2-D kernel_shape");  // each 1 to kWindowLimit (validate_model)
   l.kernel_h = static_cast<unsigned>(ks[0]);
   l.kernel_w = static_cast<unsigned>(ks[1]);
   if (x.padded) {
@@ -738,7 +765,7 @@ void Importer::pool(const onnx::NodeProto& n) {
                           "supported there", x.pad_node));
     take_pad(x, l);
   }
-  const auto own = attr_ints(n, "pads", {0, 0, 0, 0});
+  const auto own = window_ints(n, "pads", {0, 0, 0, 0});
   const bool own_pad = std::any_of(own.begin(), own.end(), [](std::int64_t p) { return p != 0; });
   if (!max && own_pad && attr_int(n, "count_include_pad", 0) == 0)
     fail(n, "count_include_pad = 0 with padding is not supported (the TPU's average counts padded positions)");
@@ -780,7 +807,7 @@ void Importer::add(const onnx::NodeProto& n) {
     // for (N, C, H, W), as NumPy aligns shapes from the right).
     bool per_channel = b.values.size() == 1;
     if (!per_channel && b.values.size() == C) {
-      const std::size_t at = l.kind == LayerKind::Dense ? 1 : 3;
+      const std::size_t at = l.kind == LayerKind::Dense ? 1 : one_d_ ? 2 : 3;
       per_channel = b.dims.size() >= at;
       for (std::size_t i = 0; i < b.dims.size(); ++i)
         if (b.dims[i] != 1 && i != b.dims.size() - at) per_channel = false;
@@ -811,7 +838,8 @@ void Importer::concat(const onnx::NodeProto& n) {
   std::vector<Value> xs;
   for (int i = 0; i < n.input_size(); ++i) xs.push_back(need_input(n, i));
   const Shape first = shape(xs[0]);  // a copy: add_layer grows shapes_
-  const std::int64_t rank = static_cast<std::int64_t>(first.size()) + 1;  // with the batch
+  // With the batch; a 1-D model's maps are (N, C, L).
+  const std::int64_t rank = static_cast<std::int64_t>(first.size()) + 1 - (one_d_ && first.size() == 3 ? 1 : 0);
   std::int64_t axis = attr_int(n, "axis", 1);
   if (axis < 0) axis += rank;
   if (axis != 1)
@@ -867,7 +895,8 @@ void Importer::slice(const onnx::NodeProto& n) {
   if (n.input_size() > 4 && !n.input(4).empty())
     for (double s : need_const(n, 4, "steps").values)
       if (s != 1) fail(n, "steps other than 1 are not supported");
-  if (axes.size() != 1 || !(axes[0] == 1 || axes[0] == -3) || starts.values.size() != 1 || ends.values.size() != 1)
+  const double neg_c = one_d_ ? -2 : -3;  // the channels counted from the end
+  if (axes.size() != 1 || !(axes[0] == 1 || axes[0] == neg_c) || starts.values.size() != 1 || ends.values.size() != 1)
     fail(n, "only a slice of the channels (axis 1) is supported");
   const auto clampc = [&](double v) {
     if (std::isnan(v)) fail(n, "starts and ends must be numbers");
@@ -888,7 +917,7 @@ void Importer::split(const onnx::NodeProto& n) {
   if (shape(x).size() != 3) fail(n, "needs a 4-D (N, C, H, W) input");
   const std::size_t C = shape(x)[2];
   const std::int64_t axis = attr_int(n, "axis", 0);
-  if (axis != 1 && axis != -3) fail(n, fmt::format("axis {} is not supported (only the channels, axis 1)", axis));
+  if (axis != 1 && axis != (one_d_ ? -2 : -3)) fail(n, fmt::format("axis {} is not supported (only the channels, axis 1)", axis));
   std::vector<double> parts;
   if (n.input_size() > 1 && !n.input(1).empty()) parts = need_const(n, 1, "split").values;
   else for (std::int64_t p : attr_ints(n, "split", {})) parts.push_back(static_cast<double>(p));
@@ -936,7 +965,8 @@ void Importer::shape_op(const onnx::NodeProto& n) {
   Const c;
   c.type = onnx::TensorProto::INT64;
   c.values.push_back(1.0);
-  if (s.size() == 3) c.values.insert(c.values.end(), {double(s[2]), double(s[0]), double(s[1])});
+  if (s.size() == 3 && one_d_) c.values.insert(c.values.end(), {double(s[2]), double(s[1])});  // (1, C, L)
+  else if (s.size() == 3) c.values.insert(c.values.end(), {double(s[2]), double(s[0]), double(s[1])});
   else for (std::size_t d : s) c.values.push_back(static_cast<double>(d));
   c.dims = {static_cast<std::int64_t>(c.values.size())};
   consts_[n.output(0)] = std::move(c);
@@ -1081,6 +1111,7 @@ void Importer::pad(const onnx::NodeProto& n) {
   }
   if (n.input_size() > 3 && !n.input(3).empty()) fail(n, "the axes input is not supported");
   if (value != 0.0) fail(n, fmt::format("padding with {} is not supported (only zeros)", value));
+  if (one_d_ && pads.size() == 6) pads = {0, 0, 0, pads[2], 0, 0, 0, pads[5]};  // (N, C, L): L as W
   // [n, c, h, w begin; n, c, h, w end]: only h and w, not negative.
   if (pads.size() != 8 || pads[0] != 0 || pads[1] != 0 || pads[4] != 0 || pads[5] != 0)
     fail(n, "only padding of H and W of a 4-D map is supported");
@@ -1438,6 +1469,7 @@ void Importer::finish_qdq() {
       case LayerKind::Concat:
       case LayerKind::Mul:
       case LayerKind::Affine:
+      case LayerKind::Upsample:  // refused at its node already
         fail(fmt::format("{}: is not supported in a QDQ model", node));
       case LayerKind::Dense:
       case LayerKind::Conv2d:
@@ -1491,6 +1523,102 @@ void Importer::finish_qdq() {
          "models\", measures how often)");
 }
 
+// A Slice of a 1-D constant (shape arithmetic, as PyTorch's export of
+// F.interpolate(size=...) slices the input's Shape).
+void Importer::const_slice(const onnx::NodeProto& n) {
+  only_attrs(n, {});
+  const Const& x = need_const(n, 0, "the data");
+  if (x.dims.size() != 1) fail(n, "only a slice of a 1-D constant or of a map's channels is supported");
+  const Const& starts = need_const(n, 1, "starts");
+  const Const& ends = need_const(n, 2, "ends");
+  if (n.input_size() > 3 && !n.input(3).empty())
+    for (double a : need_const(n, 3, "axes").values)
+      if (a != 0 && a != -1) fail(n, "a slice of a 1-D constant has axes [0]");
+  if (n.input_size() > 4 && !n.input(4).empty())
+    for (double s : need_const(n, 4, "steps").values)
+      if (s != 1) fail(n, "steps other than 1 are not supported");
+  if (starts.values.size() != 1 || ends.values.size() != 1) fail(n, "a slice of a 1-D constant has one start and end");
+  const double len = static_cast<double>(x.values.size());
+  const auto clampi = [&](double v) {
+    if (std::isnan(v)) fail(n, "starts and ends must be numbers");
+    if (v < 0) v += len;
+    return static_cast<std::size_t>(std::clamp(v, 0.0, len));
+  };
+  const std::size_t b = clampi(starts.values[0]), e = clampi(ends.values[0]);
+  Const c;
+  c.type = x.type;
+  if (e > b) c.values.assign(x.values.begin() + static_cast<std::ptrdiff_t>(b), x.values.begin() + static_cast<std::ptrdiff_t>(e));
+  c.dims = {static_cast<std::int64_t>(c.values.size())};
+  consts_[n.output(0)] = std::move(c);
+}
+
+// Resize (opset 10 on) and Upsample (before): nearest upsampling by integer
+// factors along H and W (L of a 1-D map), docs/onnx.md.
+void Importer::resize(const onnx::NodeProto& n) {
+  const bool upsample = n.op_type() == "Upsample";
+  if (upsample) only_attrs(n, {"mode", "scales"});
+  else only_attrs(n, {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
+                      "extrapolation_value"});
+  if (qdq_) fail(n, "is not supported in a QDQ model");
+  const Value x = need_input(n, 0);
+  const Shape in = shape(x);  // a copy: add_layer grows shapes_
+  if (in.size() != 3) fail(n, "needs a 4-D (N, C, H, W) or 3-D (N, C, L) input");
+  const std::string mode = attr_string(n, "mode", "nearest");
+  if (mode != "nearest") fail(n, fmt::format("mode '{}' is not supported (only nearest)", mode));
+  const std::string ctm = upsample ? "asymmetric" : attr_string(n, "coordinate_transformation_mode", "half_pixel");
+  const std::string nearest = upsample ? "floor" : attr_string(n, "nearest_mode", "round_prefer_floor");
+  if (ctm == "tf_crop_and_resize") fail(n, "coordinate_transformation_mode 'tf_crop_and_resize' is not supported");
+  // The model's axes: (N, C, H, W), or (N, C, L) for a 1-D model.
+  const std::vector<double> model_in = one_d_ ? std::vector<double>{1, double(in[2]), double(in[1])}
+                                              : std::vector<double>{1, double(in[2]), double(in[0]), double(in[1])};
+  std::vector<double> factors;
+  if (upsample && attr(n, "scales")) {
+    for (float f : attr(n, "scales")->floats()) factors.push_back(f);
+  } else {
+    // Resize-10 and Upsample-9: (X, scales); Resize-11 on: (X, roi, scales, sizes).
+    const int si = n.input_size() == 2 ? 1 : 2;
+    const bool has_scales = n.input_size() > si && !n.input(si).empty() && !need_const(n, si, "the scales").values.empty();
+    const bool has_sizes = !has_scales && n.input_size() > 3 && !n.input(3).empty();
+    if (has_scales) {
+      factors = need_const(n, si, "the scales").values;
+    } else if (has_sizes) {
+      const Const& sizes = need_const(n, 3, "the sizes");
+      if (sizes.values.size() != model_in.size())
+        fail(n, fmt::format("{} sizes for a {}-D input", sizes.values.size(), model_in.size()));
+      for (std::size_t a = 0; a < model_in.size(); ++a) {
+        if (!(sizes.values[a] >= 1) || sizes.values[a] != std::floor(sizes.values[a] / model_in[a]) * model_in[a])
+          fail(n, fmt::format("sizes [{}] are not whole multiples of the input's [{}]: only integer factors are "
+                              "supported", fmt::join(sizes.values, ", "), fmt::join(model_in, ", ")));
+        factors.push_back(sizes.values[a] / model_in[a]);
+      }
+    } else {
+      fail(n, "needs constant scales or sizes");
+    }
+  }
+  if (factors.size() != model_in.size())
+    fail(n, fmt::format("{} scales for a {}-D input", factors.size(), model_in.size()));
+  const std::size_t sp = 2;  // the first spatial axis
+  bool ok = factors[0] == 1 && factors[1] == 1;
+  for (std::size_t a = sp; a < factors.size(); ++a)
+    ok = ok && factors[a] >= 1 && factors[a] <= 255 && factors[a] == std::floor(factors[a]);
+  if (!ok)
+    fail(n, fmt::format("scales [{}] are not supported (only integer factors 1 to 255 along {}, and 1 for N and C)",
+                        fmt::join(factors, ", "), one_d_ ? "L" : "H and W"));
+  FloatLayer l;
+  l.kind = LayerKind::Upsample;
+  l.inputs = {x.tensor};
+  l.stride_h = one_d_ ? 1 : static_cast<unsigned>(factors[2]);
+  l.stride_w = static_cast<unsigned>(factors.back());
+  Value out;
+  out.tensor = add_layer(n, std::move(l));  // first: it bounds the output's size
+  for (std::size_t a = sp; a < factors.size(); ++a) {
+    const std::string why = resize_nearest_mismatch(ctm, nearest, static_cast<std::size_t>(model_in[a]),
+                                                    static_cast<unsigned>(factors[a]));
+    if (!why.empty()) fail(n, why);
+  }
+  set_output(n, out);
+}
+
 void Importer::node(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   if (const std::string why = node_operator_error(n.domain(), op); !why.empty()) fail(n, why);
@@ -1542,8 +1670,12 @@ void Importer::node(const onnx::NodeProto& n) {
     } else {
       concat(n);
     }
+  } else if (op == "Slice" && n.input_size() > 0 && is_const(n.input(0))) {
+    const_slice(n);
   } else if (op == "Slice") {
     slice(n);
+  } else if (op == "Resize" || op == "Upsample") {
+    resize(n);
   } else if (op == "Split") {
     split(n);
   } else if (op == "Transpose") {
@@ -1607,10 +1739,14 @@ FloatNet Importer::run() {
   if (dims.size() == 3) {
     net_.model_input_shape = dims;
     net_.input_shape = {dims[1], dims[2], dims[0]};
+  } else if (dims.size() == 2) {
+    one_d_ = true;  // (N, C, L): H = 1, W = L
+    net_.model_input_shape = dims;
+    net_.input_shape = {1, dims[1], dims[0]};
   } else if (dims.size() == 1) {
     net_.model_input_shape = net_.input_shape = dims;
   } else {
-    fail(fmt::format("input '{}' must be (N, C, H, W) or (N, features), not of rank {}", input->name(),
+    fail(fmt::format("input '{}' must be (N, C, H, W), (N, C, L) or (N, features), not of rank {}", input->name(),
                      tt.shape().dim_size()));
   }
   shapes_.push_back(net_.input_shape);
@@ -1636,7 +1772,7 @@ FloatNet Importer::run() {
   if (net_.layers.empty() || out.tensor != net_.layers.size())
     fail(fmt::format("output '{}' must be the last layer's result", out_name));
   const Shape& s = shapes_.back();
-  net_.model_output_shape = s.size() == 3 ? Shape{s[2], s[0], s[1]} : s;
+  net_.model_output_shape = s.size() == 3 ? (one_d_ ? Shape{s[2], s[1]} : Shape{s[2], s[0], s[1]}) : s;
   net_.output_perm = out.perm;
   if (qdq_) finish_qdq();
   return std::move(net_);

@@ -24,9 +24,9 @@ std::vector<float> read_model_batch(const std::string& path, const FloatNet& net
   batch = a.shape[0];
   if (batch == 0) throw FileError(fmt::format("{}: the batch is empty", path));
   const std::vector<float> v = a.values<float>();
-  if (want.size() != 3) return v;
-  // (B, C, H, W) -> (B, H, W, C).
-  const std::size_t C = want[0], H = want[1], W = want[2];
+  if (want.size() != 3 && want.size() != 2) return v;
+  // (B, C, H, W) -> (B, H, W, C); (B, C, L) -> (B, 1, L, C).
+  const std::size_t C = want[0], H = want.size() == 3 ? want[1] : 1, W = want.back();
   std::vector<float> out(v.size());
   for (std::size_t n = 0; n < batch; ++n)
     for (std::size_t c = 0; c < C; ++c)
@@ -56,6 +56,7 @@ std::vector<float> to_model_layout(const FloatNet& net, const std::vector<std::s
   if (shape.size() == 4) {  // (B, H, W, C) -> (B, C, H, W)
     const std::size_t H = shape[1], W = shape[2], C = shape[3];
     out_shape = {batch, C, H, W};
+    if (net.model_output_shape.size() == 2) out_shape = {batch, C, W};  // a 1-D model's (B, C, L), H = 1
     for (std::size_t n = 0; n < batch; ++n)
       for (std::size_t c = 0; c < C; ++c)
         for (std::size_t p = 0; p < H * W; ++p)

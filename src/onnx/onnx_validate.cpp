@@ -183,7 +183,7 @@ std::string node_operator_error(const std::string& domain, const std::string& op
   static const std::set<std::string_view> kMapped = {
       "Constant", "Identity", "Dropout", "Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip",
       "Sigmoid", "Tanh", "MaxPool", "AveragePool", "GlobalAveragePool", "ReduceMean", "Add", "Concat", "Slice", "Split", "Transpose", "Shape", "Gather", "Mul", "Div", "Flatten", "Reshape", "Pad",
-      "HardSigmoid", "HardSwish",
+      "HardSigmoid", "HardSwish", "Resize", "Upsample",
       "QuantizeLinear", "DequantizeLinear", "Cast", "ConstantOfShape"};
   static const std::set<std::string_view> kQOperator = {
       "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "QLinearAdd", "QLinearMul",

@@ -75,6 +75,7 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
     for (std::size_t i = 0; i < fnet.layers.size(); ++i) {
       const FloatLayer& f = fnet.layers[i];
       const bool keeps = f.keep_quant || f.kind == LayerKind::MaxPool2d || f.kind == LayerKind::Flatten ||
+                         f.kind == LayerKind::Upsample ||
                          f.kind == LayerKind::AvgPool2d || f.kind == LayerKind::GlobalAvgPool2d;
       if (f.kind == LayerKind::Concat)
         for (std::size_t t : f.inputs) unite(t, i + 1);
@@ -206,6 +207,7 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
         l.output = out;
         break;
       case LayerKind::MaxPool2d:
+      case LayerKind::Upsample:
       case LayerKind::Flatten:
         break;
     }

@@ -98,6 +98,9 @@ void save_network(const compiler::Network& net, const std::string& dir) {
         j["activation"] = act_name(l.act);
         j["output"] = quant_json(l.output);
         break;
+      case LayerKind::Upsample:
+        j["scale"] = {l.stride_h, l.stride_w};
+        break;
       case LayerKind::Flatten:
         break;
     }

@@ -951,3 +951,32 @@ TEST_CASE("mul and affine on the vector unit: element-wise, per-channel broadcas
                       Catch::Contains("runs only on chip"));
   }
 }
+
+TEST_CASE("nearest upsampling on chip: one max POOL per output row, an exact copy", "[layers][upsample]") {
+  std::mt19937 rng(28);
+  for (unsigned n : {4u, 8u}) {
+    const ArchConfig cfg = config_for(n);
+    for (std::size_t c : {3u, 11u})
+      for (unsigned sh : {1u, 2u, 3u})
+        for (unsigned sw : {1u, 2u, 3u}) {
+          INFO("N = " << n << ", " << c << " channels, factors " << sh << "x" << sw);
+          Layer up;
+          up.kind = LayerKind::Upsample;
+          up.stride_h = sh;
+          up.stride_w = sw;
+          Network net = single({3, 5, c}, QuantParams{0.05, -7}, up);
+          const Tensor x = random_input({2, 3, 5, c}, rng);
+          const Outcome o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+          // The closed form: output (oy, ox) is input (oy / sh, ox / sw).
+          REQUIRE(o.run.output.shape == std::vector<std::size_t>{2, 3 * sh, 5 * sw, c});
+          std::size_t bad = 0;
+          for (std::size_t s = 0; s < 2; ++s)
+            for (std::size_t oy = 0; oy < 3 * sh; ++oy)
+              for (std::size_t ox = 0; ox < 5 * sw; ++ox)
+                for (std::size_t ch = 0; ch < c; ++ch)
+                  bad += o.run.output.data[((s * 3 * sh + oy) * 5 * sw + ox) * c + ch] !=
+                         x.data[((s * 3 + oy / sh) * 5 + ox / sw) * c + ch];
+          CHECK(bad == 0);
+        }
+  }
+}

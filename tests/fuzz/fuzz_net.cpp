@@ -11,7 +11,8 @@
 // (1..3 x 1..3 kernels, strides 1..2, padding up to the kernel less one on
 // each side, 1..11 output channels, or depthwise), max- and average pooling
 // (1..3 windows, strides 1..2, padding below the window), global average
-// pooling, add (of the current tensor and an earlier one of its shape, or of
+// pooling (one in four a nearest upsampling by 1..3 x 1..3 instead), add (of
+// the current tensor and an earlier one of its shape, or of
 // itself), concat (one add in 16 instead: the current tensor and one or two
 // earlier ones, or itself, along the channels), flatten and dense; a conv2d
 // or pool may read an earlier tensor instead of the current one (a branch,
@@ -209,6 +210,9 @@ std::string describe(const Case& c) {
       case LayerKind::Mul:
         o << " act " << act_name(l.act) << " out scale " << l.output.scale << " zp " << l.output.zero_point;
         break;
+      case LayerKind::Upsample:
+        o << " factors " << l.stride_h << "x" << l.stride_w;
+        break;
       case LayerKind::Flatten: break;
     }
   }
@@ -356,6 +360,11 @@ bool make_case(Bytes& in, Case& c) {
       l.pad_right = in.range(0, l.kernel_w - 1);
     } else if (is_map && kind == 4) {
       l.kind = LayerKind::GlobalAvgPool2d;
+      if (in.u8() % 4 == 3) {  // one in four: nearest upsampling instead
+        l.kind = LayerKind::Upsample;
+        l.stride_h = in.range(1, 3);
+        l.stride_w = in.range(1, 3);
+      }
     } else if (kind == 5) {
       l.kind = LayerKind::Add;
       l.inputs.clear();

@@ -27,6 +27,7 @@ import numpy as np
 # documented in docs/onnx.md with some room.
 TOLERANCE = {"resnet18": (0.10, 0.995), "mobilenet_v2": (0.40, 0.95), "digits": (0.05, 0.999),
              "group_net": (0.10, 0.99), "concat_net": (0.10, 0.99), "shuffle_net": (0.10, 0.99), "vec_net": (0.10, 0.99), "squeezenet1_1": (0.10, 0.999),
+             "conv1d_net": (0.10, 0.99), "unet": (0.10, 0.99),
              # not in CTest (measured by hand, see docs/onnx.md): the families of issue 28
              "googlenet": (1, 0.95), "densenet121": (1, 0.95), "regnet_y_400mf": (1, 0.95),
              "resnext50_32x4d": (1, 0.95), "mnasnet0_5": (1, 0.95), "inception_v3": (1, 0.95),
@@ -73,7 +74,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         t0 = time.time()
-        size = [] if name in ("digits", "resnet18", "mobilenet_v2", "group_net", "concat_net", "shuffle_net", "vec_net") else [str(SIZE[name])]
+        size = [] if name in ("digits", "resnet18", "mobilenet_v2", "group_net", "concat_net", "shuffle_net", "vec_net",
+                              "conv1d_net", "unet") else [str(SIZE[name])]
         subprocess.run([sys.executable, str(src_dir / "tests/onnx/make_models.py"), name, str(d), batch, *size],
                        check=True)
         t1 = time.time()
@@ -88,16 +90,25 @@ def main():
             print(f"FAIL: tpu-sim exited {run.returncode}")
             return 1
         x = np.load(d / "x.npy")
-        np.save(d / "x_nhwc.npy", x.transpose(0, 2, 3, 1).copy())  # the reference's layout
+        # The reference's layout: NHWC; a 1-D model's (B, C, L) as (B, 1, L, C).
+        np.save(d / "x_nhwc.npy", (x.transpose(0, 2, 1)[:, None] if x.ndim == 3 else x.transpose(0, 2, 3, 1)).copy())
         subprocess.run([sys.executable, str(src_dir / "tools/int8_reference.py"), str(d / "q/model.json"),
                         "--input", str(d / "x_nhwc.npy"), "--out", str(d / "ref.npy")], check=True)
         t3 = time.time()
+        if name in ("conv1d_net", "unet"):
+            # The saved model file runs too (its upsample layers and a 1-D model's [1, L, C] input), bit for bit.
+            subprocess.run([str(bin_dir / "tpu-sim"), "net", str(d / "q/model.json"), "--input", str(d / "x_nhwc.npy"),
+                            "--out", str(d / "yq.npy"), *extra], check=True, capture_output=True)
+            if not np.array_equal(np.load(d / "yq.npy"), np.load(d / "ref.npy")):
+                failures.append("tpu-sim net q/model.json differs from int8_reference.py")
         model = json.loads((d / "q/model.json").read_text())
         scale, zero = output_quant(model)
         ref = np.load(d / "ref.npy")
         want = (np.float64(scale) * (ref.astype(np.float64) - zero)).astype(np.float32)
         if want.ndim == 4:
             want = want.transpose(0, 3, 1, 2)
+            if x.ndim == 3:  # a 1-D model's map: (B, 1, L, C) -> (B, C, L)
+                want = want[:, :, 0, :]
         y, f, torch_y = np.load(d / "y.npy"), np.load(d / "f.npy"), np.load(d / "torch.npy")
         if y.dtype != np.float32 or y.shape != torch_y.shape:
             failures.append(f"output is {y.dtype} {y.shape}, PyTorch's {torch_y.shape}")

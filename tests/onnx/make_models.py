@@ -12,6 +12,8 @@ on scikit-learn's digits).
   make_models.py group_net OUT_DIR B      GroupNet below (16 x 16), likewise
   make_models.py concat_net OUT_DIR B     ConcatNet below (12 x 12), likewise
   make_models.py shuffle_net OUT_DIR B    ShuffleNet below (12 x 12), likewise
+  make_models.py conv1d_net OUT_DIR B     a Conv1d net (make_r1d_models.py), likewise
+  make_models.py unet OUT_DIR B           a UNet-style net (make_r1d_models.py), likewise
 
 Fixed seeds throughout. Run with /usr/bin/python3 (Debian's python3-torch,
 python3-torchvision, python3-sklearn).
@@ -231,6 +233,10 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     if what == "digits":
         digits(out)
+    elif what in ("conv1d_net", "unet"):
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import make_r1d_models
+        make_r1d_models.make(what, out, int(sys.argv[3]) if len(sys.argv) > 3 else 1, export, save)
     else:
         torchvision_model(what, out, int(sys.argv[3]) if len(sys.argv) > 3 else 1,
                           int(sys.argv[4]) if len(sys.argv) > 4 else 224)

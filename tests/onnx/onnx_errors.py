@@ -74,6 +74,31 @@ def flatten_only(in_shape):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
 
+def resize(scales=(1, 1, 2, 2), sizes=None, **attrs):
+    """A Resize of the conv's output (nearest, asymmetric, floor unless `attrs` say otherwise); its scales or sizes
+    are initializers named per call (all added to every Resize case in main)."""
+    attrs = {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor", **attrs}
+    k = len(RESIZE_CONSTS)
+    RESIZE_CONSTS[f"rs_scales{k}"] = np.array(scales if sizes is None else [], np.float32)
+    inputs = ["c", "", f"rs_scales{k}"]
+    if sizes is not None:
+        RESIZE_CONSTS[f"rs_sizes{k}"] = np.array(sizes, np.int64)
+        inputs.append(f"rs_sizes{k}")
+    return [helper.make_node("Resize", inputs, ["m"], name="rs", **attrs)]
+
+
+RESIZE_CONSTS = {}
+
+
+def one_d(nodes):
+    """A 1-D model: input x (1, 2, 16) float; output y; weights w3d (4, 2, 3) and w4 (4, 2, 1, 3)."""
+    g = helper.make_graph(nodes, "t", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, None, None])],
+                          [const("w3d", np.zeros((4, 2, 3), np.float32)),
+                           const("w4", np.zeros((4, 2, 1, 3), np.float32))])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+
 def pool(op, **attrs):
     return [helper.make_node(op, ["c"], ["m"], name="pool", kernel_shape=[1, 1], **attrs)]
 
@@ -128,7 +153,7 @@ CASES = {
     # its input's shape in libonnx's shape inference (SIGSEGV); the importer now runs first.
     "conv_weights_1d": (with_initializer(net(middle=[helper.make_node("Conv", ["c", "w2"], ["c2"], name="conv2")]),
                                          "w", [4], b"\0" * 16),
-                        "node 'conv' (Conv): only 2-D convolutions (4-D weights) are supported"),
+                        "node 'conv' (Conv): only 2-D convolutions (4-D weights) and 1-D ones are supported"),
     # Issue 28: ceil_mode, ReduceMean and grouped Conv beyond what tpu-sim maps.
     "avgpool_ceil": (net(middle=pool("AveragePool", strides=[2, 2], ceil_mode=1)),
                      "node 'pool' (AveragePool): ceil_mode 1 is not supported where it changes the output size (ONNX "
@@ -150,6 +175,38 @@ CASES = {
     "mul_const": (net(middle=[helper.make_node("Mul", ["c", "w"], ["t"], name="mul")]),
                   "node 'mul' (Mul): Mul of computed tensors is not supported (only of constants, such as shape "
                   "arithmetic)"),
+    # Issue 28: Resize beyond nearest upsampling by integer factors, ranks other than 2, 3 and 4, 1-D windows.
+    "resize_linear": (net(middle=resize(mode="linear")),
+                      "node 'rs' (Resize): mode 'linear' is not supported (only nearest)"),
+    "resize_cubic": (net(middle=resize(mode="cubic")),
+                     "node 'rs' (Resize): mode 'cubic' is not supported (only nearest)"),
+    "resize_fraction": (net(middle=resize(scales=[1, 1, 1.5, 1.5])),
+                        "node 'rs' (Resize): scales [1, 1, 1.5, 1.5] are not supported (only integer factors 1 to "
+                        "255 along H and W, and 1 for N and C)"),
+    "resize_channels": (net(middle=resize(scales=[1, 2, 2, 2])),
+                        "node 'rs' (Resize): scales [1, 2, 2, 2] are not supported (only integer factors 1 to 255 "
+                        "along H and W, and 1 for N and C)"),
+    "resize_down": (net(middle=resize(scales=[1, 1, 0.5, 0.5])),
+                    "node 'rs' (Resize): scales [1, 1, 0.5, 0.5] are not supported (only integer factors 1 to 255 "
+                    "along H and W, and 1 for N and C)"),
+    "resize_sizes": (net(middle=resize(sizes=[1, 4, 12, 12])),
+                     "node 'rs' (Resize): sizes [1, 4, 12, 12] are not whole multiples of the input's [1, 4, 8, 8]: "
+                     "only integer factors are supported"),
+    "resize_ceil": (net(middle=resize(coordinate_transformation_mode="asymmetric", nearest_mode="ceil")),
+                    "node 'rs' (Resize): coordinate_transformation_mode 'asymmetric' with nearest_mode 'ceil' reads "
+                    "input 1 for output 1 of a factor 2; only floor(output / factor) is supported (PyTorch's "
+                    "asymmetric, floor)"),
+    "resize_crop": (net(middle=resize(coordinate_transformation_mode="tf_crop_and_resize")),
+                    "node 'rs' (Resize): coordinate_transformation_mode 'tf_crop_and_resize' is not supported"),
+    "rank_5": (flatten_only([1, 1, 2, 2, 2]),
+               "input 'x' must be (N, C, H, W), (N, C, L) or (N, features), not of rank 5"),
+    "conv1d_weights_4d": (one_d([helper.make_node("Conv", ["x", "w4"], ["y"], name="conv", kernel_shape=[1, 3])]),
+                          "node 'conv' (Conv): a 1-D convolution needs 3-D weights (O, I, K)"),
+    "conv1d_strides_2d": (one_d([helper.make_node("Conv", ["x", "w3d"], ["y"], name="conv", strides=[1, 1])]),
+                          "node 'conv' (Conv): a 1-D window needs one 'strides' value"),
+    "maxpool1d_pads": (one_d([helper.make_node("MaxPool", ["x"], ["y"], name="pool", kernel_shape=[3],
+                                               pads=[1, 1, 1, 1])]),
+                       "node 'pool' (MaxPool): a 1-D window needs 2 pads (begin, end of L)"),
     "garbage": (b"\x08\x07\x12\xff\xff\xff\xff\x0fnot a protobuf",
                 "not an ONNX model (the protobuf does not parse)"),
 }
@@ -201,6 +258,8 @@ def main():
                 if name == "slice_h":
                     m.graph.initializer.extend([const("s0", np.array([0], np.int64)), const("s1", np.array([4], np.int64)),
                                                 const("s2", np.array([2], np.int64))])
+                if name.startswith("resize"):
+                    m.graph.initializer.extend([const(k, v) for k, v in RESIZE_CONSTS.items()])
                 if name == "group_3_of_4":
                     m.graph.initializer.extend([const("w3", np.zeros((4, 1, 1, 1), np.float32))])
                 path.write_bytes(m.SerializeToString())
