@@ -36,18 +36,11 @@ std::mutex& simulation_mutex() {
 }
 
 model::Requant parse_requant(const std::string& text) {
-  long long v[3];
-  char tail = 0;
-  if (std::sscanf(text.c_str(), "%lld,%lld,%lld%c", &v[0], &v[1], &v[2], &tail) != 3)
-    throw UsageError("requant: expected M,S,Z, e.g. 93,9,-3");
-  const isa::Field fields[3] = {isa::Field::QMul, isa::Field::QShift, isa::Field::QZero};
-  for (int i = 0; i < 3; ++i) {
-    const isa::FieldSpec& f = isa::field_spec(fields[i]);
-    if (v[i] < f.min || v[i] > f.max)
-      throw UsageError(fmt::format("requant: {} = {} is outside {}..{}", f.name, v[i], f.min, f.max));
+  try {
+    return compiler::parse_requant(text);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(fmt::format("requant: {}", e.what()));
   }
-  return {static_cast<std::int32_t>(v[0]), static_cast<std::uint32_t>(v[1]),
-          static_cast<std::int8_t>(v[2])};
 }
 
 std::string path_in(const std::string& base_dir, const std::string& path) {
@@ -174,19 +167,13 @@ model::RunLog run_engine(const ArchConfig& cfg, const isa::Program& prog, model:
 GemmOutcome run_gemm(const ArchConfig& cfg, const compiler::MatrixI8& a, const compiler::MatrixI8& b,
                      const std::string& requant, const std::string& act, bool check,
                      const EngineOptions& opts) {
-  static const std::map<std::string, model::ActFunction> kActs = {
-      {"none", model::ActFunction::None},
-      {"relu", model::ActFunction::Relu},
-      {"sigmoid", model::ActFunction::Sigmoid},
-      {"tanh", model::ActFunction::Tanh}};
-  const auto act_it = kActs.find(act);
-  if (act_it == kActs.end())
-    throw UsageError(fmt::format("act: '{}' is not one of none, relu, sigmoid, tanh", act));
+  const std::optional<model::ActFunction> act_fn = model::parse_act_function(act);
+  if (!act_fn) throw UsageError(fmt::format("act: '{}' is not one of {}", act, model::act_function_list()));
   if (act != "none" && requant.empty()) throw UsageError("act needs requant");
   check_engine(opts.engine);
   compiler::GemmSpec spec;
   if (!requant.empty()) spec.requant = parse_requant(requant);
-  spec.act = act_it->second;
+  spec.act = *act_fn;
   const compiler::GemmPlan plan = compiler::compile_gemm(a, b, spec, cfg);
   model::Memories mem(cfg);
   std::copy(plan.host.begin(), plan.host.end(), mem.host.data().begin());

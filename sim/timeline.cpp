@@ -17,16 +17,7 @@ constexpr std::array<isa::Unit, 4> kUnits = {isa::Unit::HostDma, isa::Unit::Weig
                                              isa::Unit::MatrixUnit, isa::Unit::ActivationUnit};
 constexpr unsigned kLanesPerUnit = 64;  // tids unit * 64 + lane; lane 0 is the first track
 
-const char* track_name(isa::Unit u) {
-  switch (u) {
-    case isa::Unit::HostDma: return "host_dma";
-    case isa::Unit::WeightDma: return "weight_dma";
-    case isa::Unit::MatrixUnit: return "systolic_array";
-    case isa::Unit::ActivationUnit: return "activation_unit";
-    case isa::Unit::Controller: break;
-  }
-  return "controller";
-}
+std::string track_name(isa::Unit u) { return std::string(isa::unit_name(u)); }
 
 }  // namespace
 
@@ -85,7 +76,7 @@ void Timeline::add_run(const std::string& name, const isa::Program& prog, const 
     while (lane_free.count(tid) && lane_free[tid] > from) ++tid;
     if (!lane_free.count(tid)) {
       const unsigned lane = tid - (u + 1) * kLanesPerUnit;
-      meta("thread_name", tid, lane == 0 ? std::string(track_name(unit)) : fmt::format("{} #{}", track_name(unit), lane + 1));
+      meta("thread_name", tid, lane == 0 ? track_name(unit) : fmt::format("{} #{}", track_name(unit), lane + 1));
       meta("thread_sort_index", tid, "", true);
     }
     lane_free[tid] = last + 1;

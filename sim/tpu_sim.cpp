@@ -107,21 +107,13 @@ int run(const RunArgs& args) {
   return kExitOk;
 }
 
-// "M,S,Z" -> Requant, range-checked against the SETQ fields.
+// --requant's "M,S,Z" (compiler::parse_requant) as a usage error of the option.
 model::Requant parse_requant(const std::string& text) {
-  long long v[3];
-  char tail = 0;
-  if (std::sscanf(text.c_str(), "%lld,%lld,%lld%c", &v[0], &v[1], &v[2], &tail) != 3)
-    throw CLI::ValidationError("--requant", "expected M,S,Z, e.g. 93,9,-3");
-  const isa::Field fields[3] = {isa::Field::QMul, isa::Field::QShift, isa::Field::QZero};
-  for (int i = 0; i < 3; ++i) {
-    const isa::FieldSpec& f = isa::field_spec(fields[i]);
-    if (v[i] < f.min || v[i] > f.max)
-      throw CLI::ValidationError("--requant", fmt::format("{} = {} is outside {}..{}", f.name, v[i],
-                                                          f.min, f.max));
+  try {
+    return compiler::parse_requant(text);
+  } catch (const std::invalid_argument& e) {
+    throw CLI::ValidationError("--requant", e.what());
   }
-  return {static_cast<std::int32_t>(v[0]), static_cast<std::uint32_t>(v[1]),
-          static_cast<std::int8_t>(v[2])};
 }
 
 int gemm(const GemmArgs& args) {
@@ -130,12 +122,7 @@ int gemm(const GemmArgs& args) {
   const compiler::MatrixI8 b = read_matrix(args.b, "B");
   compiler::GemmSpec spec;
   if (!args.requant.empty()) spec.requant = parse_requant(args.requant);
-  static const std::map<std::string, model::ActFunction> kActs = {
-      {"none", model::ActFunction::None},
-      {"relu", model::ActFunction::Relu},
-      {"sigmoid", model::ActFunction::Sigmoid},
-      {"tanh", model::ActFunction::Tanh}};
-  spec.act = kActs.at(args.act);
+  spec.act = model::parse_act_function(args.act).value();  // checked by the option
   const compiler::GemmPlan plan = compiler::compile_gemm(a, b, spec, cfg);
   // --emit-asm and --out only on success (outputs.h); simulate() writes --stats.
   cli::Outputs outputs;
@@ -198,7 +185,7 @@ int main(int argc, char** argv) {
   gemm_cmd->add_option("--requant", gemm_args.requant,
                        "requantize to int8 with multiplier, shift, zero point: M,S,Z");
   gemm_cmd->add_option("--act", gemm_args.act, "activation after requantization")
-      ->check(CLI::IsMember({"none", "relu", "sigmoid", "tanh"}))
+      ->check(CLI::IsMember(std::vector<std::string>(model::kActFunctionNames.begin(), model::kActFunctionNames.end())))
       ->capture_default_str();
   gemm_cmd->add_option("--emit-asm", gemm_args.emit_asm, "write the generated program here (.s)");
   gemm_cmd->add_flag("--check", gemm_args.check, "compare C with the reference GEMM (Eigen)");

@@ -63,16 +63,6 @@ const Build* find_build(const ArchConfig& cfg) {
   return nullptr;
 }
 
-const char* unit_name(isa::Unit u) {
-  switch (u) {
-    case isa::Unit::HostDma: return "host_dma";
-    case isa::Unit::WeightDma: return "weight_dma";
-    case isa::Unit::MatrixUnit: return "systolic_array";
-    case isa::Unit::ActivationUnit: return "activation_unit";
-    case isa::Unit::Controller: return "controller";
-  }
-  return "?";
-}
 
 }  // namespace
 
@@ -96,12 +86,12 @@ void finish_stats(const ArchConfig& cfg, const isa::Program& prog, model::RunLog
     const isa::Instruction& in = prog.code[r.pc];
     const isa::Unit unit = isa::spec_of(in.opcode).unit;
     if (unit == isa::Unit::Controller) continue;
-    model::UnitStats& u = log.stats.units[unit_name(unit)];
+    model::UnitStats& u = log.stats.units[std::string(isa::unit_name(unit))];
     ++u.instructions;
     if (!r.completed && !log.fault) continue;
     const model::Cycle last = r.completed ? r.completion : log.fault->cycle;
     // Intervals of one unit start in order; count each cycle once.
-    model::Cycle& until = covered_until[unit_name(unit)];
+    model::Cycle& until = covered_until[std::string(isa::unit_name(unit))];
     const model::Cycle from = std::max(r.start, until);
     if (last + 1 > from) u.busy_cycles += last + 1 - from;
     until = std::max(until, last + 1);
@@ -233,7 +223,7 @@ std::optional<Divergence> compare(const isa::Program& prog, const model::RunLog&
   for (std::size_t i = 0; i < common; ++i) {
     const model::RetireRecord& x = a.retired[i];
     const model::RetireRecord& y = b.retired[i];
-    const std::string unit = unit_name(isa::spec_of(prog.code[x.pc].opcode).unit);
+    const std::string unit(isa::unit_name(isa::spec_of(prog.code[x.pc].opcode).unit));
     if (x.pc != y.pc || x.issue != y.issue)
       note(x.pc, std::min(x.issue, y.issue), "controller", fmt::format("issue of instruction #{}", i),
            fmt::format("pc {} at cycle {}", x.pc, x.issue), fmt::format("pc {} at cycle {}", y.pc, y.issue));

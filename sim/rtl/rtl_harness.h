@@ -104,8 +104,9 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
 #endif
   model::RunLog log;
   log.retired.reserve(prog.code.size());
-  for (const char* unit : {"host_dma", "weight_dma", "systolic_array", "activation_unit"})
-    log.stats.units[unit];
+  for (const isa::Unit unit :
+       {isa::Unit::HostDma, isa::Unit::WeightDma, isa::Unit::MatrixUnit, isa::Unit::ActivationUnit})
+    log.stats.units[std::string(isa::unit_name(unit))];
 
   std::vector<isa::EncodedInstr> encoded;
   encoded.reserve(prog.code.size());

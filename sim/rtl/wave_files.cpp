@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "common/plural.h"
+#include "isa/isa.h"
 #include "model/waveform.h"
 
 namespace tpu::wave {
@@ -324,8 +325,7 @@ void convert_vcd_to_fst(const std::string& vcd_path, const std::string& fst_path
 // ---- GTKWave save file of the RTL ----------------------------------------------
 
 std::string rtl_save_file(const std::string& dumpfile, const std::vector<VcdVar>& vars) {
-  static const char* const kUnits[] = {"controller", "host_dma", "weight_dma", "systolic_array",
-                                       "activation_unit"};
+  const auto& kUnits = isa::kUnitNames;
   // tpu_core's instance: the shallowest scope with a controller in it
   // (Verilator nests it in a scope of the model's name, with the ports).
   std::vector<std::string> core;
@@ -353,9 +353,10 @@ std::string rtl_save_file(const std::string& dumpfile, const std::vector<VcdVar>
   for (const VcdVar& v : vars)
     if (in_scope(v, core) && listed(v) && v.name != "clk_i")
       signals.push_back({"tpu_core", v.full_name(), v.width});
-  for (const char* unit : kUnits) {
+  for (const std::string_view name : kUnits) {
+    const std::string unit(name);
     std::vector<std::string> scope = core;
-    scope.emplace_back(unit);
+    scope.push_back(unit);
     for (const VcdVar& v : vars)
       if (in_scope(v, scope) && listed(v)) signals.push_back({unit, v.full_name(), v.width});
   }

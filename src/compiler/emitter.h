@@ -8,13 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "common/math.h"
 #include "compiler/gemm.h"
 #include "isa/instruction.h"
 #include "model/activation.h"
 
 namespace tpu::compiler {
-
-inline std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
 class Emitter {
  public:

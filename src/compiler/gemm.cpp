@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
+#include <stdexcept>
 
 #include "common/plural.h"
 #include "compiler/emitter.h"
@@ -171,6 +173,20 @@ std::vector<std::int32_t> extract_result(const GemmPlan& plan, const std::int8_t
       }
     }
   return c;
+}
+
+model::Requant parse_requant(const std::string& text) {
+  long long v[3];
+  char tail = 0;
+  if (std::sscanf(text.c_str(), "%lld,%lld,%lld%c", &v[0], &v[1], &v[2], &tail) != 3)
+    throw std::invalid_argument("expected M,S,Z, e.g. 93,9,-3");
+  const isa::Field fields[3] = {isa::Field::QMul, isa::Field::QShift, isa::Field::QZero};
+  for (int i = 0; i < 3; ++i) {
+    const isa::FieldSpec& f = isa::field_spec(fields[i]);
+    if (v[i] < f.min || v[i] > f.max)
+      throw std::invalid_argument(fmt::format("{} = {} is outside {}..{}", f.name, v[i], f.min, f.max));
+  }
+  return {static_cast<std::int32_t>(v[0]), static_cast<std::uint32_t>(v[1]), static_cast<std::int8_t>(v[2])};
 }
 
 }  // namespace tpu::compiler

@@ -47,6 +47,12 @@ struct GemmSpec {
   model::ActFunction act = model::ActFunction::None;  // with requant only
 };
 
+// "M,S,Z" (as --requant and a sweep's "requant" give it) -> Requant, each
+// field range-checked against its SETQ field. Throws std::invalid_argument
+// with a one-line reason ("expected M,S,Z, e.g. 93,9,-3", "QMUL = ... is
+// outside ...") that the caller prefixes with where the text came from.
+model::Requant parse_requant(const std::string& text);
+
 struct GemmPlan {
   isa::Program program;
   std::vector<std::int8_t> host;     // host memory image, host_rows_used x N

@@ -92,11 +92,8 @@ class Reader {
 model::ActFunction parse_act(const Reader& r, const json& v, const std::string& where) {
   if (!v.is_string()) r.fail(where, "'activation' must be a string");
   const std::string s = v.get<std::string>();
-  if (s == "none") return model::ActFunction::None;
-  if (s == "relu") return model::ActFunction::Relu;
-  if (s == "sigmoid") return model::ActFunction::Sigmoid;
-  if (s == "tanh") return model::ActFunction::Tanh;
-  r.fail(where, fmt::format("unknown activation '{}' (known: none, relu, sigmoid, tanh)", s));
+  if (const std::optional<model::ActFunction> f = model::parse_act_function(s)) return *f;
+  r.fail(where, fmt::format("unknown activation '{}' (known: {})", s, model::act_function_list()));
 }
 
 void parse_gemm_layer(const Reader& r, const json& j, const std::string& where, Layer& l,

@@ -30,15 +30,6 @@ bool is_pointwise(const Layer& l) {
          l.pad_right == 0;
 }
 
-const char* act_name(model::ActFunction f) {
-  switch (f) {
-    case model::ActFunction::None: return "none";
-    case model::ActFunction::Relu: return "relu";
-    case model::ActFunction::Sigmoid: return "sigmoid";
-    case model::ActFunction::Tanh: return "tanh";
-  }
-  return "?";
-}
 
 // One input lane of a K tile: a feature of the layer's GEMM (its row of the
 // weight matrix), or a lane whose value is a known constant (usable for the
@@ -384,7 +375,7 @@ std::optional<SegmentPlan> SegmentBuilder::build(const std::vector<std::size_t>&
                           plural(cl.nt, "column tile"),
                           cl.requant ? fmt::format("SETQ {}, {}, {} and {}", cl.requant->multiplier,
                                                    cl.requant->shift, cl.requant->zero_point,
-                                                   act_name(cl.act))
+                                                   model::act_function_name(cl.act))
                                      : std::string("int32 output")));
 
   struct Job {

@@ -143,6 +143,12 @@ enum class Opcode : std::uint8_t {
 // The unit that executes an instruction once the controller issues it.
 enum class Unit : std::uint8_t { Controller, HostDma, WeightDma, MatrixUnit, ActivationUnit };
 
+// Each unit's name in the statistics, waveforms, timelines and messages
+// (the SystemC modules and the RTL instances are named so too), in Unit's order.
+inline constexpr std::array<std::string_view, 5> kUnitNames = {"controller", "host_dma", "weight_dma",
+                                                               "systolic_array", "activation_unit"};
+constexpr std::string_view unit_name(Unit u) { return kUnitNames[static_cast<std::size_t>(u)]; }
+
 struct InstrSpec {
   Opcode opcode;
   std::string_view mnemonic;

@@ -17,6 +17,18 @@ std::array<std::int8_t, 256> make_table(F f) {
 
 }  // namespace
 
+std::optional<ActFunction> parse_act_function(std::string_view name) {
+  for (std::size_t i = 0; i < kActFunctionNames.size(); ++i)
+    if (kActFunctionNames[i] == name) return static_cast<ActFunction>(i);
+  return std::nullopt;
+}
+
+std::string act_function_list() {
+  std::string list;
+  for (const std::string_view name : kActFunctionNames) list += (list.empty() ? "" : ", ") + std::string(name);
+  return list;
+}
+
 std::int8_t requantize(std::int32_t acc, const Requant& q) {
   const std::int64_t rounding = q.shift ? std::int64_t{1} << (q.shift - 1) : 0;
   const std::int64_t scaled = (std::int64_t{acc} * q.multiplier + rounding) >> q.shift;

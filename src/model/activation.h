@@ -4,7 +4,11 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
 
 #include "isa/instruction.h"
 
@@ -17,6 +21,16 @@ struct Requant {
 };
 
 enum class ActFunction : std::uint8_t { None, Relu, Sigmoid, Tanh };
+
+// The functions' names as the tools, model files and sweeps spell them, in
+// ActFunction's order; act_function_list() for messages ("none, relu, ...").
+inline constexpr std::array<std::string_view, 4> kActFunctionNames = {"none", "relu", "sigmoid", "tanh"};
+std::string act_function_list();
+constexpr std::string_view act_function_name(ActFunction f) {
+  return kActFunctionNames[static_cast<std::size_t>(f)];
+}
+// The function named `name` (exactly as above), or nothing.
+std::optional<ActFunction> parse_act_function(std::string_view name);
 
 // q(a) = sat8(((a * M + r) >> S) + Z), r = S ? 1 << (S - 1) : 0, 64-bit,
 // arithmetic shift.

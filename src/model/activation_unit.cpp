@@ -15,7 +15,7 @@ ActFunction function_of(const isa::Instruction& in) {
 
 ActivationUnit::ActivationUnit(sc_module_name name, const ArchConfig& cfg, Memories& mem,
                                RunLog& log)
-    : sc_module(name), cfg_(cfg), mem_(mem), log_(log), stats_(log.stats.units["activation_unit"]) {
+    : sc_module(name), cfg_(cfg), mem_(mem), log_(log), stats_(log.stats.units[std::string(isa::unit_name(isa::Unit::ActivationUnit))]) {
   SC_METHOD(tick);
   sensitive << clk.pos();
   dont_initialize();

@@ -28,7 +28,7 @@ void acc_to_host(const std::int32_t* src, unsigned char* dst, std::uint64_t valu
 
 HostDma::HostDma(sc_module_name name, const ArchConfig& cfg, Memories& mem, RunLog& log)
     : sc_module(name), memory("memory"), cfg_(cfg), mem_(mem), log_(log),
-      stats_(log.stats.units["host_dma"]) {
+      stats_(log.stats.units[std::string(isa::unit_name(isa::Unit::HostDma))]) {
   memory.bind(port_);  // the backward path
   SC_METHOD(tick);
   sensitive << clk.pos();

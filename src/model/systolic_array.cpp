@@ -14,7 +14,7 @@ SystolicArray::SystolicArray(sc_module_name name, const ArchConfig& cfg, Memorie
       cfg_(cfg),
       mem_(mem),
       log_(log),
-      stats_(log.stats.units["systolic_array"]),
+      stats_(log.stats.units[std::string(isa::unit_name(isa::Unit::MatrixUnit))]),
       n_(cfg.array_n),
       fast_(fast),
       kernel_(gemm_kernel_available(kernel) ? kernel : GemmKernel::Scalar),

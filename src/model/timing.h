@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "common/math.h"
 #include "config/arch_config.h"
 #include "isa/instruction.h"
 
@@ -19,8 +20,6 @@ using Cycle = std::uint64_t;
 
 // A unit with nothing scheduled (the fast path's clock, model/tpu.cpp).
 inline constexpr Cycle kNever = std::numeric_limits<Cycle>::max();
-
-constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
 // Bytes one host DMA row moves: N, or 4N for WHM.A.
 inline std::uint64_t host_row_bytes(const ArchConfig& c, const isa::Instruction& in) {

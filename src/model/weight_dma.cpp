@@ -9,7 +9,7 @@
 namespace tpu::model {
 
 WeightDma::WeightDma(sc_module_name name, const ArchConfig& cfg, RunLog& log)
-    : sc_module(name), memory("memory"), cfg_(cfg), log_(log), stats_(log.stats.units["weight_dma"]) {
+    : sc_module(name), memory("memory"), cfg_(cfg), log_(log), stats_(log.stats.units[std::string(isa::unit_name(isa::Unit::WeightDma))]) {
   memory.bind(port_);  // the backward path
   SC_METHOD(tick);
   sensitive << clk.pos();

@@ -14,15 +14,6 @@ namespace {
 using compiler::LayerKind;
 using nlohmann::json;
 
-const char* act_name(model::ActFunction a) {
-  switch (a) {
-    case model::ActFunction::None: return "none";
-    case model::ActFunction::Relu: return "relu";
-    case model::ActFunction::Sigmoid: return "sigmoid";
-    case model::ActFunction::Tanh: return "tanh";
-  }
-  return "none";
-}
 
 json quant_json(const compiler::QuantParams& q) { return {{"scale", q.scale}, {"zero_point", q.zero_point}}; }
 
@@ -61,7 +52,7 @@ void save_network(const compiler::Network& net, const std::string& dir) {
           j["bias"] = b;
         }
         j["weight_scale"] = l.weight_scale;
-        j["activation"] = act_name(l.act);
+        j["activation"] = std::string(model::act_function_name(l.act));
         if (l.int32_output)
           j["output"] = "int32";
         else
@@ -84,7 +75,7 @@ void save_network(const compiler::Network& net, const std::string& dir) {
         if (!l.output_is_input) j["output"] = quant_json(l.output);
         break;
       case LayerKind::Add:
-        j["activation"] = act_name(l.act);
+        j["activation"] = std::string(model::act_function_name(l.act));
         j["output"] = quant_json(l.output);
         break;
       case LayerKind::Concat:
@@ -95,7 +86,7 @@ void save_network(const compiler::Network& net, const std::string& dir) {
         j["beta"] = l.beta;
         [[fallthrough]];
       case LayerKind::Mul:
-        j["activation"] = act_name(l.act);
+        j["activation"] = std::string(model::act_function_name(l.act));
         j["output"] = quant_json(l.output);
         break;
       case LayerKind::Upsample:

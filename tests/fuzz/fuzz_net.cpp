@@ -106,18 +106,6 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
   return s;
 }
 
-const char* act_name(ActFunction a) {
-  switch (a) {
-    case ActFunction::None: return "none";
-    case ActFunction::Relu: return "relu";
-    case ActFunction::Sigmoid: return "sigmoid";
-    case ActFunction::Tanh: return "tanh";
-  }
-  return "?";
-}
-
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
-
 // Int8 values in one of a few ranges: full (-127..127 as the docs' weights,
 // or -128..127), small, or extremes only.
 std::vector<std::int8_t> values(std::size_t count, unsigned mode, std::mt19937& rng) {
@@ -180,7 +168,7 @@ std::string describe(const Case& c) {
           for (auto b : l.bias) blo = std::min(blo, b), bhi = std::max(bhi, b);
           o << " bias in [" << blo << "," << bhi << "]";
         }
-        o << " act " << act_name(l.act);
+        o << " act " << model::act_function_name(l.act);
         if (l.int32_output) o << " int32 output";
         else o << " out scale " << l.output.scale << " zp " << l.output.zero_point;
         break;
@@ -198,7 +186,7 @@ std::string describe(const Case& c) {
         }
         break;
       case LayerKind::Add:
-        o << " act " << act_name(l.act) << " out scale " << l.output.scale << " zp "
+        o << " act " << model::act_function_name(l.act) << " out scale " << l.output.scale << " zp "
           << l.output.zero_point;
         break;
       case LayerKind::Concat:
@@ -208,7 +196,7 @@ std::string describe(const Case& c) {
         o << " alpha " << l.alpha << " beta " << l.beta;
         [[fallthrough]];
       case LayerKind::Mul:
-        o << " act " << act_name(l.act) << " out scale " << l.output.scale << " zp " << l.output.zero_point;
+        o << " act " << model::act_function_name(l.act) << " out scale " << l.output.scale << " zp " << l.output.zero_point;
         break;
       case LayerKind::Upsample:
         o << " factors " << l.stride_h << "x" << l.stride_w;

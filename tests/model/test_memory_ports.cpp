@@ -39,7 +39,6 @@ using testing::check_mmc;
 using testing::check_unit;
 using testing::Cycle;
 
-Cycle ceil_div(Cycle a, Cycle b) { return (a + b - 1) / b; }
 
 // ---- A serial memory ----------------------------------------------------------
 //

@@ -20,7 +20,6 @@ using model::RunLog;
 using testing::Cycle;
 using testing::for_each_config;
 
-Cycle ceil_div(Cycle a, Cycle b) { return (a + b - 1) / b; }
 
 Cycle tile_cycles(const ArchConfig& c) { return ceil_div(c.array_n * c.array_n, c.weight_bytes_per_cycle); }
 

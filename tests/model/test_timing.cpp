@@ -42,7 +42,6 @@ using testing::for_each_config;
 
 // ---- The document's formulas ------------------------------------------------
 
-Cycle ceil_div(Cycle a, Cycle b) { return (a + b - 1) / b; }
 
 // Host DMA of `rows` rows of `bytes_per_row` bytes: D_h = Lh + ceil(rows*b/Bh).
 Cycle host_duration(const ArchConfig& c, Cycle rows, Cycle bytes_per_row) {
