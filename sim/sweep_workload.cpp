@@ -329,6 +329,12 @@ std::string workload_name(const nlohmann::json& w, std::size_t index) {
   if (w.is_object() && w.contains("name") && w["name"].is_string()) {
     std::string name = w["name"].get<std::string>();
     if (name.empty()) throw UsageError(fmt::format("workload {}: \"name\" is empty", index));
+    // The name goes into messages, the results' rows and file names: one
+    // printable line (a newline would split a message; fuzz_sweep found it).
+    for (const char c : name)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        throw UsageError(fmt::format("workload {}: \"name\" holds a control character (byte {:#04x})", index,
+                                     static_cast<unsigned>(static_cast<unsigned char>(c))));
     return name;
   }
   const std::string kind =

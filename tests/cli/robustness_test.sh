@@ -378,6 +378,11 @@ PY
     expect_status 3 "$bin/tpu-sim" sweep "$tmp/n.json"
     grep -qx "tpu-sim: error: $tmp/n.json: workload 0: \"name\" is empty" "$tmp/err" ||
       fail "an empty name: $(cat "$tmp/err")"
+    # A name with a newline would split every message naming it (fuzz_sweep).
+    printf '{"workloads": [{"kind": "gemm", "name": "a\\nb", "m": 4, "k": 4, "n": 4}]}' >"$tmp/nl.json"
+    expect_status 3 "$bin/tpu-sim" sweep "$tmp/nl.json"
+    grep -qx "tpu-sim: error: $tmp/nl.json: workload 0: \"name\" holds a control character (byte 0x0a)" "$tmp/err" ||
+      fail "a name with a newline: $(cat "$tmp/err")"
     ;;
   *)
     fail "unknown case $case_name"
