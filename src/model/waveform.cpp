@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -44,6 +47,38 @@ void fix_date(const std::string& path, const std::string& shown_path) {
   if (std::fclose(f) != 0 || !ok) throw FileError(fmt::format("{}: write failed", shown_path));
 }
 
+// close() samples the traced values once more at the time the run stopped
+// (SampleAccess, below). When SystemC had written part of that time step
+// already, the VCD ends with two blocks of the same time, "#T ... #T ...",
+// which not every reader accepts (tests/cli/waveform_check.py refuses it):
+// the second "#T" line is removed, so that its values join the first block
+// (the later value of a signal wins, as within one block). Looks only at the
+// file's last 8 MiB, which hold both blocks (a block holds each signal once).
+void merge_repeated_last_time(const std::string& path, const std::string& shown_path) {
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  if (f == nullptr)
+    throw FileError(fmt::format("{}: cannot write: {}", shown_path, std::strerror(errno)));
+  bool ok = std::fseek(f, 0, SEEK_END) == 0;
+  const long size = ok ? std::ftell(f) : -1;
+  ok = ok && size >= 0;
+  const long start = ok ? std::max(0L, size - (8L << 20)) : 0;
+  std::string tail(ok ? static_cast<std::size_t>(size - start) : 0, '\0');
+  ok = ok && std::fseek(f, start, SEEK_SET) == 0 && std::fread(tail.data(), 1, tail.size(), f) == tail.size();
+  const std::size_t second = ok ? tail.rfind("\n#") : std::string::npos;
+  const std::size_t first = second != std::string::npos && second > 0 ? tail.rfind("\n#", second - 1) : std::string::npos;
+  if (first != std::string::npos) {
+    const auto line_at = [&](std::size_t at) { return tail.substr(at + 1, tail.find('\n', at + 1) - (at + 1)); };
+    const std::size_t second_end = tail.find('\n', second + 1);
+    if (second_end != std::string::npos && line_at(first) == line_at(second)) {
+      const std::string rest = tail.substr(second_end + 1);
+      const long at = start + static_cast<long>(second) + 1;
+      ok = std::fseek(f, at, SEEK_SET) == 0 && std::fwrite(rest.data(), 1, rest.size(), f) == rest.size() &&
+           std::fflush(f) == 0 && ::ftruncate(fileno(f), at + static_cast<long>(rest.size())) == 0;
+    }
+  }
+  if (std::fclose(f) != 0 || !ok) throw FileError(fmt::format("{}: write failed", shown_path));
+}
+
 }  // namespace
 
 namespace {
@@ -75,9 +110,28 @@ Waveform::~Waveform() {
   if (tf_ != nullptr) sc_core::sc_close_vcd_trace_file(tf_);
 }
 
+namespace {
+
+// SystemC samples the traced values when time advances past a time step
+// (sc_simcontext::do_timestep); a run ends by sc_stop() inside its last
+// cycle, so that cycle's values would never be written. sc_trace_file::cycle
+// is protected (the kernel is its friend): naming it through a derived class
+// gives a pointer to it that may be called on any trace file.
+struct SampleAccess : sc_core::sc_trace_file {
+  static void sample(sc_core::sc_trace_file* tf) {
+    void (sc_core::sc_trace_file::*cycle)(bool) = &SampleAccess::cycle;
+    (tf->*cycle)(false);
+  }
+};
+
+}  // namespace
+
 void Waveform::close() {
+  // The run's last cycle: the values its units wrote, at its time stamp.
+  SampleAccess::sample(tf_);
   sc_core::sc_close_vcd_trace_file(tf_);
   tf_ = nullptr;
+  merge_repeated_last_time(vcd_.path(), vcd_.target());
   fix_date(vcd_.path(), vcd_.target());
   vcd_.commit();
   // Beside a special file (/dev/stdout, a FIFO) there is no place for a save file.

@@ -17,6 +17,7 @@
 #include "isa/isa.h"
 #include "model/tpu.h"
 #include "model/weight_fifo.h"
+#include "model_test_support.h"
 #include "random_program.h"
 
 namespace {
@@ -93,9 +94,9 @@ TEST_CASE("The weight FIFO's occupancy from the retire records is the model's FI
         value = static_cast<std::int64_t>(model_fifo[next].second);
       dumped[t] = value;
     }
-    // Cycles 0 .. cycles - 2: the simulation stops in the run's last cycle
-    // before SystemC samples the values written in it.
-    derived.resize(log.stats.cycles > 0 ? log.stats.cycles - 1 : 0);
+    // Cycles 0 .. cycles - 1: the run's last cycle too (the waveform samples
+    // it after the simulation stops, Waveform::close).
+    derived.resize(log.stats.cycles);
     dumped.resize(derived.size());
     std::size_t first_diff = derived.size();
     for (std::size_t t = 0; t < derived.size() && first_diff == derived.size(); ++t)
@@ -119,4 +120,54 @@ TEST_CASE("The weight FIFO's occupancy from the retire records is the model's FI
   // The programs fill the FIFO: most load tiles, many queue more than one.
   CHECK(with_tiles >= 100);
   CHECK(waited >= 20);
+}
+
+// Issue 25: the simulation stops inside the run's last cycle, before SystemC
+// samples the values written in it, so the waveform ended one cycle early.
+TEST_CASE("The waveform holds the run's last cycle", "[weight_fifo][waveform]") {
+  // RW then HLT: the weight DMA's command and the controller's pc change in
+  // HLT's cycle, the run's last (cycles - 1).
+  ArchConfig cfg = preset_config("small4");
+  const isa::Program prog = testing::assemble_for(cfg, "RW 0\nHLT\n", true, "last_cycle.s");
+  model::Memories mem(cfg);
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("tpu_waveform_last_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  model::RunOptions opts;
+  opts.detail = model::Detail::Detailed;
+  opts.vcd_path = (dir / "run.vcd").string();
+  const model::RunLog log = model::run_program(cfg, prog, mem, opts);
+  REQUIRE(log.halted);
+  // The controller's 1-bit `issue`, by cycle: it is high in the cycle HLT
+  // issues in, the run's last, and low in the cycles RW's tile loads.
+  std::ifstream f(opts.vcd_path);
+  REQUIRE(f);
+  std::string tok, id, scope;
+  std::uint64_t time = 0;
+  std::map<std::uint64_t, char> issue;  // cycle -> value from then on
+  bool body = false;
+  while (f >> tok) {
+    if (!body) {
+      if (tok == "$scope") {
+        f >> tok >> scope;
+      } else if (tok == "$var") {
+        std::vector<std::string> var;
+        while (f >> tok && tok != "$end") var.push_back(tok);
+        if (scope == "controller" && var.size() >= 4 && var[3] == "issue") id = var[2];
+      } else if (tok == "$enddefinitions") {
+        REQUIRE_FALSE(id.empty());
+        body = true;
+      }
+    } else if (tok[0] == '#') {
+      time = std::stoull(tok.substr(1));
+    } else if ((tok[0] == '0' || tok[0] == '1') && tok.substr(1) == id) {
+      issue[time / 10] = tok[0];
+    }
+  }
+  std::filesystem::remove_all(dir);
+  REQUIRE_FALSE(issue.empty());
+  const auto last = issue.upper_bound(log.stats.cycles - 1);
+  REQUIRE(last != issue.begin());
+  CHECK(std::prev(last)->first == log.stats.cycles - 1);
+  CHECK(std::prev(last)->second == '1');
 }
