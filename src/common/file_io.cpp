@@ -82,15 +82,36 @@ void install_cleanup_handlers() {
   }
 }
 
+// Reads `path` whole. Opened without blocking: a FIFO that no process writes
+// would otherwise hold open() (and the tool) forever; such a FIFO reads as
+// empty, and the loader reports what it lacks. A FIFO with a writer (a
+// shell's process substitution, `<(...)`) is read to its end as a file.
 template <typename Container>
 Container read_whole(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw FileError(fmt::format("{}: is a directory", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  Container data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw FileError(fmt::format("{}: read error", path));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw FileError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw FileError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  if (S_ISDIR(st.st_mode)) throw FileError(fmt::format("{}: is a directory", path));
+  // Blocking reads from here on (a pipe's writer may be slower than us).
+  if (const int flags = ::fcntl(fd, F_GETFL); flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+    throw FileError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  Container data;
+  if (S_ISREG(st.st_mode) && st.st_size > 0) data.reserve(static_cast<std::size_t>(st.st_size));
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw FileError(fmt::format("{}: read error: {}", path, std::strerror(errno)));
+    }
+    data.insert(data.end(), buf, buf + n);
+  }
   return data;
 }
 

@@ -153,6 +153,16 @@ case "$case_name" in
     expect_status 2 "${run[@]}" --engine both --fst "$tmp/d/fifo"
     [ "$(listing "$tmp/d")" = "./fifo(p) ./w.vcd(l) " ] || fail "left $(listing "$tmp/d")"
     ;;
+  fifo_input)  # an input that is a FIFO: without a writer one line and status 3 (it hung); with one, its bytes
+    mkfifo "$tmp/w.fifo"
+    run_fifo=("$bin/tpu-sim" run "$tmp/p.tpu" --hostmem "$data/host.npy" --weights "$tmp/w.fifo")
+    expect_status 3 timeout 60 "${run_fifo[@]}"
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "w.fifo" "$tmp/err" || { cat "$tmp/err"; fail "message"; }
+    expect_status 0 "${run[@]}" --out "$tmp/o.npy"
+    expect_status 0 timeout 60 "$bin/tpu-sim" run "$tmp/p.tpu" --hostmem "$data/host.npy" \
+      --weights <(cat "$data/weights.npy") --out "$tmp/o2.npy"
+    cmp "$tmp/o.npy" "$tmp/o2.npy" || fail "weights through a pipe gave another output"
+    ;;
   *)
     fail "unknown case $case_name"
     ;;

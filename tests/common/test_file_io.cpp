@@ -22,6 +22,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -388,6 +390,49 @@ TEST_CASE("file_io: a FIFO receives the bytes and stays a FIFO", "[file_io][spec
   CHECK(reader.bytes() == bytes);
   CHECK(is_fifo(fifo));
   CHECK(dir.names() == std::vector<std::string>{"fifo"});
+}
+
+// Issue 25: an input named as a FIFO that no process writes held open() and
+// the tool forever. It now reads as empty (the loader then says what it
+// lacks); a FIFO with a writer is read to its end.
+TEST_CASE("file_io: an input FIFO without a writer reads as empty, with one as its bytes",
+          "[file_io][special]") {
+  TempDir dir;
+  const std::string fifo = make_fifo(dir, "fifo");
+  auto reading = std::async(std::launch::async, [&] { return tpu::read_file_bytes(fifo); });
+  if (reading.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    // Unblock the reader (a writer that closes at once), then fail.
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+    FAIL("read_file_bytes of a FIFO without a writer did not return");
+  }
+  CHECK(reading.get().empty());
+
+  const std::string bytes = pattern(300000);  // more than a pipe holds
+  ::signal(SIGPIPE, SIG_IGN);  // a reader that closed between its open and read: EPIPE, then again
+  std::thread writer([&] {
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      const int fd = ::open(fifo.c_str(), O_WRONLY);  // waits for a reader
+      if (fd < 0) return;
+      std::size_t at = 0;
+      while (at < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + at, std::min<std::size_t>(7000, bytes.size() - at));
+        if (n <= 0) break;
+        at += static_cast<std::size_t>(n);
+      }
+      ::close(fd);
+      if (at == bytes.size()) return;
+    }
+  });
+  // The writer may open after our open: retry until the bytes come (an
+  // empty read means no writer was there yet).
+  std::vector<std::uint8_t> got;
+  for (int i = 0; i < 200 && got.empty(); ++i) {
+    got = tpu::read_file_bytes(fifo);
+    if (got.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  writer.join();
+  CHECK(std::string(got.begin(), got.end()) == bytes);
 }
 
 TEST_CASE("file_io: a link to a FIFO writes into the FIFO", "[file_io][special]") {
