@@ -100,7 +100,7 @@ compiler::MatrixI8 random_matrix(std::size_t rows, std::size_t cols, unsigned se
 }
 
 // The tpuv1 preset with N x N PEs; host and weight memory grow when A, B and
-// C do not fit in its 262144 rows and 1024 tiles (the larger GEMM on small
+// C do not fit in its 262144 rows and 131072 tiles (the larger GEMM on small
 // arrays). Another preset is taken as it is (the RTL is built for some).
 ArchConfig config_for(const std::string& machine, unsigned n, const Shape& s) {
   ArchConfig c = preset_config(machine);

@@ -858,7 +858,8 @@ With encoding=True each line carries its pc and bytes as a comment.)doc");
                                return view(r.s, mem.data().data(),
                                            {static_cast<py::ssize_t>(mem.rows()), n, n});
                              },
-                             "Weight memory, int8 tiles x N x N (a view).")
+                             "Weight memory, int8 tiles x N x N (a view of all of it: 8 GiB at tpuv1, held sparsely; "
+                             "index the tiles you need, since reading all of it costs that much host memory).")
       .def_property_readonly("ub",
                              [](const RunResult& r) {
                                auto& mem = r.s->mem->ub;

@@ -27,17 +27,18 @@ ArchConfig small_preset(std::string_view name, std::uint64_t n) {
 }
 
 // TPUv1 (Jouppi et al., ISCA 2017): 256x256 array, 24 MiB unified buffer
-// (96Ki rows of 256 B), 4096 accumulator rows, a weight FIFO four tiles deep.
-// Host and weight memory here are address spaces sized for the workloads
-// tpu-sim runs, not the board's 8 GiB DDR3. Host DMA: PCIe Gen3 x16, about
+// (96Ki rows of 256 B), 4096 accumulator rows, a weight FIFO four tiles deep,
+// the board's 8 GiB of DDR3 weight memory (Table 2, Figure 1: 131072 tiles of
+// 64 KiB, held sparsely: model/memories.h). Host memory is an address space
+// sized for the workloads tpu-sim runs (64 MiB). Host DMA: PCIe Gen3 x16, about
 // 14 GB/s at 700 MHz = 20 B/cycle; weight memory: the paper's Table 2 gives
 // 34 GB/s, 48.6 B/cycle at 700 MHz, here 49 B/cycle (34.3 GB/s), streamed as
 // a pipelined channel (the 100-cycle latency paid once per burst).
 // The clock is the paper's 700 MHz.
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> kPresets = {
-      {"tpuv1", "TPUv1: N=256, 24 MiB UB, 4096 ACC rows",
-       {"tpuv1", 256, 1u << 18, 1024, 96u * 1024, 4096, 4, 100, 20, 100, 49, 2, 700}},
+      {"tpuv1", "TPUv1: N=256, 24 MiB UB, 4096 ACC rows, 8 GiB weight memory",
+       {"tpuv1", 256, 1u << 18, 1u << 17, 96u * 1024, 4096, 4, 100, 20, 100, 49, 2, 700}},
       {"small4", "N=4 array for tests", small_preset("small4", 4)},
       {"small8", "N=8 array for tests", small_preset("small8", 8)},
       {"small16", "N=16 array for tests", small_preset("small16", 16)},

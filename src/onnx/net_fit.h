@@ -32,7 +32,8 @@ struct FitAdvice {
 std::optional<FitAdvice> advise_fit(const compiler::Network& net, std::uint64_t batch, const ArchConfig& cfg);
 
 // "REASON; weight_tiles = 1024 (64 MiB) is too small: the network needs
-// weight_tiles >= 2200 (138 MiB): --config FILE with {"weight_tiles": 2200}".
+// weight_tiles >= 2200 (138 MiB): --config FILE with {"weight_tiles": 2200}"
+// (on a configuration with a 1024-tile weight memory).
 std::string fit_message(const std::string& reason, const FitAdvice& advice);
 
 // compile_network(net, batch, cfg) (CompileMode::Auto); a refusal throws

@@ -107,6 +107,8 @@ TEST_CASE("tpuv1 has the sizes of the TPUv1 paper", "[config]") {
   CHECK(cfg.ub_rows == 98304);
   CHECK(cfg.acc_rows == 4096);
   CHECK(cfg.fifo_depth == 4);
+  // Table 2 and Figure 1: 8 GiB of DDR3 weight memory, tiles of 256 x 256 int8.
+  CHECK(cfg.weight_tiles * cfg.array_n * cfg.array_n == 8ull << 30);
 }
 
 TEST_CASE("an unknown preset name is a ConfigError listing the known ones", "[config]") {
@@ -119,7 +121,7 @@ TEST_CASE("an unknown preset name is a ConfigError listing the known ones", "[co
 TEST_CASE("the presets have the documented sizes", "[config]") {
   // docs/isa.md section 9.
   CHECK(fields(preset_config("tpuv1")) ==
-        std::vector<std::uint64_t>{256, 262144, 1024, 98304, 4096, 4});
+        std::vector<std::uint64_t>{256, 262144, 131072, 98304, 4096, 4});
   for (const auto& [name, n] : {std::pair{"small4", 4}, {"small8", 8}, {"small16", 16}}) {
     INFO(name);
     CHECK(fields(preset_config(name)) ==

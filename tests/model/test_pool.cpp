@@ -120,10 +120,8 @@ bool same_ub(const model::Memories& a, const model::Memories& b) {
 }
 
 bool same_memories(const model::Memories& a, const model::Memories& b) {
-  return same_ub(a, b) &&
-         std::equal(a.host.data().begin(), a.host.data().end(), b.host.data().begin()) &&
-         std::equal(a.acc.data().begin(), a.acc.data().end(), b.acc.data().begin()) &&
-         std::equal(a.weights.data().begin(), a.weights.data().end(), b.weights.data().begin());
+  return same_ub(a, b) && a.host.same_contents(b.host) && a.acc.same_contents(b.acc) &&
+         a.weights.same_contents(b.weights);
 }
 
 // The first UB row in which two memories differ, for failure messages.

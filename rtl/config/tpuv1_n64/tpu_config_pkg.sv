@@ -5,7 +5,7 @@ package tpu_config_pkg;
 
   localparam int unsigned ArrayN = 64;  // systolic array size N (N x N MACs)
   localparam int unsigned HostRows = 262144;  // host memory size in rows of N int8
-  localparam int unsigned WeightTiles = 1024;  // weight memory size in tiles of N x N int8
+  localparam int unsigned WeightTiles = 131072;  // weight memory size in tiles of N x N int8
   localparam int unsigned UbRows = 98304;  // unified buffer size in rows of N int8
   localparam int unsigned AccRows = 4096;  // accumulator size in rows of N int32
   localparam int unsigned FifoDepth = 4;  // weight FIFO depth in tiles
