@@ -912,12 +912,13 @@ NetworkPlan OnChip::compile() {
   if (spill_) {
     std::vector<std::string> maps;
     for (std::size_t t = 0; t < places_.size(); ++t)
-      if (places_[t].host) maps.push_back(t == 0 ? std::string("the input") : layer_label(net_.layers[t - 1], t - 1));
+      if (places_[t].host) maps.push_back(t == 0 ? std::string("the input") : fmt::format("the output of {}", layer_label(net_.layers[t - 1], t - 1)));
     std::string names;
     for (std::size_t k = 0; k < maps.size(); ++k) names += (k ? ", " : "") + maps[k];
-    seg.summary += fmt::format("; spilled to host memory in bands: the maps of {} ({} of host memory), "
-                               "2 staging slots of {}",
-                               names, plural(host_rows - spill_host_, "row"), plural(stage_slot_, "row"));
+    const std::uint64_t spilled_rows = host_rows - spill_host_;
+    seg.summary += fmt::format("; spilled to host memory, read and written in bands: {}{}, 2 staging slots of {}",
+                               names, spilled_rows ? fmt::format(" ({} of host memory)", plural(spilled_rows, "row")) : "",
+                               plural(stage_slot_, "row"));
   }
   if (im2col_)
     seg.summary += fmt::format("; the host lays out the im2col of {} ({} instead of {} on chip)",

@@ -5,6 +5,7 @@
 // its own multiplier search). Odd shapes, every padding and stride
 // combination, zero points, big biases, chunking and segment splitting.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <numeric>
@@ -978,5 +979,107 @@ TEST_CASE("nearest upsampling on chip: one max POOL per output row, an exact cop
                          x.data[((s * 3 + oy / sh) * 5 + ox / sw) * c + ch];
           CHECK(bad == 0);
         }
+  }
+}
+
+// --- Maps larger than the unified buffer: spilled to host memory ---
+
+namespace {
+
+std::size_t count_rows(const compiler::SegmentPlan& seg, isa::Opcode op) {
+  std::size_t rows = 0;
+  for (const auto& in : seg.program.code)
+    if (in.opcode == op) rows += static_cast<std::size_t>(in.operands[2]);
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("maps that do not fit the unified buffer spill to host memory and run in bands",
+          "[layers][cnn][spill]") {
+  std::mt19937 rng(41);
+  const QuantParams in{0.04, -20};
+  for (unsigned n : {4u, 8u}) {
+    INFO("N = " << n);
+    {
+      INFO("one 3x3 conv whose input spills: the RHMs of the bands with their halo rows");
+      // 16x4 input of 2N channels (2 planes of 64 rows), N output channels
+      // (64 rows), 16 accumulator rows: bands of 8 pixels = 2 output rows.
+      // In the unified buffer: 128 + 64 + a constant plane of 8 rows = 200.
+      ArchConfig cfg = config_for(n);
+      cfg.acc_rows = 16;
+      Network net = single({16, 4, 2 * n}, in,
+                           with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 2 * n, n}, ActFunction::Relu, in, rng, -128), 1, 1, 1, 1));
+      const Tensor x = random_input({2, 16, 4, 2 * n}, rng);
+      cfg.ub_rows = 200;
+      const auto fit = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+      CHECK_THAT(fit.plan.segments[0].summary, Catch::StartsWith("unified buffer 200 of 200 rows"));
+      CHECK_THAT(fit.plan.segments[0].summary, !Catch::Contains("spilled"));
+      CHECK(count_rows(fit.plan.segments[0], isa::Opcode::RHM) == 2 * 128);  // the inputs, whole
+      cfg.ub_rows = 199;
+      const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+      const auto& seg = o.plan.segments[0];
+      CHECK_THAT(seg.summary, Catch::Contains("spilled to host memory, read and written in bands: the input, "
+                                              "2 staging slots of 32 rows"));
+      CHECK(seg.chunk_units == 1);
+      // Per sample: 8 bands of 2 output rows, each reading input rows
+      // [2b - 1, 2b + 3) of the map (3 rows at the top and bottom, 4 in
+      // between) of both planes: 16 RHMs of 2 * (3 + 6 * 4 + 3) rows of 4
+      // pixels; the output leaves band by band, 8 WHMs of 8 rows.
+      CHECK(count_opcode(seg, isa::Opcode::RHM) == 2 * 16);
+      CHECK(count_rows(seg, isa::Opcode::RHM) == 2 * 2 * (3 + 6 * 4 + 3) * 4);
+      CHECK(count_opcode(seg, isa::Opcode::WHM) == 2 * 8);
+      CHECK(count_rows(seg, isa::Opcode::WHM) == 2 * 64);
+      check_detailed_agrees(o.plan, o.run, x, cfg);
+    }
+    {
+      INFO("a chain: the host's im2col, convs, max and average pools, a strided depthwise conv read and write spilled maps");
+      ArchConfig cfg = config_for(n);
+      cfg.acc_rows = 40;  // bands of at most 2 rows of 10 pixels
+      const std::size_t c = 2 * n;
+      Network net = single({12, 10, 3}, in,
+                           with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 3, c}, ActFunction::Relu, in, rng, -128), 1, 1, 1, 1));
+      net.layers.push_back(with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, c, c}, ActFunction::Relu, out_quant(net), rng, -128), 1, 1, 1, 1));
+      net.layers.push_back(with_padding(maxpool(3, 3, 1, 1), 1, 1, 1, 1));
+      net.layers.push_back(with_padding(depthwise(3, c, 2, out_quant(net), rng), 1, 1, 1, 1));
+      net.layers.push_back(avgpool(2, 2, 2, 2, QuantParams{0.03, 5}));
+      net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, c, 5}, ActFunction::Relu, out_quant(net), rng, -128));
+      net.layers.push_back(flatten());
+      net.layers.push_back(gemm_layer(LayerKind::Dense, {3 * 2 * 5, 7}, ActFunction::None, out_quant(net), rng));
+      net.layers[0].name = "c1";
+      net.layers[1].name = "c2";
+      const Tensor x = random_input({2, 12, 10, 3}, rng);
+      cfg.ub_rows = 400;
+      const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+      const auto& seg = o.plan.segments[0];
+      INFO(seg.summary);
+      CHECK(seg.in_im2col);
+      CHECK_THAT(seg.summary, Catch::Contains("the input, the output of layer 'c1', the output of layer 'c2', "
+                                              "the output of layer 'pool' (720 rows of host memory)"));
+      check_detailed_agrees(o.plan, o.run, x, cfg);
+      // Host memory: the inputs (2 samples of ceil(27 / N) im2col planes of
+      // 120 pixels), the outputs (2 samples of ceil(7 / N) planes of 1 row)
+      // and the three spilled 12x10 maps of 2 planes.
+      const std::uint64_t need = 2 * ((27 + n - 1) / n) * 120 + 2 * ((7 + n - 1) / n) + 3 * 2 * 120;
+      CHECK(seg.host_rows_used == need);
+      cfg.host_rows = need;
+      CHECK_NOTHROW(compiler::compile_network(net, 2, cfg, compiler::CompileMode::OnChip));
+      cfg.host_rows = need - 1;
+      CHECK_THROWS_WITH(compiler::compile_network(net, 2, cfg, compiler::CompileMode::OnChip),
+                        Catch::Contains(fmt::format("need {} rows of host memory, there are {}: --config FILE with "
+                                                    "{{\"host_rows\": {}}}", need, need - 1, need)));
+    }
+    {
+      INFO("maps that only adds read do not spill: still refused");
+      ArchConfig cfg = config_for(n);
+      cfg.ub_rows = 100;
+      Network net = single({8, 8, n}, in, with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, n, n}, ActFunction::None, in, rng, 9), 1, 1, 1, 1));
+      Layer b = gemm_layer(LayerKind::Conv2d, {1, 1, n, n}, ActFunction::Relu, in, rng, -128);
+      b.inputs = {0};
+      net.layers.push_back(b);
+      net.layers.push_back(add_layer(1, 2, ActFunction::Relu, {net.layers[0].output.scale * 1.5, -100}));
+      CHECK_THROWS_WITH(compiler::compile_network(net, 1, cfg, compiler::CompileMode::OnChip),
+                        Catch::Contains("the live feature maps of 1 sample need more than the 100 unified buffer rows"));
+    }
   }
 }
