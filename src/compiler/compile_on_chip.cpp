@@ -834,9 +834,18 @@ NetworkPlan OnChip::compile() {
   if (spill_) {
     // The staging slots take what the unified buffer has left, up to what
     // the largest band of any layer that touches a spilled map can use.
+    // The slots at their minimum fit (plan_spill); first-fit placement
+    // need not grow by exactly the slots' rows, so the largest size that
+    // still fits is searched from that guess down.
+    std::uint64_t lo = stage_min();
     stage_slot_ = 0;
     const std::uint64_t rest = cfg_.ub_rows - *allocate(chunk_, false, false);
-    stage_slot_ = std::min(stage_useful(), rest / 2);
+    std::uint64_t hi = std::max(lo, std::min(stage_useful(), rest / 2));
+    while (lo < hi) {
+      stage_slot_ = lo + (hi - lo + 1) / 2;
+      if (allocate(chunk_, two_inputs_, false)) lo = stage_slot_; else hi = stage_slot_ - 1;
+    }
+    stage_slot_ = lo;
   }
   ub_used_ = *allocate(chunk_, two_inputs_, true);
   const_rows_ = const_rows(chunk_);
