@@ -1070,6 +1070,45 @@ TEST_CASE("maps that do not fit the unified buffer spill to host memory and run 
                                                     "{{\"host_rows\": {}}}", need, need - 1, need)));
     }
     {
+      INFO("every unified buffer size from the smallest that takes the spilled chain to one that holds it whole");
+      // Staging slots, band heights and the set of spilled maps change with
+      // the size; each program is checked against the C++ reference, and a
+      // size that compiles is followed by only sizes that compile (the fit
+      // advice bisects on it).
+      ArchConfig cfg = config_for(n);
+      cfg.acc_rows = 40;
+      const std::size_t c = n + 1;  // two planes, the second one lane wide
+      Network net = single({9, 11, 2}, in,
+                           with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 2, c}, ActFunction::Relu, in, rng, -128), 1, 1, 1, 1));
+      Layer s2 = with_padding(gemm_layer(LayerKind::Conv2d, {3, 2, c, c}, ActFunction::Relu, out_quant(net), rng, -128), 0, 1, 1, 0);
+      s2.stride_h = 2;
+      net.layers.push_back(s2);
+      net.layers.push_back(with_padding(avgpool(2, 3, 1, 2, QuantParams{0.03, 5}), 1, 0, 1, 1));
+      net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, c, 3}, ActFunction::None, out_quant(net), rng, 4));
+      const Tensor x = random_input({2, 9, 11, 2}, rng);
+      bool compiled = false;
+      std::size_t spilled = 0, whole = 0;
+      for (std::uint64_t ub = 60; ub <= 1500; ub += 7) {
+        cfg.ub_rows = ub;
+        INFO("ub_rows " << ub);
+        bool ok = true;
+        try {
+          compiler::compile_network(net, 2, cfg, compiler::CompileMode::OnChip);
+        } catch (const compiler::CompileError&) {
+          ok = false;
+        }
+        CHECK((ok || !compiled));
+        compiled = compiled || ok;
+        if (!ok) continue;
+        const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+        const bool spill = o.plan.segments[0].summary.find("spilled") != std::string::npos;
+        (spill ? spilled : whole) += 1;
+        if (spill && spilled % 8 == 1) check_detailed_agrees(o.plan, o.run, x, cfg);
+      }
+      CHECK(spilled >= 10);
+      CHECK(whole >= 10);
+    }
+    {
       INFO("maps that only adds read do not spill: still refused");
       ArchConfig cfg = config_for(n);
       cfg.ub_rows = 100;
