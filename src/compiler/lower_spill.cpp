@@ -5,11 +5,8 @@
 // rows through two staging slots in the unified buffer: each band's input
 // rows (with the kernel's halo) come in by RHM, its output rows leave by
 // WHM, and the next band's input loads while this band computes.
-#include <fmt/format.h>
-
 #include <algorithm>
 
-#include "common/plural.h"
 #include "compiler/onchip_compiler.h"
 
 namespace tpu::compiler::onchip {
@@ -55,6 +52,13 @@ RowWindow row_window(const Layer& l, bool flat) {
   return {l.kernel_h, l.stride_h, static_cast<std::int64_t>(l.pad_top)};
 }
 
+// The most output rows of a band of layer l (an h x w output) that the
+// accumulators allow: a convolution's band is one job of at most `cap` rows.
+std::uint64_t acc_band_limit(const Layer& l, std::uint64_t h, std::uint64_t w, std::uint64_t cap) {
+  if (l.kind != LayerKind::Conv2d) return h;
+  return std::max<std::uint64_t>(1, std::min(h, cap / w));
+}
+
 }  // namespace
 
 // UB rows of one staging slot that a band of `rows` output rows of layer i
@@ -74,12 +78,6 @@ std::uint64_t OnChip::slot_rows(std::size_t i, std::uint64_t rows) const {
   const std::uint64_t in =
       xp.host ? groups * std::min<std::uint64_t>(xp.h, (rows - 1) * w.stride + w.k) * xp.w : 0;
   return in + (yp.host ? rows * yp.w : 0);
-}
-
-// The most output rows of a band of layer i, for the accumulators only.
-static std::uint64_t acc_band_limit(const Layer& l, std::uint64_t h, std::uint64_t w, std::uint64_t cap) {
-  if (l.kind != LayerKind::Conv2d) return h;
-  return std::max<std::uint64_t>(1, std::min(h, cap / w));
 }
 
 std::uint64_t OnChip::stage_min() const {

@@ -1,7 +1,8 @@
 // The on-chip network compiler's state (compile_on_chip.cpp): placement,
 // allocation and lowering of a whole network into one program
 // (docs/quantization.md, "Whole networks on chip"). The lowering of each layer
-// kind is a member; concat's lives in lower_concat.cpp.
+// kind is a member; concat's lives in lower_concat.cpp, the banded lowering
+// of the layers that touch maps spilled to host memory in lower_spill.cpp.
 #pragma once
 
 #include <cstdint>
