@@ -147,6 +147,7 @@ void OnChip::stage_in(std::size_t i, const std::vector<std::uint64_t>& groups, c
     op.b = static_cast<std::int64_t>(stage_at(slot) + k * rows);
     op.c = static_cast<std::int64_t>(rows);
     op.layer = i;
+    op.band_load = true;
     push(op);
   }
 }
