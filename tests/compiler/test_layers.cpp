@@ -1031,6 +1031,21 @@ TEST_CASE("maps that do not fit the unified buffer spill to host memory and run 
       CHECK(count_opcode(seg, isa::Opcode::WHM) == 2 * 8);
       CHECK(count_rows(seg, isa::Opcode::WHM) == 2 * 64);
       check_detailed_agrees(o.plan, o.run, x, cfg);
+      // Double buffering: with a host link slower than the passes (1 byte a
+      // cycle: a band's two loads take 2 * (4 + 16 * N) cycles against its
+      // 19 passes of 8 rows), the next band's loads run during this band's
+      // passes, so the host DMA is busy most of the time: 81% here, the rest
+      // each sample's first load and last band's passes and output (55% and
+      // 60% when the scheduler held each load back until its band).
+      {
+        ArchConfig link = cfg;
+        link.host_bytes_per_cycle = 1;
+        const auto lo = check_mode(net, x, link, compiler::CompileMode::OnChip);
+        const model::Stats& st = lo.run.logs[0].stats;
+        const std::uint64_t busy = st.units.at("host_dma").busy_cycles;
+        INFO("host DMA busy " << busy << " of " << st.cycles << " cycles");
+        CHECK(busy * 100 >= st.cycles * 75);
+      }
     }
     {
       INFO("a chain: the host's im2col, convs, max and average pools, a strided depthwise conv read and write spilled maps");
