@@ -30,8 +30,8 @@ std::int8_t w_at(const Layer& l, std::uint64_t k, std::uint64_t o) {
   return l.weights[k * l.weight_shape.back() + o];
 }
 
-// A conv2d's or dense layer's folded bias per output: b - z_in * (the sum of
-// the weights feeding it), wrapped to int32 (docs/quantization.md).
+}  // namespace
+
 std::vector<std::int64_t> folded_bias(const Layer& l, std::int32_t zin) {
   const std::uint64_t nout = l.weight_shape.back(), k_rows = l.weights.size() / nout;
   std::vector<std::int64_t> bias(nout, 0);
@@ -42,8 +42,6 @@ std::vector<std::int64_t> folded_bias(const Layer& l, std::int32_t zin) {
   }
   return bias;
 }
-
-}  // namespace
 
 void OnChip::place() {
   const std::size_t tensors = net_.layers.size() + 1;
@@ -172,13 +170,15 @@ std::optional<std::uint64_t> OnChip::allocate(std::uint64_t b, bool two_inputs, 
   std::uint64_t dummy_alt = 0, dummy_const = 0;
   for (std::size_t t = 0; t < places_.size(); ++t) {
     Place& p = places_[t];
-    if (p.view_of || !p.in_ub) continue;
+    if (p.view_of || !p.in_ub || p.host) continue;
     int first = p.first, last = p.last;
     if (t == 0 && two_inputs) last = layers_;
     items.push_back({p.rows(b), first, last, &p.ub});
     if (t == 0 && two_inputs) items.push_back({p.rows(b), -1, layers_, commit ? &p.ub_alt : &dummy_alt});
   }
   if (needs_const_) items.push_back({const_rows(b), -1, layers_, commit ? &const_ub_ : &dummy_const});
+  std::uint64_t dummy_stage = 0;
+  if (spill_ && stage_slot_ > 0) items.push_back({2 * stage_slot_, -1, layers_, commit ? &stage_ub_ : &dummy_stage});
   std::vector<std::size_t> order(items.size());
   for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
   std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
@@ -351,6 +351,7 @@ void OnChip::lower_const() {
 // The host transfers of chunk c's input, plane by plane in pieces of samples.
 void OnChip::lower_input(std::uint64_t c, std::uint64_t bc, std::size_t layer) {
   const Place& p = places_[0];
+  if (p.host) return;  // read in bands by its readers
   const std::uint64_t host0 = c * chunk_ * p.groups * p.pixels;
   const std::uint64_t per = samples_per_piece(p.pixels);
   for (std::uint64_t g = 0; g < p.groups; ++g)
@@ -413,49 +414,71 @@ void OnChip::activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uin
   if (out) write_out(g, n0, n1, bc, ops_.size() - 1, std::nullopt, band);
 }
 
+OnChip::ConvShape OnChip::conv_shape(std::size_t i) const {
+  const Layer& l = net_.layers[i];
+  const std::size_t x = layer_inputs(net_, i)[0];
+  const Place& xp = places_[base_of(x)];
+  ConvShape s;
+  s.depthwise = is_depthwise(l);
+  s.host_im2col = im2col_ && *im2col_ == i;
+  s.pointwise = !s.depthwise && l.kernel_h == 1 && l.kernel_w == 1 && l.stride_h == 1 && l.stride_w == 1 &&
+                !l.pad_top && !l.pad_bottom && !l.pad_left && !l.pad_right;
+  s.cin = infos_[x].shape[2];
+  s.cout = l.weight_shape[3];
+  s.taps = std::uint64_t{l.kernel_h} * l.kernel_w;
+  s.gin = s.host_im2col || s.pointwise ? xp.groups : s.depthwise ? 1 : xp.groups;
+  s.rounds = (s.host_im2col || s.pointwise ? 1 : s.taps) * s.gin;
+  return s;
+}
+
+// The tiles by (kernel offset, input group); one offset on consecutive rows
+// when the input is already laid out per output pixel. A tile of zeros adds
+// nothing: its passes are left out (a grouped convolution's off-diagonal
+// blocks, a channel selection's), unless every tile of the output group is
+// zero (one pass then clears the accumulators).
+void OnChip::conv_tiles(std::size_t i, std::uint64_t go, std::vector<std::uint64_t>& tiles,
+                        std::vector<bool>& keep) {
+  const Layer& l = net_.layers[i];
+  const Place& xp = places_[base_of(layer_inputs(net_, i)[0])];
+  const ConvShape s = conv_shape(i);
+  tiles.clear();
+  keep.clear();
+  for (std::uint64_t tap = 0; tap < (s.host_im2col || s.pointwise ? 1 : s.taps); ++tap)
+    for (std::uint64_t gj = 0; gj < s.gin; ++gj) {
+      const std::uint64_t gi = s.depthwise ? go : gj;
+      std::vector<std::int8_t> t(n_ * n_, 0);
+      for (std::uint64_t k = 0; k < n_ && gi * n_ + k < (s.host_im2col ? xp.channels : s.cin); ++k) {
+        if (s.depthwise) {
+          t[k * n_ + k] = l.weights[tap * s.cout + gi * n_ + k];
+        } else {
+          for (std::uint64_t j = 0; j < n_ && go * n_ + j < s.cout; ++j)
+            t[k * n_ + j] = w_at(l, tap * s.cin + gi * n_ + k, go * n_ + j);
+        }
+      }
+      const bool zero = std::all_of(t.begin(), t.end(), [](std::int8_t v) { return v == 0; });
+      keep.push_back(!zero || (tiles.size() + 1 == s.rounds && std::none_of(keep.begin(), keep.end(), [](bool b) { return b; })));
+      tiles.push_back(keep.back() ? tile(std::move(t)) : 0);
+    }
+}
+
 void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
   const Layer& l = net_.layers[i];
   const std::size_t x = layer_inputs(net_, i)[0];
   const TensorInfo& in = infos_[x];
   const Place& xp = places_[base_of(x)];
   const Place& yp = places_[i + 1];
-  const bool depthwise = is_depthwise(l);
-  const bool host_im2col = im2col_ && *im2col_ == i;
-  const bool pointwise = !depthwise && l.kernel_h == 1 && l.kernel_w == 1 && l.stride_h == 1 &&
-                         l.stride_w == 1 && !l.pad_top && !l.pad_bottom && !l.pad_left && !l.pad_right;
-  const std::uint64_t cin = in.shape[2], cout = l.weight_shape[3];
-  const std::uint64_t taps = std::uint64_t{l.kernel_h} * l.kernel_w;
+  const ConvShape s = conv_shape(i);
+  const bool depthwise = s.depthwise, host_im2col = s.host_im2col, pointwise = s.pointwise;
+  const std::uint64_t taps = s.taps, gin = s.gin, rounds = s.rounds;
   const std::int32_t zin = in.quant.zero_point;
   const std::vector<std::int64_t> bias = folded_bias(l, zin);
   const std::uint64_t op_pixels = yp.pixels;
   const std::uint64_t per = samples_per_piece(op_pixels);
-  const std::uint64_t gin = host_im2col || pointwise ? xp.groups : depthwise ? 1 : xp.groups;
+  std::vector<std::uint64_t> tiles;
+  std::vector<bool> keep;
   for (std::uint64_t go = 0; go < yp.groups; ++go) {
     const std::vector<std::uint64_t> btiles = bias_tiles(bias, go);
-    // The tiles by (kernel offset, input group); one offset on consecutive
-    // rows when the input is already laid out per output pixel.
-    // A tile of zeros adds nothing: its passes are left out (a grouped
-    // convolution's off-diagonal blocks, a channel selection's), unless every
-    // tile of the output group is zero (one pass then clears the accumulators).
-    std::vector<std::uint64_t> tiles;
-    std::vector<bool> keep;
-    const std::uint64_t rounds = (host_im2col || pointwise ? 1 : taps) * gin;
-    for (std::uint64_t tap = 0; tap < (host_im2col || pointwise ? 1 : taps); ++tap)
-      for (std::uint64_t gj = 0; gj < gin; ++gj) {
-        const std::uint64_t gi = depthwise ? go : gj;
-        std::vector<std::int8_t> t(n_ * n_, 0);
-        for (std::uint64_t k = 0; k < n_ && gi * n_ + k < (host_im2col ? xp.channels : cin); ++k) {
-          if (depthwise) {
-            t[k * n_ + k] = l.weights[tap * cout + gi * n_ + k];
-          } else {
-            for (std::uint64_t j = 0; j < n_ && go * n_ + j < cout; ++j)
-              t[k * n_ + j] = w_at(l, tap * cin + gi * n_ + k, go * n_ + j);
-          }
-        }
-        const bool zero = std::all_of(t.begin(), t.end(), [](std::int8_t v) { return v == 0; });
-        keep.push_back(!zero || (tiles.size() + 1 == rounds && std::none_of(keep.begin(), keep.end(), [](bool b) { return b; })));
-        tiles.push_back(keep.back() ? tile(std::move(t)) : 0);
-      }
+    conv_tiles(i, go, tiles, keep);
     std::uint64_t last_kept = 0;
     for (std::uint64_t r = 0; r < rounds; ++r)
       if (keep[r]) last_kept = r;
@@ -677,7 +700,9 @@ void OnChip::lower_chunk(std::uint64_t c, std::uint64_t bc) {
   if (c == 0 || !ahead) lower_input(c, bc, readers_[0].empty() ? 0 : readers_[0][0]);
   for (std::size_t i = 0; i < net_.layers.size(); ++i) {
     switch (net_.layers[i].kind) {
-      case LayerKind::Conv2d: lower_conv(i, bc); break;
+      case LayerKind::Conv2d:
+        if (touches_spill(i)) lower_conv_spill(i); else lower_conv(i, bc);
+        break;
       case LayerKind::Dense: lower_dense(i, bc); break;
       case LayerKind::Add: lower_add(i, bc); break;
       case LayerKind::Concat: lower_concat(i, bc); break;
@@ -686,6 +711,8 @@ void OnChip::lower_chunk(std::uint64_t c, std::uint64_t bc) {
       case LayerKind::Upsample: lower_upsample(i, bc); break;
       case LayerKind::MaxPool2d:
       case LayerKind::AvgPool2d:
+        if (touches_spill(i)) lower_pool_spill(i); else lower_pool(i, bc);
+        break;
       case LayerKind::GlobalAvgPool2d: lower_pool(i, bc); break;
       case LayerKind::Flatten: break;
     }
@@ -778,14 +805,21 @@ NetworkPlan OnChip::compile() {
       two = dbl;
       break;
     }
-    if (best == 0) throw CompileError(fmt::format("the network does not fit on chip: {}", fits(1, false)));
+    if (best == 0) {
+      // Not even one sample's maps fit: spill the largest to host memory,
+      // a sample per chunk.
+      const std::string whole = fits(1, false);
+      if (!plan_spill()) throw CompileError(fmt::format("the network does not fit on chip: {}", whole));
+      best = 1;
+      two = false;
+    }
   }
   // Among up to 8 times as many chunks as the largest fitting chunk needs,
   // the count with the smallest estimate (ties: fewer chunks).
   const std::uint64_t fewest = ceil_div(batch_, best);
   chunks_ = fewest;
-  double best_estimate = estimate(ceil_div(batch_, fewest));
-  for (std::uint64_t k = fewest + 1; k <= std::min(batch_, 8 * fewest); ++k) {
+  double best_estimate = spill_ ? 0.0 : estimate(ceil_div(batch_, fewest));
+  for (std::uint64_t k = fewest + 1; !spill_ && k <= std::min(batch_, 8 * fewest); ++k) {
     const std::uint64_t b = ceil_div(batch_, k);
     if (ceil_div(batch_, b) != k || !fits(b, true).empty()) continue;  // a count no chunk size gives
     const double e = estimate(b);
@@ -797,6 +831,22 @@ NetworkPlan OnChip::compile() {
   }
   chunk_ = ceil_div(batch_, chunks_);
   two_inputs_ = two && chunks_ > 1;
+  if (spill_) {
+    // The staging slots take what the unified buffer has left, up to what
+    // the largest band of any layer that touches a spilled map can use.
+    // The slots at their minimum fit (plan_spill); first-fit placement
+    // need not grow by exactly the slots' rows, so the largest size that
+    // still fits is searched from that guess down.
+    std::uint64_t lo = stage_min();
+    stage_slot_ = 0;
+    const std::uint64_t rest = cfg_.ub_rows - *allocate(chunk_, false, false);
+    std::uint64_t hi = std::max(lo, std::min(stage_useful(), rest / 2));
+    while (lo < hi) {
+      stage_slot_ = lo + (hi - lo + 1) / 2;
+      if (allocate(chunk_, two_inputs_, false)) lo = stage_slot_; else hi = stage_slot_ - 1;
+    }
+    stage_slot_ = lo;
+  }
   ub_used_ = *allocate(chunk_, two_inputs_, true);
   const_rows_ = const_rows(chunk_);
   const std::uint64_t acc_max = job_acc_rows(chunk_);
@@ -807,8 +857,19 @@ NetworkPlan OnChip::compile() {
   const Place& outp = places_[output_tensor_];
   const bool out32 = infos_.back().int32;
   out_host_ = chunks_ * chunk_ * in.groups * in.pixels;
-  const std::uint64_t host_rows =
+  std::uint64_t host_rows =
       out_host_ + chunks_ * chunk_ * outp.groups * outp.pixels * (out32 ? isa::kHostRowsPerAccRow : 1);
+  spill_host_ = host_rows;
+  for (std::size_t t = 1; t < places_.size(); ++t)
+    if (places_[t].host) {
+      places_[t].host_row = host_rows;
+      host_rows += places_[t].rows(1);
+    }
+  if (spill_ && host_rows > cfg_.host_rows)
+    throw CompileError(fmt::format(
+        "the input, output and spilled maps of {} need {} of host memory, there are {}: --config FILE with "
+        "{{\"host_rows\": {}}}",
+        plural(batch_, "sample"), plural(host_rows, "row"), cfg_.host_rows, host_rows));
   if (host_rows > cfg_.host_rows)
     throw CompileError(fmt::format("the input and output of {} need {} of host memory, there are {}",
                                    plural(batch_, "sample"), plural(host_rows, "row"), cfg_.host_rows));
@@ -857,6 +918,17 @@ NetworkPlan OnChip::compile() {
                             plural(tiles, "weight tile"),
                             needs_const_ ? fmt::format("a constant plane of {}", plural(const_rows_, "row"))
                                          : std::string("no constant plane"));
+  if (spill_) {
+    std::vector<std::string> maps;
+    for (std::size_t t = 0; t < places_.size(); ++t)
+      if (places_[t].host) maps.push_back(t == 0 ? std::string("the input") : fmt::format("the output of {}", layer_label(net_.layers[t - 1], t - 1)));
+    std::string names;
+    for (std::size_t k = 0; k < maps.size(); ++k) names += (k ? ", " : "") + maps[k];
+    const std::uint64_t spilled_rows = host_rows - spill_host_;
+    seg.summary += fmt::format("; spilled to host memory, read and written in bands: {}{}, 2 staging slots of {}",
+                               names, spilled_rows ? fmt::format(" ({} of host memory)", plural(spilled_rows, "row")) : "",
+                               plural(stage_slot_, "row"));
+  }
   if (im2col_)
     seg.summary += fmt::format("; the host lays out the im2col of {} ({} instead of {} on chip)",
                                layer_label(net_.layers[*im2col_], *im2col_), plural(in.groups, "K tile"),

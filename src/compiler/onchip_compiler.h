@@ -1,7 +1,8 @@
 // The on-chip network compiler's state (compile_on_chip.cpp): placement,
 // allocation and lowering of a whole network into one program
 // (docs/quantization.md, "Whole networks on chip"). The lowering of each layer
-// kind is a member; concat's lives in lower_concat.cpp.
+// kind is a member; concat's lives in lower_concat.cpp, the banded lowering
+// of the layers that touch maps spilled to host memory in lower_spill.cpp.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,11 @@ struct Place {
   bool in_ub = true;
   int first = 0, last = 0;  // live from the step that writes it to the last that reads it
   std::uint64_t ub = 0, ub_alt = 0;
+  // Spilled: kept in host memory from host row `host_row` (the network
+  // input: where the host wrote it), read and written in bands through the
+  // staging slots (docs/quantization.md, "Maps spilled to host memory").
+  bool host = false;
+  std::uint64_t host_row = 0;
   std::uint64_t rows(std::uint64_t samples) const { return groups * pixels * samples; }
 };
 
@@ -48,6 +54,16 @@ struct Band {
 struct Job {
   std::uint64_t n0 = 0, samples = 1;
   Band band;
+};
+
+// A conv2d's or dense layer's folded bias per output: b - z_in * (the sum of
+// the weights feeding it), wrapped to int32 (docs/quantization.md).
+std::vector<std::int64_t> folded_bias(const Layer& l, std::int32_t zin);
+
+// A band of a layer that reads or writes a spilled map: output rows
+// [y0, y0 + rows) and the input rows [r0, r1) it reads (those of the map).
+struct SpillBand {
+  std::uint64_t y0 = 0, rows = 0, r0 = 0, r1 = 0;
 };
 
 class OnChip {
@@ -75,7 +91,28 @@ class OnChip {
   std::optional<std::uint64_t> allocate(std::uint64_t b, bool two_inputs, bool commit);
   std::string fits(std::uint64_t b, bool two_inputs);
   double estimate(std::uint64_t b) const;
+  // --- spilling (lower_spill.cpp) ---
+  bool spillable(std::size_t t) const;
+  bool touches_spill(std::size_t i) const;
+  bool plan_spill();
+  std::uint64_t slot_rows(std::size_t i, std::uint64_t rows) const;
+  std::uint64_t stage_min() const;
+  std::uint64_t stage_useful() const;
+  std::uint64_t band_rows(std::size_t i) const;
+  std::vector<SpillBand> spill_bands(std::size_t i) const;
+  void stage_in(std::size_t i, const std::vector<std::uint64_t>& groups, const SpillBand& b, std::uint64_t slot);
+  void stage_out(std::size_t i, std::uint64_t g, const SpillBand& b, std::uint64_t slot);
+  std::uint64_t stage_at(std::uint64_t slot) const { return stage_ub_ + slot * stage_slot_; }
+  std::uint64_t spill_host_rows() const;
+  void lower_conv_spill(std::size_t i);
+  void lower_pool_spill(std::size_t i);
   // --- lowering ---
+  struct ConvShape {
+    bool depthwise = false, host_im2col = false, pointwise = false;
+    std::uint64_t cin = 0, cout = 0, taps = 1, gin = 1, rounds = 1;
+  };
+  ConvShape conv_shape(std::size_t i) const;
+  void conv_tiles(std::size_t i, std::uint64_t go, std::vector<std::uint64_t>& tiles, std::vector<bool>& keep);
   void lower_chunk(std::uint64_t c, std::uint64_t bc);
   void lower_input(std::uint64_t c, std::uint64_t bc, std::size_t layer);
   void lower_conv(std::size_t i, std::uint64_t bc);
@@ -133,6 +170,11 @@ class OnChip {
   std::vector<std::int8_t> weights_;
   std::map<std::string, std::uint64_t> tiles_;
   std::size_t output_tensor_ = 0;
+  // Spilling: whether any map is in host memory, the two staging slots of
+  // stage_slot_ rows from UB row stage_ub_, the band counter that
+  // alternates them, the host rows of the spilled maps from spill_host_.
+  bool spill_ = false;
+  std::uint64_t stage_ub_ = 0, stage_slot_ = 0, band_seq_ = 0, spill_host_ = 0;
 };
 
 }  // namespace tpu::compiler::onchip

@@ -27,6 +27,10 @@ struct Op {
   std::size_t layer = 0;                      // charged to
   // WHM of an activation's output: the index (in the op list) of that ACT.
   std::optional<std::size_t> after;
+  // RHM of a band of a map spilled to host memory: the scheduler counts the
+  // array as waiting for it when an MMC reads its rows, so that the next
+  // band's load is placed during this band's passes.
+  bool band_load = false;
 };
 
 // Emits `ops` in an order that respects every dependence through memory

@@ -195,10 +195,23 @@ class Scheduler {
       case Opcode::WHM: host_free_ = std::max(host_free_, clock_) + duration_of(op); break;
       default: break;
     }
+    if (op.opcode == Opcode::MMC) wait_for_band_loads(i);
+    if (op.band_load) band_loads_.push_back({i, host_free_});
     e_.emit(op.opcode, op.flags, op.a, op.b, op.c);
     done_[i] = true;
     emitted_at_[i] = clock_;
     if (op.opcode == Opcode::MMC) clock_ += static_cast<std::uint64_t>(op.c);
+  }
+
+  // An MMC that reads a band load still in flight waits for it: the clock
+  // moves to the load's estimated completion (loads that are done by the
+  // clock are forgotten).
+  void wait_for_band_loads(std::size_t i) {
+    for (const auto& [k, done] : band_loads_)
+      if (done > clock_ && conflict(k, i)) clock_ = done;
+    band_loads_.erase(std::remove_if(band_loads_.begin(), band_loads_.end(),
+                                     [&](const auto& l) { return l.second <= clock_; }),
+                      band_loads_.end());
   }
 
   const std::vector<Op>& ops_;
@@ -211,6 +224,7 @@ class Scheduler {
   std::map<std::size_t, std::uint64_t> ready_at_;
   std::deque<std::size_t> act_q_, host_q_;
   std::uint64_t clock_ = 0, host_free_ = 0, switches_ = 0;
+  std::vector<std::pair<std::size_t, std::uint64_t>> band_loads_;  // emitted band loads, their completion
   std::optional<isa::ConvGeometry> geo_;
   std::optional<std::pair<std::uint32_t, std::uint32_t>> win_;
   std::optional<model::Requant> q_;

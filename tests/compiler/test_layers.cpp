@@ -5,6 +5,7 @@
 // its own multiplier search). Odd shapes, every padding and stride
 // combination, zero points, big biases, chunking and segment splitting.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <numeric>
@@ -978,5 +979,161 @@ TEST_CASE("nearest upsampling on chip: one max POOL per output row, an exact cop
                          x.data[((s * 3 + oy / sh) * 5 + ox / sw) * c + ch];
           CHECK(bad == 0);
         }
+  }
+}
+
+// --- Maps larger than the unified buffer: spilled to host memory ---
+
+namespace {
+
+std::size_t count_rows(const compiler::SegmentPlan& seg, isa::Opcode op) {
+  std::size_t rows = 0;
+  for (const auto& in : seg.program.code)
+    if (in.opcode == op) rows += static_cast<std::size_t>(in.operands[2]);
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("maps that do not fit the unified buffer spill to host memory and run in bands",
+          "[layers][cnn][spill]") {
+  std::mt19937 rng(41);
+  const QuantParams in{0.04, -20};
+  for (unsigned n : {4u, 8u}) {
+    INFO("N = " << n);
+    {
+      INFO("one 3x3 conv whose input spills: the RHMs of the bands with their halo rows");
+      // 16x4 input of 2N channels (2 planes of 64 rows), N output channels
+      // (64 rows), 16 accumulator rows: bands of 8 pixels = 2 output rows.
+      // In the unified buffer: 128 + 64 + a constant plane of 8 rows = 200.
+      ArchConfig cfg = config_for(n);
+      cfg.acc_rows = 16;
+      Network net = single({16, 4, 2 * n}, in,
+                           with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 2 * n, n}, ActFunction::Relu, in, rng, -128), 1, 1, 1, 1));
+      const Tensor x = random_input({2, 16, 4, 2 * n}, rng);
+      cfg.ub_rows = 200;
+      const auto fit = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+      CHECK_THAT(fit.plan.segments[0].summary, Catch::StartsWith("unified buffer 200 of 200 rows"));
+      CHECK_THAT(fit.plan.segments[0].summary, !Catch::Contains("spilled"));
+      CHECK(count_rows(fit.plan.segments[0], isa::Opcode::RHM) == 2 * 128);  // the inputs, whole
+      cfg.ub_rows = 199;
+      const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+      const auto& seg = o.plan.segments[0];
+      CHECK_THAT(seg.summary, Catch::Contains("spilled to host memory, read and written in bands: the input, "
+                                              "2 staging slots of 32 rows"));
+      CHECK(seg.chunk_units == 1);
+      // Per sample: 8 bands of 2 output rows, each reading input rows
+      // [2b - 1, 2b + 3) of the map (3 rows at the top and bottom, 4 in
+      // between) of both planes: 16 RHMs of 2 * (3 + 6 * 4 + 3) rows of 4
+      // pixels; the output leaves band by band, 8 WHMs of 8 rows.
+      CHECK(count_opcode(seg, isa::Opcode::RHM) == 2 * 16);
+      CHECK(count_rows(seg, isa::Opcode::RHM) == 2 * 2 * (3 + 6 * 4 + 3) * 4);
+      CHECK(count_opcode(seg, isa::Opcode::WHM) == 2 * 8);
+      CHECK(count_rows(seg, isa::Opcode::WHM) == 2 * 64);
+      check_detailed_agrees(o.plan, o.run, x, cfg);
+      // Double buffering: with a host link slower than the passes (1 byte a
+      // cycle: a band's two loads take 2 * (4 + 16 * N) cycles against its
+      // 19 passes of 8 rows), the next band's loads run during this band's
+      // passes, so the host DMA is busy most of the time: 81% here, the rest
+      // each sample's first load and last band's passes and output (55% and
+      // 60% when the scheduler held each load back until its band).
+      {
+        ArchConfig link = cfg;
+        link.host_bytes_per_cycle = 1;
+        const auto lo = check_mode(net, x, link, compiler::CompileMode::OnChip);
+        const model::Stats& st = lo.run.logs[0].stats;
+        const std::uint64_t busy = st.units.at("host_dma").busy_cycles;
+        INFO("host DMA busy " << busy << " of " << st.cycles << " cycles");
+        CHECK(busy * 100 >= st.cycles * 75);
+      }
+    }
+    {
+      INFO("a chain: the host's im2col, convs, max and average pools, a strided depthwise conv read and write spilled maps");
+      ArchConfig cfg = config_for(n);
+      cfg.acc_rows = 40;  // bands of at most 2 rows of 10 pixels
+      const std::size_t c = 2 * n;
+      Network net = single({12, 10, 3}, in,
+                           with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 3, c}, ActFunction::Relu, in, rng, -128), 1, 1, 1, 1));
+      net.layers.push_back(with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, c, c}, ActFunction::Relu, out_quant(net), rng, -128), 1, 1, 1, 1));
+      net.layers.push_back(with_padding(maxpool(3, 3, 1, 1), 1, 1, 1, 1));
+      net.layers.push_back(with_padding(depthwise(3, c, 2, out_quant(net), rng), 1, 1, 1, 1));
+      net.layers.push_back(avgpool(2, 2, 2, 2, QuantParams{0.03, 5}));
+      net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, c, 5}, ActFunction::Relu, out_quant(net), rng, -128));
+      net.layers.push_back(flatten());
+      net.layers.push_back(gemm_layer(LayerKind::Dense, {3 * 2 * 5, 7}, ActFunction::None, out_quant(net), rng));
+      net.layers[0].name = "c1";
+      net.layers[1].name = "c2";
+      const Tensor x = random_input({2, 12, 10, 3}, rng);
+      cfg.ub_rows = 400;
+      const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+      const auto& seg = o.plan.segments[0];
+      INFO(seg.summary);
+      CHECK(seg.in_im2col);
+      CHECK_THAT(seg.summary, Catch::Contains("the input, the output of layer 'c1', the output of layer 'c2', "
+                                              "the output of layer 'pool' (720 rows of host memory)"));
+      check_detailed_agrees(o.plan, o.run, x, cfg);
+      // Host memory: the inputs (2 samples of ceil(27 / N) im2col planes of
+      // 120 pixels), the outputs (2 samples of ceil(7 / N) planes of 1 row)
+      // and the three spilled 12x10 maps of 2 planes.
+      const std::uint64_t need = 2 * ((27 + n - 1) / n) * 120 + 2 * ((7 + n - 1) / n) + 3 * 2 * 120;
+      CHECK(seg.host_rows_used == need);
+      cfg.host_rows = need;
+      CHECK_NOTHROW(compiler::compile_network(net, 2, cfg, compiler::CompileMode::OnChip));
+      cfg.host_rows = need - 1;
+      CHECK_THROWS_WITH(compiler::compile_network(net, 2, cfg, compiler::CompileMode::OnChip),
+                        Catch::Contains(fmt::format("need {} rows of host memory, there are {}: --config FILE with "
+                                                    "{{\"host_rows\": {}}}", need, need - 1, need)));
+    }
+    {
+      INFO("every unified buffer size from the smallest that takes the spilled chain to one that holds it whole");
+      // Staging slots, band heights and the set of spilled maps change with
+      // the size; each program is checked against the C++ reference, and a
+      // size that compiles is followed by only sizes that compile (the fit
+      // advice bisects on it).
+      ArchConfig cfg = config_for(n);
+      cfg.acc_rows = 40;
+      const std::size_t c = n + 1;  // two planes, the second one lane wide
+      Network net = single({9, 11, 2}, in,
+                           with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 2, c}, ActFunction::Relu, in, rng, -128), 1, 1, 1, 1));
+      Layer s2 = with_padding(gemm_layer(LayerKind::Conv2d, {3, 2, c, c}, ActFunction::Relu, out_quant(net), rng, -128), 0, 1, 1, 0);
+      s2.stride_h = 2;
+      net.layers.push_back(s2);
+      net.layers.push_back(with_padding(avgpool(2, 3, 1, 2, QuantParams{0.03, 5}), 1, 0, 1, 1));
+      net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, c, 3}, ActFunction::None, out_quant(net), rng, 4));
+      const Tensor x = random_input({2, 9, 11, 2}, rng);
+      bool compiled = false;
+      std::size_t spilled = 0, whole = 0;
+      for (std::uint64_t ub = 60; ub <= 1500; ub += 7) {
+        cfg.ub_rows = ub;
+        INFO("ub_rows " << ub);
+        bool ok = true;
+        try {
+          compiler::compile_network(net, 2, cfg, compiler::CompileMode::OnChip);
+        } catch (const compiler::CompileError&) {
+          ok = false;
+        }
+        CHECK((ok || !compiled));
+        compiled = compiled || ok;
+        if (!ok) continue;
+        const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+        const bool spill = o.plan.segments[0].summary.find("spilled") != std::string::npos;
+        (spill ? spilled : whole) += 1;
+        if (spill && spilled % 8 == 1) check_detailed_agrees(o.plan, o.run, x, cfg);
+      }
+      CHECK(spilled >= 10);
+      CHECK(whole >= 10);
+    }
+    {
+      INFO("maps that only adds read do not spill: still refused");
+      ArchConfig cfg = config_for(n);
+      cfg.ub_rows = 100;
+      Network net = single({8, 8, n}, in, with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, n, n}, ActFunction::None, in, rng, 9), 1, 1, 1, 1));
+      Layer b = gemm_layer(LayerKind::Conv2d, {1, 1, n, n}, ActFunction::Relu, in, rng, -128);
+      b.inputs = {0};
+      net.layers.push_back(b);
+      net.layers.push_back(add_layer(1, 2, ActFunction::Relu, {net.layers[0].output.scale * 1.5, -100}));
+      CHECK_THROWS_WITH(compiler::compile_network(net, 1, cfg, compiler::CompileMode::OnChip),
+                        Catch::Contains("the live feature maps of 1 sample need more than the 100 unified buffer rows"));
+    }
   }
 }
