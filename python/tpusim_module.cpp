@@ -20,6 +20,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -100,6 +101,10 @@ void translate(std::exception_ptr p) {
     py::dict attrs;
     attrs["diagnostics"] = diags;
     set_python_error(kExitAsmError, e.what(), attrs);
+  } catch (const sweep::Interrupted&) {
+    // Stopped by Ctrl-C (EngineOptions::interrupted): the signal handler's
+    // exception (KeyboardInterrupt) is set already.
+    if (PyErr_Occurred() == nullptr) PyErr_SetNone(PyExc_KeyboardInterrupt);
   } catch (const sweep::FaultError& e) {
     py::dict attrs;
     attrs["fault"] = fault_dict(*e.log.fault);
@@ -359,6 +364,19 @@ sweep::EngineOptions engine_options(const std::string& engine, const std::string
   o.detail = sweep::parse_detail(detail);
   o.max_cycles = max_cycles_arg(max_cycles);
   if (!vcd.is_none()) o.vcd = path_of(vcd, "vcd");
+  // Ctrl-C within a program: Python runs its signal handlers in the main
+  // thread only, so only a run there asks, and at most every 50 ms of wall
+  // time (taking the GIL costs a run as much as another thread holds it).
+  py::module_ threading = py::module_::import("threading");
+  if (threading.attr("current_thread")().is(threading.attr("main_thread")())) {
+    o.interrupted = [last = std::chrono::steady_clock::now()]() mutable {
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last < std::chrono::milliseconds(50)) return false;
+      last = now;
+      py::gil_scoped_acquire gil;
+      return PyErr_CheckSignals() != 0;  // the handler's exception stays set: translate() raises it
+    };
+  }
   return o;
 }
 

@@ -147,18 +147,23 @@ model::RunLog run_engine(const ArchConfig& cfg, const isa::Program& prog, model:
   ropts.max_cycles = opts.max_cycles;
   ropts.detail = opts.detail;
   ropts.vcd_path = opts.vcd;
+  ropts.interrupted = opts.interrupted;
   if (!opts.vcd.empty() && opts.detail == model::Detail::Fast)
     throw UsageError("detail: fast has no per-cycle state for a waveform to show");
   if (opts.engine != "systemc") rtl::require_build(cfg);
   if (!opts.vcd.empty() && opts.engine != "systemc" && !rtl::has_waveforms(cfg))
     throw UsageError("vcd: " + rtl::no_waveforms_reason(cfg));
   std::lock_guard<std::mutex> lock(simulation_mutex());
-  if (opts.engine == "systemc") return model::run_program(cfg, prog, mem, ropts);
-  if (opts.engine == "rtl") return rtl::run_program(cfg, prog, mem, ropts);
+  const auto checked = [](model::RunLog log) {
+    if (log.interrupted) throw Interrupted();
+    return log;
+  };
+  if (opts.engine == "systemc") return checked(model::run_program(cfg, prog, mem, ropts));
+  if (opts.engine == "rtl") return checked(rtl::run_program(cfg, prog, mem, ropts));
   model::Memories systemc_mem = mem;
-  const model::RunLog systemc_log = model::run_program(cfg, prog, systemc_mem, ropts);
+  const model::RunLog systemc_log = checked(model::run_program(cfg, prog, systemc_mem, ropts));
   if (!opts.vcd.empty()) ropts.vcd_path = wave::strip_extension(opts.vcd, ".vcd") + ".rtl.vcd";
-  model::RunLog log = rtl::run_program(cfg, prog, mem, ropts);
+  model::RunLog log = checked(rtl::run_program(cfg, prog, mem, ropts));
   if (const auto d = rtl::compare(prog, systemc_log, systemc_mem, log, mem))
     throw cli::DivergenceError(d->message());
   return log;

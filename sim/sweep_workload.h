@@ -87,6 +87,15 @@ struct EngineOptions {
   // Called before each program of a network (run_net); may throw to stop
   // the run there (the Python module: Ctrl-C between programs).
   std::function<void()> between_programs;
+  // Asked within each program (model::RunOptions::interrupted); true stops
+  // the run and run_engine throws Interrupted (the Python module: Ctrl-C).
+  std::function<bool()> interrupted;
+};
+
+// A run stopped by EngineOptions::interrupted.
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted() : std::runtime_error("interrupted") {}
 };
 
 // "systemc" | "rtl" | "both" and "auto" | "detailed" | "fast", else UsageError.

@@ -176,6 +176,12 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
       log.stats.cycles = t;
       break;
     }
+    if (opts.interrupted && t % model::kInterruptPollTicks == 0 && t > 0 && opts.interrupted()) {
+      log.fault = model::Fault{pc, pc < prog.code.size() ? isa::disassemble(prog.code[pc]) : "-", t, "interrupted"};
+      log.interrupted = true;
+      log.stats.cycles = t;
+      break;
+    }
     if (top->issue_o) {
       const isa::Instruction& in = prog.code[pc];
       const bool controller_only = isa::spec_of(in.opcode).unit == isa::Unit::Controller;

@@ -199,6 +199,13 @@ void Controller::tick() {
   pc_out.write(pc_);
 
   if (now >= max_cycles_) return fault(now, fmt::format("cycle limit {} reached", max_cycles_));
+  if (interrupted_ && ++ticks_since_poll_ >= kInterruptPollTicks) {
+    ticks_since_poll_ = 0;
+    if (interrupted_()) {
+      log_.interrupted = true;
+      return fault(now, "interrupted");
+    }
+  }
   if (pc_ >= prog_.code.size())
     return fault(now, fault_reason(FaultCode::PastEnd));
   const isa::Instruction& in = prog_.code[pc_];

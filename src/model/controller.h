@@ -16,6 +16,7 @@
 #include <systemc.h>
 
 #include <array>
+#include <functional>
 #include <vector>
 
 #include "config/arch_config.h"
@@ -40,6 +41,9 @@ SC_MODULE(Controller) {
 
   Controller(sc_module_name name, const ArchConfig& cfg, const isa::Program& prog, RunLog& log,
              Cycle max_cycles);
+  // Asked every kInterruptPollTicks ticks; true stops the run with a fault
+  // "interrupted" (RunOptions::interrupted).
+  void set_interrupt(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
   SC_HAS_PROCESS(Controller);
 
   // The DMAs, which report their instructions' completions (before the run).
@@ -77,6 +81,8 @@ SC_MODULE(Controller) {
   const isa::Program& prog_;
   RunLog& log_;
   Cycle max_cycles_;
+  std::function<bool()> interrupted_;
+  std::uint64_t ticks_since_poll_ = 0;
   std::uint32_t pc_ = 0;
   Requant requant_;
   isa::ConvGeometry geometry_;  // CMAP, CSTR, CTAP, CWIN: sent with every command

@@ -99,12 +99,17 @@ struct Fault {
   std::string message() const;
 };
 
+// How often a run asks RunOptions::interrupted: every this many controller
+// ticks (the RTL engine: cycles).
+inline constexpr std::uint64_t kInterruptPollTicks = 256;
+
 struct RunLog {
   std::vector<RetireRecord> retired;  // in issue order
   std::vector<StallRun> stall_runs;   // in time order
   Stats stats;
   std::optional<Fault> fault;
   bool halted = false;
+  bool interrupted = false;  // stopped by RunOptions::interrupted (the fault says so too)
 
   // Units report the completion of the instruction issued as number `seq`.
   void complete(std::size_t seq, Cycle cycle) {

@@ -196,6 +196,7 @@ RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, Memories& me
     Tpu top("tpu", cfg, prog, mem, log, opts.max_cycles, fast,
             opts.gemm_kernel.value_or(best_gemm_kernel()), opts.gemm_threading, opts.host_memory,
             opts.weight_memory);
+    top.controller.set_interrupt(opts.interrupted);
     std::unique_ptr<Waveform> wave;
     if (!opts.vcd_path.empty()) {
       wave = std::make_unique<Waveform>(opts.vcd_path);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,6 +49,10 @@ struct RunOptions {
   // same results. (The RTL engine has the default timing built in.)
   MemoryTargetFactory host_memory;
   MemoryTargetFactory weight_memory;
+  // Asked every kInterruptPollTicks controller ticks (cycles, or the fast
+  // path's steps): true stops the run there with a fault "interrupted" and
+  // RunLog::interrupted set (the Python module: Ctrl-C within a program).
+  std::function<bool()> interrupted;
 };
 
 // The level of detail a run with `opts` uses: never Auto. Throws

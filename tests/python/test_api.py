@@ -251,6 +251,36 @@ def test_ctrl_c_stops_a_network_between_programs(source_dir):
     assert stopped < 0.6 * whole, (stopped, whole)
 
 
+@pytest.mark.parametrize("engine,detail", [("systemc", "detailed"), ("systemc", "fast"), ("rtl", "auto")])
+def test_ctrl_c_stops_one_program(engine, detail):
+    # One long GEMM program: Ctrl-C (interrupt_main, as the signal handler would)
+    # a tenth of the way through raises KeyboardInterrupt long before the run would
+    # end, and the next run is whole and correct.
+    import _thread
+    if engine == "rtl" and "small8" not in tpusim.rtl_builds():
+        pytest.skip("no RTL build of small8")
+    rng = np.random.default_rng(5)
+    size = {"detailed": 640, "fast": 1024, "auto": 360}[detail]  # about 1-1.5 s each here
+    a = rng.integers(-128, 128, (size, size), dtype=np.int8)
+    b = rng.integers(-128, 128, (size, size), dtype=np.int8)
+    run = dict(engine=engine, detail=detail, config="small8")
+    start = time.monotonic()
+    whole_c = tpusim.gemm(a, b, **run).c
+    whole = time.monotonic() - start
+    assert whole > 0.5, f"the run is too short to interrupt: {whole:.2f} s"
+    timer = threading.Timer(whole / 10, _thread.interrupt_main)
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        tpusim.gemm(a, b, **run)
+    stopped = time.monotonic() - start
+    timer.join()
+    assert stopped < 0.5 * whole, (stopped, whole)
+    again = tpusim.gemm(a, b, **run).c
+    assert np.array_equal(again, whole_c)
+    assert np.array_equal(whole_c, a.astype(np.int32) @ b.astype(np.int32))
+
+
 def test_engine_without_rtl_build():
     prog = tpusim.assemble("HLT\n", array_n=32)
     with pytest.raises(tpusim.InputError, match="RTL|rtl"):
