@@ -60,8 +60,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "onnx"))
 from check_onnx_model import output_quant  # noqa: E402  (scale, zero point) of a saved model's output
 
+sys.path.insert(0, str(ROOT / "bench"))
+from zoo_metrics import compare  # noqa: E402
+from zoo_report import fmt_bytes, fmt_top1, markdown  # noqa: E402
+
 CLOCK_MHZ = 700
-MIN_CORRELATION = 0.95  # issue 28's bar for int8 against PyTorch's float output
 EXPORTER = ROOT / "bench" / "zoo_export.py"
 REFERENCE = ROOT / "tools" / "int8_reference.py"
 RESULT_VERSION = 1  # part of the result cache key: change it when what a result holds changes
@@ -173,10 +176,15 @@ def one_line_reason(stderr, onnx_path):
     return line.replace(str(onnx_path), "model.onnx")
 
 
+def export_version():
+    """zoo_export.py's EXPORT_VERSION (read from its source: this script does not import torch's exporter)."""
+    return int(re.search(r"^EXPORT_VERSION = (\d+)", EXPORTER.read_text(), re.M).group(1))
+
+
 def export(name, size, d, batch, force):
     """The cached export of NAME at SIZE in folder d (made when missing or of another recipe)."""
     meta = read_json(d / "meta.json")
-    want = {"name": name, "size": size, "batch": batch}
+    want = {"name": name, "size": size, "batch": batch, "export_version": export_version()}
     if meta and not force and all(meta.get(k) == v for k, v in want.items()) and (d / "model.onnx").exists():
         return meta, False
     if d.exists():
@@ -199,16 +207,11 @@ def nhwc(x):
     return np.ascontiguousarray(x.transpose(0, 2, 1)[:, None] if x.ndim == 3 else x.transpose(0, 2, 3, 1))
 
 
-def top1_agreement(y, torch_y):
-    """Fraction of argmaxes over axis 1 (classes; a map's channels per position) equal to PyTorch's."""
-    return float(np.mean(y.argmax(1) == torch_y.argmax(1)))
-
-
 def run_model(name, size, d, meta, tpu_sim, preset, timeout):
     """tpu-sim, the NumPy reference and the comparisons for one exported model: the result row."""
     row = {"model": name, "family": FAMILY.get(name, ""), "size": size, "input_shape": meta["input_shape"],
            "batch": meta["batch"], "parameters": meta["parameters"],
-           "torch_rounded_weights_correlation": meta["torch_rounded_weights_correlation"]}
+           "diagnostics": meta["diagnostics"]}
     run_dir = d / "run"
     if run_dir.exists():
         shutil.rmtree(run_dir)
@@ -275,8 +278,7 @@ def run_model(name, size, d, meta, tpu_sim, preset, timeout):
                 want = want[:, :, 0, :]
         row["bit_exact"] = bool(y.shape == want.shape and np.array_equal(y, want))
         row["differing_outputs"] = int(np.sum(y != want)) if y.shape == want.shape else int(y.size)
-    row["correlation"] = float(np.corrcoef(y.astype(np.float64).ravel(), torch_y.astype(np.float64).ravel())[0, 1])
-    row["top1_agreement"] = top1_agreement(y, torch_y)
+    row.update(compare(y, torch_y))
     row["top1_positions"] = int(y.size // y.shape[1])
     row["max_error_of_max_y"] = float(np.max(np.abs(y - torch_y)) / np.max(np.abs(torch_y)))
     return row
@@ -306,157 +308,6 @@ def git_commit():
     return r.stdout.strip() if r.returncode == 0 else ""
 
 
-# ---------------------------------------------------------------- the report
-
-
-def fmt_bytes(b):
-    if b is None:
-        return ""
-    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if b >= div:
-            return f"{b / div:.1f} {unit}"
-    return f"{b} B"
-
-
-def fmt_top1(row):
-    if row.get("top1_agreement") is None:
-        return ""
-    total = row["top1_positions"]
-    if total <= 16:
-        return f"{round(row['top1_agreement'] * total)}/{total}"
-    return f"{100 * row['top1_agreement']:.1f}% of {total}"
-
-
-def table(rows):
-    head = ("| model | input | ran | cycles | ms at 700 MHz | TOPS | utilization (useful) | weights int8 "
-            "| weight bytes read | wall s | peak RSS | correlation | top-1 agree | bit-exact |")
-    lines = [head, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-    for r in rows:
-        shape = "x".join(str(v) for v in r["input_shape"])
-        model = f"{r['model']}" if not r.get("family") else f"{r['model']} ({r['family']})"
-        wall = f"{r['wall_seconds']:.1f}" if "wall_seconds" in r else ""
-        rss = fmt_bytes(r.get("peak_rss_bytes"))
-        if not r.get("ran"):
-            lines.append(f"| {model} | {shape} | no: {r.get('reason', '')} | | | | | | | {wall} | {rss} | | | |")
-            continue
-        exact = {True: "yes", False: f"no ({r.get('differing_outputs')} differ)", None: "reference failed"}[
-            r.get("bit_exact")]
-        corr = f"{r['correlation']:.4f}" + ("" if r["correlation"] >= MIN_CORRELATION else " *")
-        lines.append(
-            f"| {model} | {shape} | yes | {r['cycles']:,} | {r['ms_at_700mhz']:.3f} | {r['useful_tops']:.2f} "
-            f"| {100 * r['utilization']:.1f}% ({100 * r['useful_utilization']:.1f}%) | {fmt_bytes(r['int8_weight_bytes'])} "
-            f"| {fmt_bytes(r['weight_bytes_read'])} | {wall} | {rss} | {corr} | {fmt_top1(r)} | {exact} |")
-    return "\n".join(lines)
-
-
-def notes(rows):
-    out = []
-    for r in rows:
-        label = f"`{r['model']}` at {'x'.join(str(v) for v in r['input_shape'])}"
-        rw = r.get("torch_rounded_weights_correlation", {})
-        rounding = (f"PyTorch alone with only its Conv and Linear weights rounded to int8 correlates "
-                    f"{rw.get('per_channel', float('nan')):.4f} with its float output per output channel, "
-                    f"{rw.get('per_tensor', float('nan')):.4f} per tensor")
-        if not r.get("ran"):
-            out.append(f"- {label}: refused by tpu-sim (exit status {r.get('exit_status', '?')}): "
-                       f"`{r.get('reason', '')}`.")
-            continue
-        items = []
-        if r.get("bit_exact") is False:
-            items.append(f"{r.get('differing_outputs')} outputs differ from the NumPy int8 reference")
-        if r.get("bit_exact") is None:
-            items.append(f"the NumPy int8 reference failed: `{r.get('reference_error', '')}`")
-        if r["correlation"] < MIN_CORRELATION:
-            items.append(f"correlation {r['correlation']:.4f} is below {MIN_CORRELATION}; {rounding} "
-                         f"(tpu-sim quantizes weights per tensor after folding batch norms, and every activation)")
-        if r["top1_agreement"] < 1.0 and r["correlation"] >= MIN_CORRELATION:
-            items.append(f"top-1 agrees on {fmt_top1(r)} at correlation {r['correlation']:.4f}; {rounding}")
-        if r.get("warnings"):
-            items.append("tpu-sim warns: " + "; ".join(f"`{w}`" for w in r["warnings"][:3]))
-        if items:
-            out.append(f"- {label}: " + "; ".join(items) + ".")
-    return out
-
-
-def markdown(doc):
-    rows, s = doc["models"], doc["settings"]
-    m = doc["machine"]
-    ran = [r for r in rows if r.get("ran")]
-    exact = [r for r in ran if r.get("bit_exact")]
-    good = [r for r in ran if r["correlation"] >= MIN_CORRELATION]
-    parts = [
-        "# Model zoo on tpu-sim",
-        "",
-        "<!-- Generated by bench/model_zoo.py; edit the script, not this file. -->",
-        "",
-        f"One model of each torchvision classification family, a UNet-style net and a Conv1d net "
-        f"(tests/onnx/make_r1d_models.py), exported to ONNX by PyTorch {s['torch']} (torchvision "
-        f"{s['torchvision']}, `weights=None`: random weights, nothing downloaded, opset 13) and run by "
-        f"`tpu-sim net` on the stock `{s['preset']}` preset with no `--config` override "
-        f"([onnx.md](onnx.md) describes the import and quantization).",
-        "",
-        "**How.** `bench/model_zoo.py` exports each model (`bench/zoo_export.py`), draws "
-        f"{s['calib_batch']} random normal inputs as the calibration set and {s['batch']} others as the evaluation "
-        "batch (fixed seeds), and runs",
-        "",
-        "```sh",
-        f"tpu-sim net model.onnx --calibrate calib.npy --input x.npy --out y.npy --save-model q --stats s.json --preset {s['preset']}",
-        "```",
-        "",
-        "under `/usr/bin/time -v`. Then `tools/int8_reference.py` (the independent NumPy int8 reference) runs "
-        "the saved model `q/model.json` on the same batch.",
-        "",
-        "**Random weights need batch-norm statistics.** With torchvision's fresh batch norms (mean 0, "
-        "variance 1, scale 1, shift 0) the activations of a random-weight network grow or die layer after "
-        "layer, and every comparison of outputs becomes trivial. So each BatchNorm gets a random scale in "
-        "[0.5, 1.5] and shift from N(0, 0.2), and its running statistics are measured by "
-        f"{s['batchnorm_passes']} forward passes in train mode on {s['batchnorm_batch']} random images each "
-        "(as in tests/onnx/make_models.py) before the model is put in eval mode and exported. AlexNet, VGG-16 and "
-        "SqueezeNet have no batch norms and keep torchvision's initialization.",
-        "",
-        "**Columns.** *cycles*: the whole evaluation batch of "
-        f"{s['batch']} (all programs; the stats JSON's `total.cycles`); *ms at 700 MHz*: those cycles at "
-        "TPUv1's clock; *TOPS*: 2 x the layers' useful MACs per second at 700 MHz (`useful_tops`); "
-        "*utilization*: the array's MACs over cycles x N² (padding lanes, bias passes and diagonal tiles "
-        "included), the useful MACs' share in parentheses; *weights int8*: the quantized model's weights "
-        "(`q/*.npy`); *weight bytes read*: the layers' `weight_bytes` (tiles read from weight memory, reloads "
-        "included); *wall s* and *peak RSS*: tpu-sim's whole run (ONNX import, calibration, compile, "
-        f"simulation) by `/usr/bin/time -v` on a {m['cpus']}-core {m['cpu'] or 'machine'} shared with other "
-        f"builds (load average {m['load_average_at_start'][0]} at the start), so wall times are rough; "
-        "*correlation*: of tpu-sim's float output (the int8 output dequantized) with PyTorch's float output, "
-        f"all outputs of the batch (* marks one below {MIN_CORRELATION}); *top-1 agree*: argmax over the classes "
-        "equal to PyTorch's (the UNet: over the 2 output maps at each pixel); *bit-exact*: tpu-sim's output "
-        "equals the NumPy int8 reference's, dequantized with the same scale, element for element.",
-        "",
-        f"Measured {doc['date']} at commit `{doc['commit']}` (tpu-sim binary SHA-256 "
-        f"`{doc['tpu_sim_sha256'][:12]}`): {len(ran)} of {len(rows)} models ran, {len(exact)} bit-exact, "
-        f"{len(good)} with correlation >= {MIN_CORRELATION}.",
-        "",
-        table(rows),
-        "",
-    ]
-    n = notes(rows)
-    if n:
-        parts += ["## Notes", "", *n, ""]
-    parts += [
-        "## Regenerating",
-        "",
-        "```sh",
-        "nice -n 15 bench/model_zoo.py --tpu-sim build/sim/tpu-sim            # every model: docs/models.md, bench/model_zoo.json",
-        "nice -n 15 bench/model_zoo.py --models resnet50,inception_v3@224 --out /tmp/m.md --json /tmp/m.json",
-        "bench/model_zoo.py --self-test --tpu-sim build/sim/tpu-sim           # CTest onnx.model_zoo",
-        "```",
-        "",
-        "Exports and results are cached in `build/model_zoo/MODEL@SIZE/` (`--cache`); a result is reused while "
-        "the export, the tpu-sim binary, the preset and the reference are unchanged (`--force` runs again, "
-        "`--force-export` exports again). `bench/model_zoo.json` holds every figure above and more per model "
-        "(array and useful MACs, user and system seconds, the reference's time, the weight-rounding "
-        "correlations, warnings). Models run one at a time; the largest need several GiB and minutes.",
-        "",
-    ]
-    return "\n".join(parts)
-
-
 # ---------------------------------------------------------------- driver
 
 
@@ -465,10 +316,12 @@ def export_only(args):
     for name, size in select(args.models, args.size):
         t0 = time.time()
         meta, exported = export(name, size, Path(args.cache) / key_of(name, size), args.batch, args.force_export)
+        diag = meta["diagnostics"]
         print(f"{key_of(name, size):<24} {'exported' if exported else 'cached':<8} {time.time() - t0:6.1f} s  "
-              f"{meta['parameters']} parameters, weight rounding per channel "
-              f"{meta['torch_rounded_weights_correlation']['per_channel']:.4f}, per tensor "
-              f"{meta['torch_rounded_weights_correlation']['per_tensor']:.4f}", flush=True)
+              f"{meta['parameters']} parameters; PyTorch correlation, weights int8 per channel "
+              f"{diag['weights_int8_per_channel']['correlation']:.4f}, input + 1% noise "
+              f"{diag['input_noise_1pct']['correlation']:.4f}, other inputs "
+              f"{diag['other_inputs']['correlation']:.4f}", flush=True)
     return 0
 
 
@@ -510,7 +363,7 @@ def run_zoo(args):
         row["cached"] = how == "cached"
         doc["models"].append(row)
         if row.get("ran"):
-            summary = (f"{row['cycles']} cycles, corr {row['correlation']:.4f}, top-1 {fmt_top1(row)}, "
+            summary = (f"{row['cycles']} cycles, corr {row['correlation']:.4f} (input-dependent {row['input_dependent_correlation']:.3f}), top-1 {fmt_top1(row)}, "
                        f"bit-exact {row['bit_exact']}, wall {row.get('wall_seconds', 0):.1f} s, "
                        f"RSS {fmt_bytes(row.get('peak_rss_bytes'))}")
         else:

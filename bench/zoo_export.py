@@ -34,12 +34,22 @@ plain average: momentum None), then the model is put in eval mode. Fixed
 seeds: torch.manual_seed(0) for the weights, a generator seeded 1 for the
 batch norms and the data.
 
-**Weight-rounding diagnostics** (meta.json): the correlation with the float
-output of PyTorch's own output when only the Conv and Linear weights are
-rounded to int8 (symmetric, before any batch-norm folding), per output
-channel and per tensor; no activation is quantized. They say how much of a
-low correlation of tpu-sim's int8 output is the network's sensitivity to
-weight rounding alone.
+**Diagnostics** (meta.json's `diagnostics`, each compared with the float
+output on x.npy as bench/zoo_metrics.py does: correlation, input-dependent
+correlation, top-1 agreement):
+
+  weights_int8_per_channel   PyTorch with only its Conv and Linear weights
+  weights_int8_per_tensor    rounded to int8 (symmetric, before batch-norm
+                             folding), per output channel or per tensor; no
+                             activation quantized
+  input_noise_1pct           PyTorch on x.npy plus Gaussian noise of 1% of the
+                             inputs' standard deviation (the network's own
+                             sensitivity to a small perturbation)
+  other_inputs               PyTorch on other random inputs: what agreement an
+                             output that ignores the input would reach
+
+They say how much of a low agreement of tpu-sim's int8 output is the random
+network's own sensitivity, and how much a correlation means for it.
 """
 import argparse
 import copy
@@ -56,7 +66,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "onnx"))
 import make_r1d_models  # noqa: E402  the UNet-style and Conv1d nets of the ONNX tests
 
-EXPORT_VERSION = 1  # part of the cache key: change it when the recipe below changes
+sys.path.insert(0, str(ROOT / "bench"))
+from zoo_metrics import compare  # noqa: E402
+
+EXPORT_VERSION = 2  # part of the cache key: change it when the recipe below changes
 OPSET = 13
 BN_PASSES = 3
 BN_BATCH = 8
@@ -113,10 +126,6 @@ def measure_batchnorm_statistics(model, shape, g):
     model.eval()
 
 
-def correlation(a, b):
-    return float(np.corrcoef(np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel())[0, 1])
-
-
 def rounded_weights_output(model, x, per_channel):
     """PyTorch's output with the Conv and Linear weights rounded to int8 (symmetric), nothing else quantized."""
     m = copy.deepcopy(model)
@@ -143,10 +152,14 @@ def export(name, size, out, batch, calib_batch):
     measure_batchnorm_statistics(model, shape, g)
     calib = torch.randn(calib_batch, *shape, generator=g)
     x = torch.randn(batch, *shape, generator=g)
+    noise = 0.01 * x.std() * torch.randn(x.shape, generator=g)
+    other = torch.randn(batch, *shape, generator=g)
     with torch.no_grad():
         y = model(x).numpy().astype(np.float32)
-        per_channel = rounded_weights_output(model, x, True)
-        per_tensor = rounded_weights_output(model, x, False)
+        diagnostics = {"weights_int8_per_channel": compare(rounded_weights_output(model, x, True), y),
+                       "weights_int8_per_tensor": compare(rounded_weights_output(model, x, False), y),
+                       "input_noise_1pct": compare(model(x + noise).numpy(), y),
+                       "other_inputs": compare(model(other).numpy(), y)}
     onnx_tmp = out / "model.onnx.tmp"
     torch.onnx.export(model, x[:1], str(onnx_tmp), opset_version=OPSET, input_names=["x"], output_names=["y"])
     np.save(out / "calib.npy", np.ascontiguousarray(calib.numpy()))
@@ -162,8 +175,7 @@ def export(name, size, out, batch, calib_batch):
         "parameters": int(sum(p.numel() for p in model.parameters())),
         "output_shape": list(y.shape),
         "export_seconds": round(time.time() - t0, 2),
-        "torch_rounded_weights_correlation": {"per_channel": correlation(per_channel, y),
-                                              "per_tensor": correlation(per_tensor, y)},
+        "diagnostics": diagnostics,
     }
     # Written last: its presence marks a complete export (model_zoo.py's cache).
     (out / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
@@ -180,6 +192,9 @@ def main():
     args = ap.parse_args()
     meta = export(args.name, args.size, args.out, args.batch, args.calib)
     print(f"{args.name} at {args.size}: exported in {meta['export_seconds']} s, {meta['parameters']} parameters")
+    for what, c in meta["diagnostics"].items():
+        print(f"  {what:<26} correlation {c['correlation']:.4f}, input-dependent {c['input_dependent_correlation']:.4f}, "
+              f"top-1 {c['top1_agreement']:.2f}")
     return 0
 
 
