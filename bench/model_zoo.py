@@ -304,8 +304,16 @@ def machine():
 
 
 def git_commit():
-    r = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    return r.stdout.strip() if r.returncode == 0 else ""
+    """HEAD's short hash, with "+changes" when tracked files (other than this report's) differ from it."""
+    try:
+        r = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "-uno", "--", ".",
+                                ":!docs/models.md", ":!bench/model_zoo.json"], capture_output=True, text=True)
+    except OSError:
+        return ""
+    if r.returncode != 0:
+        return ""
+    return r.stdout.strip() + ("+changes" if dirty.returncode == 0 and dirty.stdout.strip() else "")
 
 
 # ---------------------------------------------------------------- driver

@@ -39,9 +39,14 @@ output on x.npy as bench/zoo_metrics.py does: correlation, input-dependent
 correlation, top-1 agreement):
 
   weights_int8_per_channel   PyTorch with only its Conv and Linear weights
-  weights_int8_per_tensor    rounded to int8 (symmetric, before batch-norm
-                             folding), per output channel or per tensor; no
-                             activation quantized
+                             rounded to int8 (symmetric) per output channel,
+                             before batch-norm folding (docs/onnx.md's
+                             measure); no activation quantized
+  weights_int8_folded_per_tensor
+                             the same per tensor after folding each
+                             BatchNorm into the Conv before it (torch.fx),
+                             a standalone BatchNorm's multiplier per tensor:
+                             tpu-sim's weights, nothing else quantized
   input_noise_1pct           PyTorch on x.npy plus Gaussian noise of 1% of the
                              inputs' standard deviation (the network's own
                              sensitivity to a small perturbation)
@@ -69,7 +74,7 @@ import make_r1d_models  # noqa: E402  the UNet-style and Conv1d nets of the ONNX
 sys.path.insert(0, str(ROOT / "bench"))
 from zoo_metrics import compare  # noqa: E402
 
-EXPORT_VERSION = 2  # part of the cache key: change it when the recipe below changes
+EXPORT_VERSION = 3  # part of the cache key: change it when the recipe below changes
 OPSET = 13
 BN_PASSES = 3
 BN_BATCH = 8
@@ -126,19 +131,45 @@ def measure_batchnorm_statistics(model, shape, g):
     model.eval()
 
 
-def rounded_weights_output(model, x, per_channel):
-    """PyTorch's output with the Conv and Linear weights rounded to int8 (symmetric), nothing else quantized."""
-    m = copy.deepcopy(model)
+def round_int8(w, per_channel):
+    """w rounded to int8 levels (symmetric, 127 steps), per output channel (dim 0) or per tensor."""
+    peak = w.abs().amax(dim=tuple(range(1, w.dim())), keepdim=True) if per_channel and w.dim() > 1 else w.abs().max()
+    scale = torch.clamp(peak, min=1e-30) / 127.0
+    return torch.clamp(torch.round(w / scale), -127, 127) * scale
+
+
+def folded(model):
+    """A copy of the model (eval mode) with each BatchNorm folded into the Conv before it, as tpu-sim's import
+    folds them: torch.fx's fuse, or, where fx cannot trace the model (ShuffleNetV2's x.size()), each Conv
+    followed by a BatchNorm within an nn.Sequential. BatchNorms after no Conv (DenseNet's) stay."""
+    from torch.fx.experimental.optimization import fuse
+    try:
+        return fuse(model)
+    except Exception:  # noqa: BLE001  a TraceError, or what tracing a model's Python raises
+        m = copy.deepcopy(model)
+        for seq in m.modules():
+            if isinstance(seq, nn.Sequential):
+                names = list(seq._modules)
+                for a, b in zip(names, names[1:]):
+                    conv, bn = seq._modules[a], seq._modules[b]
+                    if isinstance(conv, (nn.Conv1d, nn.Conv2d)) and isinstance(bn, nn.modules.batchnorm._BatchNorm):
+                        seq._modules[a] = torch.nn.utils.fusion.fuse_conv_bn_eval(conv, bn)
+                        seq._modules[b] = nn.Identity()
+        return m
+
+
+def rounded_weights_output(model, x, tpu_sim_like):
+    """PyTorch's output with only the weights rounded to int8, nothing else quantized: the Conv and Linear
+    weights per output channel (the model as exported), or, as tpu-sim quantizes them, per tensor after
+    folding the batch norms (a standalone BatchNorm's multiplier per tensor too)."""
+    m = folded(model) if tpu_sim_like else copy.deepcopy(model)
     with torch.no_grad():
         for mod in m.modules():
             if isinstance(mod, (nn.Conv1d, nn.Conv2d, nn.Linear)):
-                w = mod.weight
-                if per_channel:
-                    peak = w.abs().amax(dim=tuple(range(1, w.dim())), keepdim=True)
-                else:
-                    peak = w.abs().max()
-                scale = torch.clamp(peak, min=1e-30) / 127.0
-                w.copy_(torch.clamp(torch.round(w / scale), -127, 127) * scale)
+                mod.weight.copy_(round_int8(mod.weight, not tpu_sim_like))
+            elif tpu_sim_like and isinstance(mod, nn.modules.batchnorm._BatchNorm):
+                std = torch.sqrt(mod.running_var + mod.eps)
+                mod.weight.copy_(round_int8(mod.weight / std, False) * std)
         return m(x).numpy()
 
 
@@ -156,8 +187,8 @@ def export(name, size, out, batch, calib_batch):
     other = torch.randn(batch, *shape, generator=g)
     with torch.no_grad():
         y = model(x).numpy().astype(np.float32)
-        diagnostics = {"weights_int8_per_channel": compare(rounded_weights_output(model, x, True), y),
-                       "weights_int8_per_tensor": compare(rounded_weights_output(model, x, False), y),
+        diagnostics = {"weights_int8_per_channel": compare(rounded_weights_output(model, x, False), y),
+                       "weights_int8_folded_per_tensor": compare(rounded_weights_output(model, x, True), y),
                        "input_noise_1pct": compare(model(x + noise).numpy(), y),
                        "other_inputs": compare(model(other).numpy(), y)}
     onnx_tmp = out / "model.onnx.tmp"
