@@ -19,11 +19,17 @@ For each model:
    bit-exact when tpu-sim's output equals the reference's int8 output
    dequantized with the same scale (as tests/onnx/check_onnx_model.py
    checks it);
-4. against PyTorch's float output: the correlation of the whole output and the
-   top-1 agreement (argmax over classes; for the UNet's maps, over the
-   channels of each pixel);
+4. against PyTorch's float output (bench/zoo_metrics.py): the correlation of
+   the whole output, the input-dependent correlation (each output minus its
+   mean over the batch) and the top-1 agreement (argmax over classes; for the
+   UNet's maps, over the channels of each pixel), beside the exporter's
+   diagnostics (PyTorch with only its weights rounded to int8, with 1% input
+   noise, on other inputs: what these figures mean for random weights);
 5. from the stats JSON: cycles, ms at 700 MHz, TOPS of useful work, the
-   array's utilization, and the bytes read from weight memory.
+   array's utilization, and the bytes read from weight memory; the int8
+   weights' size from the saved model.
+
+bench/zoo_report.py writes the Markdown.
 
 A model's result is cached beside its export (result.json) and reused while
 the export, the tpu-sim binary (its SHA-256), the preset and the reference
@@ -67,7 +73,7 @@ from zoo_report import fmt_bytes, fmt_top1, markdown  # noqa: E402
 CLOCK_MHZ = 700
 EXPORTER = ROOT / "bench" / "zoo_export.py"
 REFERENCE = ROOT / "tools" / "int8_reference.py"
-RESULT_VERSION = 1  # part of the result cache key: change it when what a result holds changes
+RESULT_VERSION = 2  # part of the result cache key: change it when what a result holds changes
 
 # (family, model, input size): one model per torchvision classification family, in the order of
 # issue 28, Inception v3 at its own 299 and at 224; the UNet-style and Conv1d nets of tests/onnx.
@@ -212,6 +218,8 @@ def run_model(name, size, d, meta, tpu_sim, preset, timeout):
     row = {"model": name, "family": FAMILY.get(name, ""), "size": size, "input_shape": meta["input_shape"],
            "batch": meta["batch"], "parameters": meta["parameters"],
            "diagnostics": meta["diagnostics"]}
+    row["measured_at"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    row["load_average"] = round(os.getloadavg()[0], 2)  # 1 minute, when tpu-sim starts
     run_dir = d / "run"
     if run_dir.exists():
         shutil.rmtree(run_dir)
@@ -260,14 +268,18 @@ def run_model(name, size, d, meta, tpu_sim, preset, timeout):
     x = np.load(d / "x.npy")
     np.save(run_dir / "x_nhwc.npy", nhwc(x))
     t0 = time.time()
-    ref = subprocess.run([sys.executable, str(REFERENCE), str(run_dir / "q" / "model.json"),
-                          "--input", str(run_dir / "x_nhwc.npy"), "--out", str(run_dir / "ref.npy")],
-                         capture_output=True, text=True)
+    try:
+        ref = subprocess.run([sys.executable, str(REFERENCE), str(run_dir / "q" / "model.json"),
+                              "--input", str(run_dir / "x_nhwc.npy"), "--out", str(run_dir / "ref.npy")],
+                             capture_output=True, text=True, timeout=timeout)
+        ref_error = (ref.stderr.strip().splitlines() or ["?"])[-1] if ref.returncode != 0 else None
+    except subprocess.TimeoutExpired:
+        ref_error = f"did not finish within {timeout:g} s (the script's --timeout)"
     row["reference_seconds"] = round(time.time() - t0, 2)
     y, torch_y = np.load(run_dir / "y.npy"), np.load(d / "torch.npy")
-    if ref.returncode != 0:
+    if ref_error:
         row["bit_exact"] = None
-        row["reference_error"] = (ref.stderr.strip().splitlines() or ["?"])[-1]
+        row["reference_error"] = ref_error
     else:
         scale, zero = output_quant(model)
         q = np.load(run_dir / "ref.npy")
@@ -344,7 +356,9 @@ def run_zoo(args):
     import torchvision
     doc = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "commit": git_commit(), "tpu_sim": tpu_sim, "tpu_sim_sha256": binary_sha, "machine": machine(),
+        "commit": git_commit(), "tpu_sim": tpu_sim, "tpu_sim_sha256": binary_sha,
+        "tpu_sim_built": datetime.datetime.fromtimestamp(Path(tpu_sim).stat().st_mtime, datetime.timezone.utc)
+        .strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
         "settings": {"preset": args.preset, "batch": args.batch, "calib_batch": 4, "clock_mhz": CLOCK_MHZ,
                      "batchnorm_passes": 3, "batchnorm_batch": 8, "opset": 13,
                      "torch": torch.__version__, "torchvision": torchvision.__version__},
@@ -441,7 +455,7 @@ def main():
     ap.add_argument("--cache", default=str(ROOT / "build" / "model_zoo"), help="exports and results")
     ap.add_argument("--force", action="store_true", help="run every model again (keep the exports)")
     ap.add_argument("--force-export", action="store_true", help="export and run every model again")
-    ap.add_argument("--timeout", type=float, default=7200, help="seconds per tpu-sim run")
+    ap.add_argument("--timeout", type=float, default=7200, help="seconds per tpu-sim run and per reference run")
     ap.add_argument("--self-test", action="store_true", help="a small end-to-end check of this script")
     ap.add_argument("--export-only", action="store_true", help="export the models into the cache, run nothing")
     args = ap.parse_args()

@@ -88,7 +88,12 @@ def notes(rows):
     for r in rows:
         what = f"`{r['model']}` at {shape(r)}"
         if not r.get("ran"):
-            out.append(f"- {what}: not run (exit status {r.get('exit_status', '?')}): `{r.get('reason', '')}`.")
+            cost = ""
+            if "wall_seconds" in r:
+                cost = (f" (after {r['wall_seconds']:.0f} s, {r.get('user_seconds', 0):.0f} s of CPU, and "
+                        f"{fmt_bytes(r.get('peak_rss_bytes'))})")
+            out.append(f"- {what}: not run: tpu-sim exited with status {r.get('exit_status', '?')}{cost}: "
+                       f"`{r.get('reason', '')}`.")
             continue
         diag = r.get("diagnostics", {})
         items = []
@@ -116,6 +121,14 @@ def notes(rows):
     return out
 
 
+def names(rows):
+    """`a` at 224, `b` at 224 and `c` at 299 (sizes only where a model is listed at several)."""
+    if not rows:
+        return "none"
+    items = [f"{r['model']} ({shape(r).split('x')[-1]})" for r in rows]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
 def span(values, fmt="{:.3f}"):
     values = [v for v in values if v == v]
     if not values:
@@ -134,7 +147,10 @@ def markdown(doc):
     other = [r["diagnostics"]["other_inputs"]["correlation"] for r in deep]
     noise_dep = [r["diagnostics"]["input_noise_1pct"]["input_dependent_correlation"] for r in deep]
     ours_dep = [r["input_dependent_correlation"] for r in deep if r.get("ran")]
-    load = m["load_average_at_start"][0]
+    loads = [r["load_average"] for r in rows if "load_average" in r]
+    load = span(loads, "{:.1f}") if loads else m["load_average_at_start"][0]
+    times = sorted(r["measured_at"] for r in rows if "measured_at" in r) or [doc["date"]]
+    when = times[0] if times[0] == times[-1] else f"between {times[0]} and {times[-1]}"
     parts = [
         "# Model zoo on tpu-sim",
         "",
@@ -173,15 +189,18 @@ def markdown(doc):
         "model's weights (`q/*.npy`); *weight bytes read*: the layers' `weight_bytes` in the stats (tiles read "
         "from weight memory, reloads included); *wall s* and *peak RSS*: tpu-sim's whole run (ONNX import, "
         f"calibration, compile, simulation) by `/usr/bin/time -v`, on a {m['cpus']}-core {m['cpu'] or 'machine'} "
-        f"shared with other engineers' builds (load average {load} when the run started): wall times are "
+        f"shared with other engineers' builds (1-minute load average {load} as each run started): wall "
+        "times are "
         "rough; *correlation*: of tpu-sim's output (int8, dequantized) with PyTorch's float output over all "
         f"outputs of the batch ((*): below {MIN_CORRELATION}); *input-dependent correlation*: the same after "
         "subtracting from each output its mean over the batch (see below); *top-1 agree*: argmax over the "
         "classes equal to PyTorch's (the UNet: over its 2 output maps at each pixel); *bit-exact*: tpu-sim's "
         "output equals the NumPy reference's int8 output, dequantized with the same scale, element for element.",
         "",
-        f"Measured {doc['date']} at commit `{doc['commit']}` (tpu-sim binary SHA-256 "
-        f"`{doc['tpu_sim_sha256'][:12]}`): {len(ran)} of {len(rows)} models ran, {len(exact)} of them bit-exact, "
+        f"Measured {when}, reported {doc['date']} by bench/model_zoo.py at commit `{doc['commit']}`, with a "
+        "tpu-sim binary "
+        f"built {doc.get('tpu_sim_built', '?')} (SHA-256 `{doc['tpu_sim_sha256'][:12]}`): {len(ran)} of "
+        f"{len(rows)} models ran, {len(exact)} of them bit-exact, "
         f"{len(good)} with correlation >= {MIN_CORRELATION}.",
         "",
         table(rows),
@@ -193,6 +212,10 @@ def markdown(doc):
         same_top1 = sum(1 for r in deep if r["diagnostics"]["other_inputs"]["top1_agreement"] >= 0.75)
         noise_dep = [r["diagnostics"]["input_noise_1pct"]["input_dependent_correlation"] for r in deep]
         weights_dep = [r["diagnostics"]["weights_int8_folded_per_tensor"]["input_dependent_correlation"] for r in deep]
+        channel_dep = [r["diagnostics"]["weights_int8_per_channel"]["input_dependent_correlation"] for r in deep]
+        fragile = [r for r in deep if r["diagnostics"]["input_noise_1pct"]["input_dependent_correlation"] < 0.9]
+        activation_cost = [r for r in deep if r.get("ran") and r["input_dependent_correlation"] < r["diagnostics"][
+            "weights_int8_folded_per_tensor"]["input_dependent_correlation"] - 0.1]
         parts += [
             "## What the correlation says about a random-weight network",
             "",
@@ -207,13 +230,15 @@ def markdown(doc):
             "on the torchvision models.",
             "",
             "The table below perturbs PyTorch's float model one way at a time. Gaussian noise of 1% of the "
-            "inputs' standard deviation leaves an input-dependent correlation of "
-            f"{span(noise_dep)}: the deep random networks with batch norms amplify any perturbation, the "
-            "networks without (AlexNet, VGG-16, SqueezeNet) hardly. tpu-sim's weights alone (batch norms "
-            "folded into the convolutions, int8 per tensor, nothing else quantized) leave "
-            f"{span(weights_dep)}. The rest of the gap to tpu-sim is the int8 activations (one scale per "
-            "tensor, from the calibration's ranges) and the requantizations. So the input-dependent part of "
-            "these random networks' outputs does not survive int8 on any implementation; trained weights (not "
+            f"inputs' standard deviation leaves an input-dependent correlation of {span(noise_dep)}; "
+            f"{names(fragile)} keep less than 0.9 of it: these random networks amplify any perturbation, and "
+            "int8 perturbs far more than 1%. tpu-sim's weights alone (batch norms folded into the "
+            "convolutions, then int8 per tensor; nothing else quantized) leave "
+            f"{span(weights_dep)}, rounding per output channel before folding {span(channel_dep)}. The rest "
+            "of the gap to tpu-sim is the int8 activations (one scale per tensor, from the calibration's "
+            "ranges) and the requantizations; it is largest (more than 0.1) for "
+            f"{names(activation_cost)}. With random weights, then, the input-dependent part of the output "
+            "mostly does not survive int8 quantization at all, in PyTorch as in tpu-sim; trained weights (not "
             "downloadable here) would be the test of the quantization's accuracy. What this report checks "
             "sharply is the simulator: bit-exactness against the NumPy reference, and, through the "
             "correlation, that the import reads each network as PyTorch does.",
