@@ -72,8 +72,9 @@ from zoo_report import fmt_bytes, fmt_top1, markdown  # noqa: E402
 
 CLOCK_MHZ = 700
 EXPORTER = ROOT / "bench" / "zoo_export.py"
+GNU_TIME = "/usr/bin/time"
 REFERENCE = ROOT / "tools" / "int8_reference.py"
-RESULT_VERSION = 2  # part of the result cache key: change it when what a result holds changes
+RESULT_VERSION = 3  # part of the result cache key: change it when what a result holds changes
 
 # (family, model, input size): one model per torchvision classification family, in the order of
 # issue 28, Inception v3 at its own 299 and at 224; the UNet-style and Conv1d nets of tests/onnx.
@@ -174,6 +175,38 @@ def time_v(path):
     return out
 
 
+def timed_run(cmd, run_dir, timeout):
+    """Runs cmd (output into run_dir/stdout.txt and stderr.txt) under /usr/bin/time -v: exit status, wall
+    seconds, peak RSS, user and system seconds; None after a timeout. Where /usr/bin/time is missing (Debian's
+    package `time`), the same figures come from wait4's resource usage and a monotonic clock (its peak RSS is
+    at least this script's own at the fork, some 30 MiB: a bound, not the figure, for the smallest models)."""
+    gnu_time = Path(GNU_TIME).exists()
+    argv = [GNU_TIME, "-v", "-o", str(run_dir / "time.txt"), *cmd] if gnu_time else cmd
+    t0 = time.monotonic()
+    with open(run_dir / "stdout.txt", "wb") as out, open(run_dir / "stderr.txt", "wb") as err:
+        # In a session of its own, so that a timeout ends tpu-sim too, not only /usr/bin/time.
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, start_new_session=True)
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - t0 > timeout:
+                os.killpg(proc.pid, signal.SIGTERM)
+                os.wait4(proc.pid, 0)
+                proc.returncode = -1  # reaped here: Popen must not wait for it
+                return None
+            time.sleep(0.02)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if gnu_time:
+        result = {"timer": "/usr/bin/time -v", **time_v(run_dir / "time.txt")}
+    else:
+        result = {"timer": "wait4", "wall_seconds": round(time.monotonic() - t0, 2),
+                  "peak_rss_bytes": usage.ru_maxrss * 1024, "user_seconds": usage.ru_utime,
+                  "system_seconds": usage.ru_stime}
+    result["exit_status"] = proc.returncode
+    return result
+
+
 def one_line_reason(stderr, onnx_path):
     """tpu-sim's error (or fault) line, with the cached model's path shortened to its file name."""
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip() and "warning:" not in ln]
@@ -230,21 +263,13 @@ def run_model(name, size, d, meta, tpu_sim, preset, timeout):
            "--preset", preset]
     row["command"] = " ".join(["tpu-sim", "net", "model.onnx", "--calibrate", "calib.npy", "--input", "x.npy",
                                "--out", "y.npy", "--save-model", "q", "--stats", "s.json", "--preset", preset])
-    # In a session of its own, so that a timeout ends tpu-sim too, not only /usr/bin/time.
-    proc = subprocess.Popen(["/usr/bin/time", "-v", "-o", str(run_dir / "time.txt"), *cmd], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.communicate()
+    measured = timed_run(cmd, run_dir, timeout)
+    if measured is None:
         row.update(ran=False, reason=f"tpu-sim did not finish within {timeout:g} s (the script's --timeout)")
         return row
-    r = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-    row.update(time_v(run_dir / "time.txt"))
-    row["exit_status"] = r.returncode
-    (run_dir / "stdout.txt").write_text(r.stdout)
-    (run_dir / "stderr.txt").write_text(r.stderr)
+    row.update(measured)
+    r = subprocess.CompletedProcess(cmd, measured["exit_status"], (run_dir / "stdout.txt").read_text(),
+                                    (run_dir / "stderr.txt").read_text())
     row["warnings"] = [ln.replace(str(onnx_path), "model.onnx") for ln in r.stderr.splitlines() if "warning:" in ln]
     if r.returncode != 0:
         row.update(ran=False, reason=one_line_reason(r.stderr, onnx_path))
@@ -418,8 +443,10 @@ def self_test(args):
                 failures.append(f"{name}: not bit-exact against int8_reference.py ({r.get('differing_outputs')} differ)")
             if not r["correlation"] >= 0.99:
                 failures.append(f"{name}: correlation {r['correlation']:.4f} < 0.99")
+            if "wall_seconds" not in r:
+                failures.append(f"{name}: no wall time")
             for field in ("cycles", "useful_tops", "utilization", "weight_bytes_read", "int8_weight_bytes",
-                          "wall_seconds", "peak_rss_bytes"):
+                          "peak_rss_bytes"):
                 if not r.get(field, 0) > 0:
                     failures.append(f"{name}: {field} is {r.get(field)}")
         probe = rows.get("softmax_probe", {})
