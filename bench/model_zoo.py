@@ -118,12 +118,13 @@ def select(models_arg, size_override):
                 continue
             if "@" in item:
                 name, size = item.split("@", 1)
+                if not size.isdigit() or int(size) < 1:
+                    sys.exit(f"model_zoo.py: error: --models: '{item}': the size after @ must be a positive integer")
                 chosen.append((name, int(size)))
             else:
                 sizes = [size for _, n, size in ZOO if n == item]
                 chosen += [(item, s) for s in sizes] if sizes else [(item, 224)]
-    if size_override:
-        chosen = [(n, FIXED_SIZE.get(n, size_override)) for n, _ in chosen]
+    chosen = [(n, FIXED_SIZE.get(n, size_override or size)) for n, size in chosen]
     seen, unique = set(), []
     for c in chosen:
         if c not in seen:
@@ -186,16 +187,23 @@ def timed_run(cmd, run_dir, timeout):
     with open(run_dir / "stdout.txt", "wb") as out, open(run_dir / "stderr.txt", "wb") as err:
         # In a session of its own, so that a timeout ends tpu-sim too, not only /usr/bin/time.
         proc = subprocess.Popen(argv, stdout=out, stderr=err, start_new_session=True)
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() - t0 > timeout:
-                os.killpg(proc.pid, signal.SIGTERM)
-                os.wait4(proc.pid, 0)
-                proc.returncode = -1  # reaped here: Popen must not wait for it
-                return None
-            time.sleep(0.02)
+        try:
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() - t0 > timeout:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    os.wait4(proc.pid, 0)
+                    proc.returncode = -1  # reaped here: Popen must not wait for it
+                    return None
+                time.sleep(0.02)
+        except BaseException:
+            # Ctrl-C or SIGTERM (main turns it into SystemExit): the session's tpu-sim ends with this script.
+            os.killpg(proc.pid, signal.SIGTERM)
+            os.wait4(proc.pid, 0)
+            proc.returncode = -1
+            raise
     proc.returncode = os.waitstatus_to_exitcode(status)
     if gnu_time:
         result = {"timer": "/usr/bin/time -v", **time_v(run_dir / "time.txt")}
@@ -486,6 +494,9 @@ def main():
     ap.add_argument("--self-test", action="store_true", help="a small end-to-end check of this script")
     ap.add_argument("--export-only", action="store_true", help="export the models into the cache, run nothing")
     args = ap.parse_args()
+    # SIGTERM and SIGHUP as SystemExit, so that a running tpu-sim (in a session of its own) is ended too.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, frame: sys.exit(128 + signum))
     if args.export_only:
         return export_only(args)
     if args.self_test:

@@ -149,6 +149,7 @@ def markdown(doc):
     ours_dep = [r["input_dependent_correlation"] for r in deep if r.get("ran")]
     loads = [r["load_average"] for r in rows if "load_average" in r]
     load = span(loads, "{:.1f}") if loads else m["load_average_at_start"][0]
+    timers = " and ".join(f"`{t}`" for t in sorted({r["timer"] for r in rows if "timer" in r})) or "`/usr/bin/time -v`"
     times = sorted(r["measured_at"] for r in rows if "measured_at" in r) or [doc["date"]]
     when = times[0] if times[0] == times[-1] else f"between {times[0]} and {times[-1]}"
     parts = [
@@ -188,7 +189,7 @@ def markdown(doc):
         "and diagonal tiles included), the useful MACs' share in parentheses; *weights int8*: the quantized "
         "model's weights (`q/*.npy`); *weight bytes read*: the layers' `weight_bytes` in the stats (tiles read "
         "from weight memory, reloads included); *wall s* and *peak RSS*: tpu-sim's whole run (ONNX import, "
-        f"calibration, compile, simulation) by `/usr/bin/time -v`, on a {m['cpus']}-core {m['cpu'] or 'machine'} "
+        f"calibration, compile, simulation) by {timers}, on a {m['cpus']}-core {m['cpu'] or 'machine'} "
         f"shared with other engineers' builds (1-minute load average {load} as each run started): wall "
         "times are "
         "rough; *correlation*: of tpu-sim's output (int8, dequantized) with PyTorch's float output over all "
