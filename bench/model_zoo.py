@@ -254,6 +254,22 @@ def nhwc(x):
     return np.ascontiguousarray(x.transpose(0, 2, 1)[:, None] if x.ndim == 3 else x.transpose(0, 2, 3, 1))
 
 
+def against_reference(y, q, model, input_ndim):
+    """bit_exact and differing_outputs: tpu-sim's float output y against the NumPy reference's int8/int32
+    output q (NHWC) dequantized with the saved model's output scale and zero point and put in the model's
+    layout, as tests/onnx/check_onnx_model.py compares them."""
+    scale, zero = output_quant(model)
+    want = (np.float64(scale) * (q.astype(np.float64) - zero)).astype(np.float32)
+    if want.ndim == 4:
+        want = want.transpose(0, 3, 1, 2)
+        if input_ndim == 3:  # a 1-D model's map: (B, 1, L, C) -> (B, C, L)
+            want = want[:, :, 0, :]
+    if y.shape != want.shape:
+        return {"bit_exact": False, "differing_outputs": int(y.size)}
+    differ = int(np.sum(y != want))
+    return {"bit_exact": differ == 0, "differing_outputs": differ}
+
+
 def run_model(name, size, d, meta, tpu_sim, preset, timeout):
     """tpu-sim, the NumPy reference and the comparisons for one exported model: the result row."""
     row = {"model": name, "family": FAMILY.get(name, ""), "size": size, "input_shape": meta["input_shape"],
@@ -314,15 +330,7 @@ def run_model(name, size, d, meta, tpu_sim, preset, timeout):
         row["bit_exact"] = None
         row["reference_error"] = ref_error
     else:
-        scale, zero = output_quant(model)
-        q = np.load(run_dir / "ref.npy")
-        want = (np.float64(scale) * (q.astype(np.float64) - zero)).astype(np.float32)
-        if want.ndim == 4:
-            want = want.transpose(0, 3, 1, 2)
-            if x.ndim == 3:  # a 1-D model's map: (B, 1, L, C) -> (B, C, L)
-                want = want[:, :, 0, :]
-        row["bit_exact"] = bool(y.shape == want.shape and np.array_equal(y, want))
-        row["differing_outputs"] = int(np.sum(y != want)) if y.shape == want.shape else int(y.size)
+        row.update(against_reference(y, np.load(run_dir / "ref.npy"), model, x.ndim))
     row.update(compare(y, torch_y))
     row["top1_positions"] = int(y.size // y.shape[1])
     row["max_error_of_max_y"] = float(np.max(np.abs(y - torch_y)) / np.max(np.abs(torch_y)))
@@ -467,6 +475,22 @@ def self_test(args):
                 failures.append(f"models.md has no line with {text!r}")
         if json.loads(Path(a.json).read_text())["models"][0]["model"] != "conv1d_net":
             failures.append("the JSON's first model is not conv1d_net")
+        # The checks see a difference: one output code off, and the outputs of another input.
+        run = Path(a.cache) / "squeezenet1_1@66" / "run"
+        if run.exists():
+            y, q = np.load(run / "y.npy"), np.load(run / "ref.npy")
+            model = json.loads((run / "q" / "model.json").read_text())
+            q_off = q.copy()
+            q_off.flat[7] += 1 if q_off.flat[7] < 127 else -1
+            if against_reference(y, q_off, model, 4) != {"bit_exact": False, "differing_outputs": 1}:
+                failures.append("one reference output changed by one code is not found")
+            if against_reference(y, q, model, 4) != {"bit_exact": True, "differing_outputs": 0}:
+                failures.append("against_reference differs from the run's own result")
+            torch_y = np.load(run.parent / "torch.npy")
+            shuffled = compare(y[::-1], torch_y)  # each output compared with another input's
+            if not shuffled["input_dependent_correlation"] < 0.5:
+                failures.append(f"outputs of other inputs give an input-dependent correlation of "
+                                f"{shuffled['input_dependent_correlation']:.3f}")
         # A second run reuses every result.
         again = run_zoo(a)
         if not all(r.get("cached") for r in again["models"]):
