@@ -250,15 +250,7 @@ std::string OnChip::fits(std::uint64_t b, bool two_inputs) {
   return "";
 }
 
-std::uint64_t OnChip::tile(std::vector<std::int8_t> t) {
-  std::string key(t.begin(), t.end());
-  const auto it = tiles_.find(key);
-  if (it != tiles_.end()) return it->second;
-  const std::uint64_t index = weights_.size() / (n_ * n_);
-  weights_.insert(weights_.end(), t.begin(), t.end());
-  tiles_.emplace(std::move(key), index);
-  return index;
-}
+std::uint64_t OnChip::tile(std::vector<std::int8_t> t) { return tiles_.add(t); }
 
 // The tiles of the passes over the constant plane (lanes 1, 127, ..., 127)
 // that put bias[go*N + j] into accumulator column j: each pass carries up to
@@ -876,7 +868,7 @@ NetworkPlan OnChip::compile() {
 
   if (needs_const_) lower_const();
   for (std::uint64_t c = 0; c < chunks_; ++c) lower_chunk(c, std::min(chunk_, batch_ - c * chunk_));
-  const std::uint64_t tiles = weights_.size() / (n_ * n_);
+  const std::uint64_t tiles = tiles_.count();
   if (tiles > cfg_.weight_tiles)
     throw CompileError(fmt::format("the network's weights need {}, weight memory has {}",
                                    plural(tiles, "tile"), cfg_.weight_tiles));
@@ -896,7 +888,7 @@ NetworkPlan OnChip::compile() {
   seg.program.code = std::move(e.code());
   seg.assembly = std::move(e.text());
   seg.instruction_layer = std::move(e.layers());
-  seg.weights = std::move(weights_);
+  seg.weights = tiles_.take();
   seg.weight_tiles_used = tiles;
   seg.host_rows_used = host_rows;
   seg.unit_is_sample = true;

@@ -9,6 +9,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "compiler/network.h"
@@ -66,10 +68,64 @@ struct SpillBand {
   std::uint64_t y0 = 0, rows = 0, r0 = 0, r1 = 0;
 };
 
+// The weight memory's image: N x N tiles, each distinct tile once. The set
+// holds tile indices, hashed and compared by their bytes in the image (no
+// second copy of the weights as keys). An ordered map keyed by the tiles'
+// bytes took 60% of the compile of ResNet-18 on small4 (733 k tiles), most
+// of it comparing keys.
+class TileStore {
+ public:
+  explicit TileStore(std::uint64_t n) : bytes_(n * n) {}
+  TileStore(const TileStore& o) : bytes_(o.bytes_), weights_(o.weights_) { index_all(); }
+  TileStore& operator=(const TileStore& o) {
+    if (this != &o) {
+      bytes_ = o.bytes_;
+      weights_ = o.weights_;
+      index_all();
+    }
+    return *this;
+  }
+  // The index of tile `t` (N x N int8, row-major), added when new.
+  std::uint64_t add(const std::vector<std::int8_t>& t) {
+    const std::uint64_t index = count();
+    weights_.insert(weights_.end(), t.begin(), t.end());
+    const auto [it, inserted] = set_.insert(index);
+    if (!inserted) weights_.resize(index * bytes_);  // an equal tile exists: taken back
+    return *it;
+  }
+  std::uint64_t count() const { return bytes_ ? weights_.size() / bytes_ : 0; }
+  std::vector<std::int8_t> take() {
+    set_.clear();
+    return std::move(weights_);
+  }
+
+ private:
+  std::string_view tile_bytes(std::uint64_t tile) const {
+    return {reinterpret_cast<const char*>(weights_.data()) + tile * bytes_, bytes_};
+  }
+  struct Hash {
+    const TileStore* store;
+    std::size_t operator()(std::uint64_t t) const { return std::hash<std::string_view>()(store->tile_bytes(t)); }
+  };
+  struct Equal {
+    const TileStore* store;
+    bool operator()(std::uint64_t a, std::uint64_t b) const { return store->tile_bytes(a) == store->tile_bytes(b); }
+  };
+  void index_all() {
+    set_.clear();
+    set_.reserve(count());
+    for (std::uint64_t t = 0; t < count(); ++t) set_.insert(t);
+  }
+  std::size_t bytes_;
+  std::vector<std::int8_t> weights_;
+  // Points at this store: copies re-index (above), and there are no moves.
+  std::unordered_set<std::uint64_t, Hash, Equal> set_{0, Hash{this}, Equal{this}};
+};
+
 class OnChip {
  public:
   OnChip(const Network& net, std::uint64_t batch, const ArchConfig& cfg)
-      : net_(net), cfg_(cfg), n_(cfg.array_n), batch_(batch) {
+      : net_(net), cfg_(cfg), n_(cfg.array_n), batch_(batch), tiles_(cfg.array_n) {
     infos_ = infer_network(net);
     layers_ = static_cast<int>(net.layers.size());
   }
@@ -167,8 +223,7 @@ class OnChip {
   std::uint64_t acc_half_ = 0;
   std::uint64_t out_host_ = 0, chunk_c_ = 0;
   std::vector<Op> ops_;
-  std::vector<std::int8_t> weights_;
-  std::map<std::string, std::uint64_t> tiles_;
+  TileStore tiles_;
   std::size_t output_tensor_ = 0;
   // Spilling: whether any map is in host memory, the two staging slots of
   // stage_slot_ rows from UB row stage_ub_, the band counter that
