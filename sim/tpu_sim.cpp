@@ -1,4 +1,6 @@
-// tpu-sim: runs programs on the cycle-accurate model.
+// tpu-sim: runs programs on the cycle-accurate SystemC model, the Verilated
+// RTL core or both in lock step (--engine). This file holds `main`, `run`
+// and `gemm`; the other subcommands have files of their own.
 //
 //   tpu-sim run PROGRAM --hostmem H.npy --weights W.npy [--out O.npy]
 //               [--stats S.json] [--vcd T.vcd | --fst T.fst] [--trace]
@@ -6,7 +8,8 @@
 //               [--preset P] [--config F] [--array N]
 //   tpu-sim gemm --a A.npy --b B.npy --out C.npy [--requant M,S,Z] [--act F]
 //               [--emit-asm F.s] [--check] [--stats S.json] [--trace] ...
-//   tpu-sim net MODEL ... (tpu_net.h), tpu-sim topo FILE.csv ... (tpu_topo.h)
+//   tpu-sim net MODEL ... (tpu_net.h), tpu-sim topo FILE.csv ... (tpu_topo.h),
+//   tpu-sim sweep SWEEP.json ... (tpu_sweep.h)
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 

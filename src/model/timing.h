@@ -2,8 +2,10 @@
 // controller's scoreboard predicts the array's and the activation unit's
 // completion cycles with them. The DMAs' completions come from their memory
 // targets (model/memory_ports.h); with the default targets they are the
-// closed forms here (host DMA: duration; weight DMA: rw_completion), which
-// the compiler's scheduler and the tests use as predictions.
+// closed forms here (host DMA: duration; weight DMA: duration on an idle
+// channel, and the pipelined channel of docs/microarchitecture.md in
+// weight_memory_target.cpp), which the compiler's scheduler and the tests
+// use as predictions.
 #pragma once
 
 #include <algorithm>
@@ -52,15 +54,6 @@ inline std::uint64_t rtl_weight_bytes_per_cycle(const ArchConfig& c) {
   return std::min(c.weight_bytes_per_cycle, c.array_n * c.array_n);
 }
 
-// The completion cycle of an RW that starts at `start` when the previous RW
-// completed at `previous` (0: none). The weight memory is a pipelined channel:
-// a request's latency overlaps the transfers ahead of it, and the channel
-// streams one tile at a time, so the tile arrives at
-// max(start + Lw, previous + 1) + T - 1 (docs/microarchitecture.md).
-inline std::uint64_t rw_completion(const ArchConfig& c, std::uint64_t start, std::uint64_t previous) {
-  return std::max(start + c.weight_latency, previous + 1) + weight_tile_cycles(c) - 1;
-}
-
 // Cycles from start to completion, inclusive (completion = start + duration - 1).
 // A POOL's depends on the window of the registers at its issue (`geometry`).
 inline std::uint64_t duration(const ArchConfig& c, const isa::Instruction& in,
@@ -70,7 +63,7 @@ inline std::uint64_t duration(const ArchConfig& c, const isa::Instruction& in,
     case isa::Opcode::RHM:
     case isa::Opcode::WHM:
       return c.host_latency + ceil_div(rows * host_row_bytes(c, in), c.host_bytes_per_cycle);
-    case isa::Opcode::RW:  // on an idle channel (rw_completion)
+    case isa::Opcode::RW:  // on an idle channel
       return c.weight_latency + weight_tile_cycles(c);
     case isa::Opcode::MMC: return rows + 2 * c.array_n;
     case isa::Opcode::ACT:

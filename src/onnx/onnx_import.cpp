@@ -1,3 +1,6 @@
+// The ONNX importer (onnx_import.h): validation, the graph walk that maps
+// nodes onto layers, folding and layout.
+//
 // The ONNX headers come first: <sys/mman.h>, which SystemC pulls in through
 // compiler/network.h, defines a MAP_TYPE macro that breaks onnx/defs/parser.h.
 #include <onnx/checker.h>

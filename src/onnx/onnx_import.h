@@ -1,10 +1,18 @@
 // The ONNX importer: reads a .onnx file with the ONNX project's own library
-// (protobuf schema, onnx::checker::check_model, onnx::shape_inference) and
-// maps its graph onto tpu-sim's layers as a FloatNet (float_net.h):
+// (protobuf schema, onnx::checker::check_model, onnx::shape_inference, run
+// after onnx_validate.h's own checks) and maps its graph onto tpu-sim's
+// layers as a FloatNet (float_net.h). docs/onnx.md's operator table is the
+// whole list, with each operator's limits; in short:
 //
-// - Conv (strides, pads, group 1 or depthwise) -> conv2d; Gemm, MatMul -> dense;
-//   MaxPool, AveragePool, GlobalAveragePool -> the pools; Add of two tensors ->
-//   add; Flatten, Reshape to (N, features) -> flatten.
+// - Conv (any group count; 1-D on rank-3 inputs) -> conv2d; Gemm, MatMul ->
+//   dense; MaxPool, AveragePool, GlobalAveragePool, ReduceMean over H and W
+//   -> the pools; Add of two tensors -> add; Concat -> concat; Mul of two
+//   tensors -> mul; HardSigmoid, a standalone Sigmoid/Tanh/Relu -> affine;
+//   HardSwish -> affine and mul; a standalone BatchNormalization -> a
+//   depthwise 1x1 conv2d;
+//   Resize/Upsample (nearest) -> upsample;
+//   Slice, Split and the channel shuffle -> channel selections; Flatten,
+//   Reshape to (N, features) -> flatten.
 // - Folded, no layer of their own: BatchNormalization into the Conv or Gemm
 //   before it; Relu, Clip(0, hi), Sigmoid, Tanh into the layer before them
 //   (Relu and Clip also into an Add); an Add of a constant into the bias of a
