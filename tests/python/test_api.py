@@ -261,12 +261,16 @@ def test_ctrl_c_stops_one_program(engine, detail):
         pytest.skip("no RTL build of small8")
     rng = np.random.default_rng(5)
     size = {"detailed": 640, "fast": 1024, "auto": 360}[detail]  # about 1-1.5 s each here
-    a = rng.integers(-128, 128, (size, size), dtype=np.int8)
-    b = rng.integers(-128, 128, (size, size), dtype=np.int8)
     run = dict(engine=engine, detail=detail, config="small8")
-    start = time.monotonic()
-    whole_c = tpusim.gemm(a, b, **run).c
-    whole = time.monotonic() - start
+    while True:  # larger on a faster machine, until the run takes half a second
+        a = rng.integers(-128, 128, (size, size), dtype=np.int8)
+        b = rng.integers(-128, 128, (size, size), dtype=np.int8)
+        start = time.monotonic()
+        whole_c = tpusim.gemm(a, b, **run).c
+        whole = time.monotonic() - start
+        if whole > 0.5 or size >= 4096:
+            break
+        size = int(size * 1.6)
     assert whole > 0.5, f"the run is too short to interrupt: {whole:.2f} s"
     timer = threading.Timer(whole / 10, _thread.interrupt_main)
     start = time.monotonic()
