@@ -70,6 +70,7 @@ from torch import nn
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "onnx"))
 import make_r1d_models  # noqa: E402  the UNet-style and Conv1d nets of the ONNX tests
+from batchnorm_stats import set_batchnorm_statistics  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "bench"))
 from zoo_metrics import compare  # noqa: E402
@@ -114,21 +115,6 @@ def build(name):
         extra = {"aux_logits": False, "init_weights": True}
     return getattr(torchvision.models, name)(weights=None, **extra)
 
-
-def measure_batchnorm_statistics(model, shape, g):
-    """Random BN scales and shifts, running statistics from train-mode passes on random inputs, then eval."""
-    for m in model.modules():
-        if isinstance(m, nn.modules.batchnorm._BatchNorm):
-            m.reset_running_stats()
-            m.momentum = None  # a plain average over the passes below
-            with torch.no_grad():
-                m.weight.uniform_(0.5, 1.5, generator=g)
-                m.bias.normal_(0.0, 0.2, generator=g)
-    model.train()
-    with torch.no_grad():
-        for _ in range(BN_PASSES):
-            model(torch.randn(BN_BATCH, *shape, generator=g))
-    model.eval()
 
 
 def round_int8(w, per_channel):
@@ -180,7 +166,7 @@ def export(name, size, out, batch, calib_batch):
     shape = input_shape(name, size)
     g = torch.Generator().manual_seed(DATA_SEED)
     has_bn = any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules())
-    measure_batchnorm_statistics(model, shape, g)
+    set_batchnorm_statistics(model, shape, g, BN_PASSES, BN_BATCH)
     calib = torch.randn(calib_batch, *shape, generator=g)
     x = torch.randn(batch, *shape, generator=g)
     noise = 0.01 * x.std() * torch.randn(x.shape, generator=g)

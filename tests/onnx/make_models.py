@@ -25,6 +25,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from batchnorm_stats import set_batchnorm_statistics
+
 
 def export(model, example, path, opset=13):
     model.eval()
@@ -202,21 +204,7 @@ def torchvision_model(name, out, batch, size=224):
         extra = {"aux_logits": False} if name == "inception_v3" else {}
         model = getattr(torchvision.models, name)(weights=None, **extra)
     g = torch.Generator().manual_seed(1)
-    # Batch-norm statistics as training leaves them (running means and
-    # variances measured on data, scales and shifts not all 1 and 0), so that
-    # folding them gives the conv channels different ranges, as in a trained
-    # network; torchvision's fresh ones are the identity.
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.reset_running_stats()
-            m.momentum = None  # a plain average over the batches below
-            with torch.no_grad():
-                m.weight.uniform_(0.5, 1.5, generator=g)
-                m.bias.normal_(0.0, 0.2, generator=g)
-    model.train()
-    with torch.no_grad():
-        model(torch.randn(16, 3, size, size, generator=g))
-    model.eval()
+    set_batchnorm_statistics(model, (3, size, size), g, passes=1, batch=16)
     calib = torch.randn(4, 3, size, size, generator=g)
     x = torch.randn(batch, 3, size, size, generator=g)
     export(model, x[:1], out / f"{name}.onnx", 14 if name == "vec_net" else 13)

@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from batchnorm_stats import set_batchnorm_statistics
+
 
 class Conv1dNet(nn.Module):
     """(N, 4, 64): three blocks of Conv1d (BN, ReLU) and MaxPool1d (the third with a 3-window, stride 2,
@@ -66,18 +68,7 @@ def make(name, out, batch, export, save):
     torch.manual_seed(0)
     model, shape = MODELS[name][0](), MODELS[name][1]
     g = torch.Generator().manual_seed(1)
-    for m in model.modules():
-        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
-            m.reset_running_stats()
-            m.momentum = None  # a plain average over the passes below
-            with torch.no_grad():
-                m.weight.uniform_(0.5, 1.5, generator=g)
-                m.bias.normal_(0.0, 0.2, generator=g)
-    model.train()
-    with torch.no_grad():
-        for _ in range(3):
-            model(torch.randn(16, *shape, generator=g))
-    model.eval()
+    set_batchnorm_statistics(model, shape, g, passes=3, batch=16)
     calib = torch.randn(4, *shape, generator=g)
     x = torch.randn(batch, *shape, generator=g)
     export(model, x[:1], out / f"{name}.onnx")
