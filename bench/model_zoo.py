@@ -64,7 +64,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "onnx"))
-from check_onnx_model import output_quant  # noqa: E402  (scale, zero point) of a saved model's output
+from check_onnx_model import dequantized_reference, nhwc  # noqa: E402  the NumPy reference's layouts
 
 sys.path.insert(0, str(ROOT / "bench"))
 from zoo_metrics import compare  # noqa: E402
@@ -249,21 +249,11 @@ def run_key(meta, binary_sha, preset):
             "int8_reference_sha256": sha256(REFERENCE)}
 
 
-def nhwc(x):
-    """The reference's layout: NHWC; a 1-D model's (B, C, L) as (B, 1, L, C)."""
-    return np.ascontiguousarray(x.transpose(0, 2, 1)[:, None] if x.ndim == 3 else x.transpose(0, 2, 3, 1))
-
-
 def against_reference(y, q, model, input_ndim):
     """bit_exact and differing_outputs: tpu-sim's float output y against the NumPy reference's int8/int32
     output q (NHWC) dequantized with the saved model's output scale and zero point and put in the model's
     layout, as tests/onnx/check_onnx_model.py compares them."""
-    scale, zero = output_quant(model)
-    want = (np.float64(scale) * (q.astype(np.float64) - zero)).astype(np.float32)
-    if want.ndim == 4:
-        want = want.transpose(0, 3, 1, 2)
-        if input_ndim == 3:  # a 1-D model's map: (B, 1, L, C) -> (B, C, L)
-            want = want[:, :, 0, :]
+    want = dequantized_reference(q, model, input_ndim)
     if y.shape != want.shape:
         return {"bit_exact": False, "differing_outputs": int(y.size)}
     differ = int(np.sum(y != want))

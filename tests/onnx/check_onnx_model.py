@@ -67,6 +67,24 @@ def output_quant(model):
     return quant[last]
 
 
+def nhwc(x):
+    """The NumPy reference's input layout: NHWC; a 1-D model's (B, C, L) as (B, 1, L, C)."""
+    return np.ascontiguousarray(x.transpose(0, 2, 1)[:, None] if x.ndim == 3 else x.transpose(0, 2, 3, 1))
+
+
+def dequantized_reference(ref, model, input_ndim):
+    """The NumPy reference's int8/int32 output `ref` (NHWC) dequantized with the saved model's output
+    quantization and put in the ONNX model's layout (NCHW; a 1-D model's (B, C, L)): what tpu-sim's
+    float --out must equal bit for bit."""
+    scale, zero = output_quant(model)
+    want = (np.float64(scale) * (ref.astype(np.float64) - zero)).astype(np.float32)
+    if want.ndim == 4:
+        want = want.transpose(0, 3, 1, 2)
+        if input_ndim == 3:  # a 1-D model's map: (B, 1, L, C) -> (B, C, L)
+            want = want[:, :, 0, :]
+    return want
+
+
 def main():
     bin_dir, src_dir, name, batch = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
     extra = sys.argv[5:]
@@ -90,8 +108,7 @@ def main():
             print(f"FAIL: tpu-sim exited {run.returncode}")
             return 1
         x = np.load(d / "x.npy")
-        # The reference's layout: NHWC; a 1-D model's (B, C, L) as (B, 1, L, C).
-        np.save(d / "x_nhwc.npy", (x.transpose(0, 2, 1)[:, None] if x.ndim == 3 else x.transpose(0, 2, 3, 1)).copy())
+        np.save(d / "x_nhwc.npy", nhwc(x))
         subprocess.run([sys.executable, str(src_dir / "tools/int8_reference.py"), str(d / "q/model.json"),
                         "--input", str(d / "x_nhwc.npy"), "--out", str(d / "ref.npy")], check=True)
         t3 = time.time()
@@ -102,13 +119,7 @@ def main():
             if not np.array_equal(np.load(d / "yq.npy"), np.load(d / "ref.npy")):
                 failures.append("tpu-sim net q/model.json differs from int8_reference.py")
         model = json.loads((d / "q/model.json").read_text())
-        scale, zero = output_quant(model)
-        ref = np.load(d / "ref.npy")
-        want = (np.float64(scale) * (ref.astype(np.float64) - zero)).astype(np.float32)
-        if want.ndim == 4:
-            want = want.transpose(0, 3, 1, 2)
-            if x.ndim == 3:  # a 1-D model's map: (B, 1, L, C) -> (B, C, L)
-                want = want[:, :, 0, :]
+        want = dequantized_reference(np.load(d / "ref.npy"), model, x.ndim)
         y, f, torch_y = np.load(d / "y.npy"), np.load(d / "f.npy"), np.load(d / "torch.npy")
         if y.dtype != np.float32 or y.shape != torch_y.shape:
             failures.append(f"output is {y.dtype} {y.shape}, PyTorch's {torch_y.shape}")

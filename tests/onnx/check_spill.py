@@ -37,7 +37,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_onnx_model import output_quant  # noqa: E402
+from check_onnx_model import dequantized_reference, nhwc  # noqa: E402
 
 N = 8  # small8
 
@@ -96,11 +96,11 @@ def plan_line(run):
 def check_bits(src_dir, d, tag, x, failures):
     """The run's output against the NumPy int8 reference on its saved model; the correlation with PyTorch."""
     xs = np.load(d / x)
-    np.save(d / f"{tag}.x_nhwc.npy", xs.transpose(0, 2, 3, 1).copy())
+    np.save(d / f"{tag}.x_nhwc.npy", nhwc(xs))
     subprocess.run([sys.executable, str(src_dir / "tools/int8_reference.py"), str(d / f"{tag}.q/model.json"),
                     "--input", str(d / f"{tag}.x_nhwc.npy"), "--out", str(d / f"{tag}.ref.npy")], check=True)
-    scale, zero = output_quant(json.loads((d / f"{tag}.q/model.json").read_text()))
-    want = (np.float64(scale) * (np.load(d / f"{tag}.ref.npy").astype(np.float64) - zero)).astype(np.float32)
+    want = dequantized_reference(np.load(d / f"{tag}.ref.npy"), json.loads((d / f"{tag}.q/model.json").read_text()),
+                                 xs.ndim)
     y = np.load(d / f"{tag}.y.npy")
     if not np.array_equal(y, want):
         failures.append(f"{tag}: {int(np.sum(y != want))} of {y.size} outputs differ from int8_reference.py")
