@@ -517,15 +517,7 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
         for (std::uint64_t gj = 0; gj < gin; ++gj) {
           if (!keep[tap * gin + gj]) continue;
           const std::uint64_t gi = depthwise ? go : gj;
-          isa::ConvGeometry g;
-          g.in_h = static_cast<std::uint32_t>(xp.h);
-          g.in_w = static_cast<std::uint32_t>(xp.w);
-          g.out_w = static_cast<std::uint32_t>(yp.w);
-          g.stride_y = l.stride_h;
-          g.stride_x = l.stride_w;
-          g.pad = static_cast<std::int8_t>(zin);
-          g.origin_y = static_cast<std::int32_t>(static_cast<std::int64_t>(dy) - l.pad_top + y0 * l.stride_h);
-          g.origin_x = static_cast<std::int32_t>(dx) - static_cast<std::int32_t>(l.pad_left);
+          const isa::ConvGeometry g = window_geometry(l, xp, yp, zin, xp.h, 0, y0, dy, dx, false);
           const bool last_round = tap * gin + gj == last_kept;
           std::uint64_t a = job.n0;
           for (std::uint64_t n = job.n0; n < n_end; ++n) {
@@ -629,6 +621,26 @@ void OnChip::lower_add(std::size_t i, std::uint64_t bc) {
   }
 }
 
+isa::ConvGeometry window_geometry(const Layer& l, const Place& xp, const Place& yp, std::int32_t pad,
+                                  std::uint64_t in_h, std::uint64_t row0, std::uint64_t y0, std::uint64_t dy,
+                                  std::uint64_t dx, bool pool) {
+  isa::ConvGeometry g;
+  g.in_h = static_cast<std::uint32_t>(in_h);
+  g.in_w = static_cast<std::uint32_t>(xp.w);
+  g.out_w = static_cast<std::uint32_t>(yp.w);
+  g.stride_y = l.stride_h;
+  g.stride_x = l.stride_w;
+  g.pad = static_cast<std::int8_t>(pad);
+  g.origin_y = static_cast<std::int32_t>(static_cast<std::int64_t>(dy) - std::int64_t{l.pad_top} +
+                                         static_cast<std::int64_t>(y0 * l.stride_h) - static_cast<std::int64_t>(row0));
+  g.origin_x = static_cast<std::int32_t>(dx) - static_cast<std::int32_t>(l.pad_left);
+  if (pool) {
+    g.win_h = l.kernel_h;
+    g.win_w = l.kernel_w;
+  }
+  return g;
+}
+
 void OnChip::lower_pool(std::size_t i, std::uint64_t bc) {
   const Layer& l = net_.layers[i];
   const std::size_t x = layer_inputs(net_, i)[0];
@@ -649,15 +661,7 @@ void OnChip::lower_pool(std::size_t i, std::uint64_t bc) {
     g.win_h = static_cast<std::uint32_t>(xp.h);
     g.win_w = static_cast<std::uint32_t>(xp.w);
   } else {
-    g.in_h = static_cast<std::uint32_t>(xp.h);
-    g.in_w = static_cast<std::uint32_t>(xp.w);
-    g.out_w = static_cast<std::uint32_t>(yp.w);
-    g.stride_y = l.stride_h;
-    g.stride_x = l.stride_w;
-    g.origin_y = -static_cast<std::int32_t>(l.pad_top);
-    g.origin_x = -static_cast<std::int32_t>(l.pad_left);
-    g.win_h = l.kernel_h;
-    g.win_w = l.kernel_w;
+    g = window_geometry(l, xp, yp, in.quant.zero_point, xp.h, 0, 0, 0, 0, true);
   }
   std::optional<model::Requant> q;
   if (average) q = avgpool_requant(l, in, infos_[i + 1], layer_label(l, i));

@@ -241,19 +241,9 @@ void OnChip::lower_conv_spill(std::size_t i) {
           } else {
             // The band's map: the staged rows [r0, r1), or the whole map in
             // the unified buffer; the origin moves to output row y0.
-            isa::ConvGeometry g;
-            g.in_h = static_cast<std::uint32_t>(xp.host ? in_rows : xp.h);
-            g.in_w = static_cast<std::uint32_t>(xp.w);
-            g.out_w = static_cast<std::uint32_t>(yp.w);
-            g.stride_y = l.stride_h;
-            g.stride_x = l.stride_w;
-            g.pad = static_cast<std::int8_t>(zin);
-            g.origin_y = static_cast<std::int32_t>(static_cast<std::int64_t>(dy) - l.pad_top +
-                                                   static_cast<std::int64_t>(b.y0 * l.stride_h) -
-                                                   static_cast<std::int64_t>(xp.host ? b.r0 : 0));
-            g.origin_x = static_cast<std::int32_t>(dx) - static_cast<std::int32_t>(l.pad_left);
             op.flags |= isa::kFlagMmcConvolve;
-            op.geometry = g;
+            op.geometry = window_geometry(l, xp, yp, zin, xp.host ? in_rows : xp.h, xp.host ? b.r0 : 0, b.y0, dy,
+                                          dx, false);
             op.a = static_cast<std::int64_t>(xp.host ? stage_at(slot(j)) + k * in_rows * xp.w : plane(x, gi, 0, 1));
           }
           push(op);
@@ -299,19 +289,8 @@ void OnChip::lower_pool_spill(std::size_t i) {
       const SpillBand& b = bands[j];
       if (xp.host && j + 1 < bands.size()) stage_in(i, {gr}, bands[j + 1], slot(j + 1));
       const std::uint64_t pixels = b.rows * yp.w, p0 = b.y0 * yp.w;
-      isa::ConvGeometry g;
-      g.in_h = static_cast<std::uint32_t>(xp.host ? b.r1 - b.r0 : xp.h);
-      g.in_w = static_cast<std::uint32_t>(xp.w);
-      g.out_w = static_cast<std::uint32_t>(yp.w);
-      g.stride_y = l.stride_h;
-      g.stride_x = l.stride_w;
-      g.pad = static_cast<std::int8_t>(in.quant.zero_point);
-      g.origin_y = static_cast<std::int32_t>(-static_cast<std::int64_t>(l.pad_top) +
-                                             static_cast<std::int64_t>(b.y0 * l.stride_h) -
-                                             static_cast<std::int64_t>(xp.host ? b.r0 : 0));
-      g.origin_x = -static_cast<std::int32_t>(l.pad_left);
-      g.win_h = l.kernel_h;
-      g.win_w = l.kernel_w;
+      const isa::ConvGeometry g = window_geometry(l, xp, yp, in.quant.zero_point, xp.host ? b.r1 - b.r0 : xp.h,
+                                                  xp.host ? b.r0 : 0, b.y0, 0, 0, true);
       Op op;
       op.opcode = isa::Opcode::POOL;
       op.flags = average ? isa::kFlagPoolAverage : 0;

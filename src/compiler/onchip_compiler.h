@@ -68,6 +68,15 @@ struct SpillBand {
   std::uint64_t y0 = 0, rows = 0, r0 = 0, r1 = 0;
 };
 
+// The geometry of a conv pass at kernel offset (dy, dx), or of a pool
+// (`pool`: the kernel is the window, dy = dx = 0), of layer `l` reading map
+// xp into map yp: the input's in_h rows from map row `row0` (0, or a band's
+// first staged row), the output from its row y0 (0, or a band's first),
+// padded with `pad` (the input's zero point).
+isa::ConvGeometry window_geometry(const Layer& l, const Place& xp, const Place& yp, std::int32_t pad,
+                                  std::uint64_t in_h, std::uint64_t row0, std::uint64_t y0, std::uint64_t dy,
+                                  std::uint64_t dx, bool pool);
+
 // The weight memory's image: N x N tiles, each distinct tile once. The set
 // holds tile indices, hashed and compared by their bytes in the image (no
 // second copy of the weights as keys). An ordered map keyed by the tiles'
