@@ -186,13 +186,12 @@ class RowMemory {
     const auto scan = [&](const RowMemory& x) {
       for (const auto& [first, count] : x.touched_runs()) {
         if (found && *found < first) return;
-        const auto [a, b] = std::mismatch(data_.get() + first, data_.get() + first + count, o.data_.get() + first);
+        const T* a = std::mismatch(data_.get() + first, data_.get() + first + count, o.data_.get() + first).first;
         if (a != data_.get() + first + count) {
           const auto at = static_cast<std::size_t>(a - data_.get());
           if (!found || at < *found) found = at;
           return;
         }
-        (void)b;
       }
     };
     scan(*this);
