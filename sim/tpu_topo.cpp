@@ -13,7 +13,7 @@
 #include "common/file_io.h"
 #include "common/plural.h"
 #include "compiler/layer_reference.h"
-#include "compiler/topology.h"
+#include "formats/topology.h"
 #include "layer_report.h"
 #include "outputs.h"
 #include "progress.h"

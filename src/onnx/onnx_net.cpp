@@ -7,10 +7,10 @@
 
 #include "common/file_io.h"
 #include "common/npy.h"
+#include "formats/save_network.h"
 #include "onnx/net_fit.h"
 #include "onnx/onnx_import.h"
 #include "onnx/quantize_float.h"
-#include "onnx/save_network.h"
 
 namespace tpu::onnximport {
 
@@ -141,7 +141,7 @@ OnnxRun prepare_onnx(const std::string& model, const std::string& calibrate, con
     say("");
     throw FileError(fmt::format("{}: {}", model, e.what()));
   }
-  if (!save_model.empty()) save_network(run.net, save_model);
+  if (!save_model.empty()) compiler::save_network(run.net, save_model);
   std::vector<std::size_t> shape{batch};
   shape.insert(shape.end(), run.fnet.input_shape.begin(), run.fnet.input_shape.end());
   try {

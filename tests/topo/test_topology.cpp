@@ -11,7 +11,7 @@
 #include <string>
 
 #include "compiler/layer_reference.h"
-#include "compiler/topology.h"
+#include "formats/topology.h"
 
 namespace {
 

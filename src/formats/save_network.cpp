@@ -1,4 +1,4 @@
-#include "onnx/save_network.h"
+#include "formats/save_network.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include "common/file_io.h"
 #include "common/npy.h"
 
-namespace tpu::onnximport {
+namespace tpu::compiler {
 namespace {
 
 using compiler::LayerKind;
@@ -100,4 +100,4 @@ void save_network(const compiler::Network& net, const std::string& dir) {
   write_file_atomic((base / "model.json").string(), root.dump(2) + "\n");
 }
 
-}  // namespace tpu::onnximport
+}  // namespace tpu::compiler

@@ -8,10 +8,10 @@
 
 #include "compiler/network.h"
 
-namespace tpu::onnximport {
+namespace tpu::compiler {
 
 // Creates DIR if needed; layer names must be unique, non-empty and not
 // "input" (the importer makes them so). Throws FileError.
 void save_network(const compiler::Network& net, const std::string& dir);
 
-}  // namespace tpu::onnximport
+}  // namespace tpu::compiler

@@ -1,4 +1,4 @@
-#include "compiler/model_file.h"
+#include "formats/model_file.h"
 
 #include <fmt/format.h>
 

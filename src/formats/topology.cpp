@@ -1,4 +1,4 @@
-#include "compiler/topology.h"
+#include "formats/topology.h"
 
 #include <fmt/format.h>
 
