@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -96,6 +97,24 @@ model::ActFunction parse_act(const Reader& r, const json& v, const std::string& 
   r.fail(where, fmt::format("unknown activation '{}' (known: {})", s, model::act_function_list()));
 }
 
+// The layer's "activation", none when absent.
+model::ActFunction optional_act(const Reader& r, const json& j, const std::string& where) {
+  return j.contains("activation") ? parse_act(r, j.at("activation"), where) : model::ActFunction::None;
+}
+
+// The output quantization of a sigmoid or tanh, fixed by the tables (scale
+// 1/127, zero point 0): an "output" given anyway must be that one.
+QuantParams table_output(const Reader& r, const json& j, const std::string& where) {
+  if (j.contains("output")) {
+    const QuantParams q = r.quant(j.at("output"), where + ": output");
+    if (q.zero_point != 0 || std::fabs(q.scale * 127.0 - 1.0) > 1e-9)
+      r.fail(where, "the output of sigmoid and tanh is fixed at scale 1/127, zero point 0");
+  }
+  return {kSigmoidTanhOutputScale, 0};
+}
+
+bool table_act(model::ActFunction f) { return f == model::ActFunction::Sigmoid || f == model::ActFunction::Tanh; }
+
 void parse_gemm_layer(const Reader& r, const json& j, const std::string& where, Layer& l,
                       std::size_t rank) {
   const std::string wpath = r.file(r.need(j, "weights", where), where, "weights");
@@ -115,21 +134,14 @@ void parse_gemm_layer(const Reader& r, const json& j, const std::string& where, 
   l.weight_scale = r.number(r.need(j, "weight_scale", where), where, "weight_scale");
   if (!(l.weight_scale > 0.0) || !std::isfinite(l.weight_scale))
     r.fail(where, fmt::format("weight_scale {} is not positive and finite", l.weight_scale));
-  l.act = j.contains("activation") ? parse_act(r, j.at("activation"), where) : model::ActFunction::None;
-  const bool table = l.act == model::ActFunction::Sigmoid || l.act == model::ActFunction::Tanh;
+  l.act = optional_act(r, j, where);
   if (j.contains("output") && j.at("output").is_string()) {
     if (j.at("output").get<std::string>() != "int32")
       r.fail(where, "'output' must be a quantization object or \"int32\"");
     if (l.act != model::ActFunction::None) r.fail(where, "an int32 output takes no activation");
     l.int32_output = true;
-  } else if (table) {
-    // Fixed by the tables: scale 1/127, zero point 0.
-    l.output = {kSigmoidTanhOutputScale, 0};
-    if (j.contains("output")) {
-      const QuantParams q = r.quant(j.at("output"), where + ": output");
-      if (q.zero_point != 0 || std::fabs(q.scale * 127.0 - 1.0) > 1e-9)
-        r.fail(where, "the output of sigmoid and tanh is fixed at scale 1/127, zero point 0");
-    }
+  } else if (table_act(l.act)) {
+    l.output = table_output(r, j, where);
   } else {
     l.output = r.quant(r.need(j, "output", where), where + ": output");
   }
@@ -161,12 +173,8 @@ void parse_padding(const Reader& r, const json& p, const std::string& where, Lay
   }
 }
 
-void parse_window(const Reader& r, const json& j, const std::string& where, Layer& l) {
-  const auto k = r.ints(r.need(j, "pool", where), where, "pool", 2, 1, 1 << 16);
-  l.kernel_h = k[0];
-  l.kernel_w = k[1];
-  l.stride_h = k[0];
-  l.stride_w = k[1];
+// "stride" and "padding" of a conv2d or pool, where given.
+void parse_stride_padding(const Reader& r, const json& j, const std::string& where, Layer& l) {
   if (j.contains("stride")) {
     const auto st = r.ints(j.at("stride"), where, "stride", 2, 1, 1 << 16);
     l.stride_h = st[0];
@@ -175,17 +183,167 @@ void parse_window(const Reader& r, const json& j, const std::string& where, Laye
   if (j.contains("padding")) parse_padding(r, j.at("padding"), where, l);
 }
 
-}  // namespace
+void parse_window(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  const auto k = r.ints(r.need(j, "pool", where), where, "pool", 2, 1, 1 << 16);
+  l.kernel_h = k[0];
+  l.kernel_w = k[1];
+  l.stride_h = k[0];
+  l.stride_w = k[1];
+  parse_stride_padding(r, j, where, l);
+}
 
-Network load_network(const std::string& json_path) {
-  const std::string text = read_file_text(json_path);
-  Reader r(json_path);
-  json root;
-  try {
-    root = json::parse(text);
-  } catch (const json::exception& e) {
-    r.fail("", fmt::format("invalid JSON: {}", e.what()));
+// ---- One parser per layer type: its keys, then its fields. ----
+
+void parse_dense(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "weights", "bias", "weight_scale", "activation", "output"});
+  l.kind = LayerKind::Dense;
+  parse_gemm_layer(r, j, where, l, 2);
+}
+
+void parse_conv2d(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "weights", "bias", "weight_scale", "activation", "output",
+                         "stride", "padding", "groups"});
+  l.kind = LayerKind::Conv2d;
+  parse_gemm_layer(r, j, where, l, 4);
+  if (j.contains("groups"))
+    l.groups = static_cast<unsigned>(r.integer(j.at("groups"), where, "groups", 1, 1 << 24));
+  l.kernel_h = static_cast<unsigned>(l.weight_shape[0]);
+  l.kernel_w = static_cast<unsigned>(l.weight_shape[1]);
+  parse_stride_padding(r, j, where, l);
+}
+
+void parse_maxpool2d(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "pool", "stride", "padding"});
+  l.kind = LayerKind::MaxPool2d;
+  parse_window(r, j, where, l);
+}
+
+// An average pool's output keeps its input's quantization unless given.
+void parse_pool_output(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  if (j.contains("output"))
+    l.output = r.quant(j.at("output"), where + ": output");
+  else
+    l.output_is_input = true;
+}
+
+void parse_avgpool2d(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "pool", "stride", "padding", "output"});
+  l.kind = LayerKind::AvgPool2d;
+  parse_window(r, j, where, l);
+  parse_pool_output(r, j, where, l);
+}
+
+void parse_global_avgpool2d(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "output"});
+  l.kind = LayerKind::GlobalAvgPool2d;
+  parse_pool_output(r, j, where, l);
+}
+
+void parse_add(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "activation", "output"});
+  l.kind = LayerKind::Add;
+  l.act = optional_act(r, j, where);
+  if (l.act != model::ActFunction::None && l.act != model::ActFunction::Relu)
+    r.fail(where, "an add takes activation none or relu");
+  l.output = r.quant(r.need(j, "output", where), where + ": output");
+  if (!j.contains("inputs")) r.fail(where, "an add needs 'inputs': the names of the two layers it adds");
+}
+
+void parse_concat(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "output"});
+  l.kind = LayerKind::Concat;
+  l.output = r.quant(r.need(j, "output", where), where + ": output");
+  if (!j.contains("inputs")) r.fail(where, "a concat needs 'inputs': the names of the layers it concatenates");
+}
+
+// The activation and output of a mul or affine (vector-unit layers).
+void parse_vector_output(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  l.output = table_act(l.act) ? table_output(r, j, where) : r.quant(r.need(j, "output", where), where + ": output");
+}
+
+void parse_mul(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "activation", "output"});
+  l.kind = LayerKind::Mul;
+  l.act = optional_act(r, j, where);
+  parse_vector_output(r, j, where, l);
+  if (!j.contains("inputs")) r.fail(where, "a mul needs 'inputs': the names of the two layers it multiplies");
+}
+
+void parse_affine(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "alpha", "beta", "activation", "output"});
+  l.kind = LayerKind::Affine;
+  l.act = optional_act(r, j, where);
+  l.alpha = r.number(r.need(j, "alpha", where), where, "alpha");
+  l.beta = j.contains("beta") ? r.number(j.at("beta"), where, "beta") : 0.0;
+  if (!std::isfinite(l.alpha) || !std::isfinite(l.beta)) r.fail(where, "'alpha' and 'beta' must be finite");
+  parse_vector_output(r, j, where, l);
+}
+
+void parse_upsample(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "scale"});
+  l.kind = LayerKind::Upsample;
+  const auto s = r.ints(r.need(j, "scale", where), where, "scale", 2, 1, 255);
+  l.stride_h = s[0];
+  l.stride_w = s[1];
+}
+
+void parse_flatten(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs"});
+  l.kind = LayerKind::Flatten;
+}
+
+using LayerParser = void (*)(const Reader&, const json&, const std::string&, Layer&);
+
+// The layer types of the format, in the order the error message lists them.
+constexpr std::pair<const char*, LayerParser> kLayerTypes[] = {
+    {"dense", parse_dense},     {"conv2d", parse_conv2d},   {"maxpool2d", parse_maxpool2d},
+    {"avgpool2d", parse_avgpool2d}, {"global_avgpool2d", parse_global_avgpool2d},
+    {"add", parse_add},         {"concat", parse_concat},   {"mul", parse_mul},
+    {"affine", parse_affine},   {"upsample", parse_upsample}, {"flatten", parse_flatten}};
+
+// "layers"[i]: its name, its type's fields, its inputs (names of earlier
+// layers, or "input", in `tensor_of`, which gains this layer's name).
+Layer parse_layer(const Reader& r, const json& j, std::size_t i, std::map<std::string, std::size_t>& tensor_of) {
+  std::string where = fmt::format("layer {}", i);
+  if (!j.is_object()) r.fail(where, "must be an object");
+  Layer l;
+  if (j.contains("name")) {
+    if (!j.at("name").is_string()) r.fail(where, "'name' must be a string");
+    l.name = j.at("name").get<std::string>();
+    where = fmt::format("layer {} ('{}')", i, l.name);
   }
+  const json& type = r.need(j, "type", where);
+  const std::string t = type.is_string() ? type.get<std::string>() : "";
+  const auto* kind = std::find_if(std::begin(kLayerTypes), std::end(kLayerTypes),
+                                  [&](const auto& k) { return t == k.first; });
+  if (kind == std::end(kLayerTypes)) {
+    std::string names;
+    for (const auto& k : kLayerTypes) names += fmt::format("{}{}", names.empty() ? "" : ", ", k.first);
+    r.fail(where, fmt::format("'type' must be one of {}", names));
+  }
+  kind->second(r, j, where, l);
+  if (j.contains("inputs")) {
+    const json& in = j.at("inputs");
+    if (!in.is_array() || in.empty())
+      r.fail(where, "'inputs' must be a list of layer names (or \"input\")");
+    for (const json& e : in) {
+      if (!e.is_string()) r.fail(where, "'inputs' must be a list of layer names (or \"input\")");
+      const std::string name = e.get<std::string>();
+      const auto it = tensor_of.find(name);
+      if (it == tensor_of.end())
+        r.fail(where, fmt::format("input '{}' is not \"input\" or the name of an earlier layer", name));
+      l.inputs.push_back(it->second);
+    }
+  }
+  if (!l.name.empty()) {
+    if (tensor_of.count(l.name)) r.fail(where, fmt::format("the name '{}' is taken", l.name));
+    tensor_of[l.name] = i + 1;
+  }
+  return l;
+}
+
+// The top level without "layers": format, version, name and the input.
+Network parse_header(const Reader& r, const json& root) {
   if (!root.is_object()) r.fail("", "expected a JSON object");
   r.only_keys(root, "", {"format", "version", "name", "input", "layers", "description"});
   const json& format = r.need(root, "format", "");
@@ -208,161 +366,59 @@ Network load_network(const std::string& json_path) {
     net.input_shape.push_back(static_cast<std::size_t>(r.integer(d, "input", "shape", 1, 1 << 24)));
   json q = {{"scale", r.need(input, "scale", "input")}, {"zero_point", r.need(input, "zero_point", "input")}};
   net.input = r.quant(q, "input");
+  return net;
+}
 
-  const json& layers = r.need(root, "layers", "");
-  if (!layers.is_array()) r.fail("", "'layers' must be a list");
-  std::map<std::string, std::size_t> tensor_of{{"input", 0}};  // name -> tensor id
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    const json& j = layers[i];
-    std::string where = fmt::format("layer {}", i);
-    if (!j.is_object()) r.fail(where, "must be an object");
-    Layer l;
-    if (j.contains("name")) {
-      if (!j.at("name").is_string()) r.fail(where, "'name' must be a string");
-      l.name = j.at("name").get<std::string>();
-      where = fmt::format("layer {} ('{}')", i, l.name);
-    }
-    const json& type = r.need(j, "type", where);
-    const std::string t = type.is_string() ? type.get<std::string>() : "";
-    if (t == "dense") {
-      r.only_keys(j, where, {"type", "name", "inputs", "weights", "bias", "weight_scale", "activation", "output"});
-      l.kind = LayerKind::Dense;
-      parse_gemm_layer(r, j, where, l, 2);
-    } else if (t == "conv2d") {
-      r.only_keys(j, where, {"type", "name", "inputs", "weights", "bias", "weight_scale", "activation", "output",
-                             "stride", "padding", "groups"});
-      l.kind = LayerKind::Conv2d;
-      parse_gemm_layer(r, j, where, l, 4);
-      if (j.contains("groups"))
-        l.groups = static_cast<unsigned>(r.integer(j.at("groups"), where, "groups", 1, 1 << 24));
-      l.kernel_h = static_cast<unsigned>(l.weight_shape[0]);
-      l.kernel_w = static_cast<unsigned>(l.weight_shape[1]);
-      if (j.contains("stride")) {
-        const auto s = r.ints(j.at("stride"), where, "stride", 2, 1, 1 << 16);
-        l.stride_h = s[0];
-        l.stride_w = s[1];
-      }
-      if (j.contains("padding")) parse_padding(r, j.at("padding"), where, l);
-    } else if (t == "maxpool2d") {
-      r.only_keys(j, where, {"type", "name", "inputs", "pool", "stride", "padding"});
-      l.kind = LayerKind::MaxPool2d;
-      parse_window(r, j, where, l);
-    } else if (t == "avgpool2d" || t == "global_avgpool2d") {
-      const bool global = t == "global_avgpool2d";
-      if (global)
-        r.only_keys(j, where, {"type", "name", "inputs", "output"});
-      else
-        r.only_keys(j, where, {"type", "name", "inputs", "pool", "stride", "padding", "output"});
-      l.kind = global ? LayerKind::GlobalAvgPool2d : LayerKind::AvgPool2d;
-      if (!global) parse_window(r, j, where, l);
-      if (j.contains("output"))
-        l.output = r.quant(j.at("output"), where + ": output");
-      else
-        l.output_is_input = true;
-    } else if (t == "add") {
-      r.only_keys(j, where, {"type", "name", "inputs", "activation", "output"});
-      l.kind = LayerKind::Add;
-      l.act = j.contains("activation") ? parse_act(r, j.at("activation"), where) : model::ActFunction::None;
-      if (l.act != model::ActFunction::None && l.act != model::ActFunction::Relu)
-        r.fail(where, "an add takes activation none or relu");
-      l.output = r.quant(r.need(j, "output", where), where + ": output");
-      if (!j.contains("inputs")) r.fail(where, "an add needs 'inputs': the names of the two layers it adds");
-    } else if (t == "concat") {
-      r.only_keys(j, where, {"type", "name", "inputs", "output"});
-      l.kind = LayerKind::Concat;
-      l.output = r.quant(r.need(j, "output", where), where + ": output");
-      if (!j.contains("inputs")) r.fail(where, "a concat needs 'inputs': the names of the layers it concatenates");
-    } else if (t == "mul" || t == "affine") {
-      const bool mul = t == "mul";
-      if (mul)
-        r.only_keys(j, where, {"type", "name", "inputs", "activation", "output"});
-      else
-        r.only_keys(j, where, {"type", "name", "inputs", "alpha", "beta", "activation", "output"});
-      l.kind = mul ? LayerKind::Mul : LayerKind::Affine;
-      l.act = j.contains("activation") ? parse_act(r, j.at("activation"), where) : model::ActFunction::None;
-      if (!mul) {
-        l.alpha = r.number(r.need(j, "alpha", where), where, "alpha");
-        l.beta = j.contains("beta") ? r.number(j.at("beta"), where, "beta") : 0.0;
-        if (!std::isfinite(l.alpha) || !std::isfinite(l.beta)) r.fail(where, "'alpha' and 'beta' must be finite");
-      }
-      if (l.act == model::ActFunction::Sigmoid || l.act == model::ActFunction::Tanh) {
-        l.output = {kSigmoidTanhOutputScale, 0};
-        if (j.contains("output")) {
-          const QuantParams fixed = r.quant(j.at("output"), where + ": output");
-          if (fixed.zero_point != 0 || std::fabs(fixed.scale * 127.0 - 1.0) > 1e-9)
-            r.fail(where, "the output of sigmoid and tanh is fixed at scale 1/127, zero point 0");
-        }
-      } else {
-        l.output = r.quant(r.need(j, "output", where), where + ": output");
-      }
-      if (mul && !j.contains("inputs")) r.fail(where, "a mul needs 'inputs': the names of the two layers it multiplies");
-    } else if (t == "upsample") {
-      r.only_keys(j, where, {"type", "name", "inputs", "scale"});
-      l.kind = LayerKind::Upsample;
-      const auto s = r.ints(r.need(j, "scale", where), where, "scale", 2, 1, 255);
-      l.stride_h = s[0];
-      l.stride_w = s[1];
-    } else if (t == "flatten") {
-      r.only_keys(j, where, {"type", "name", "inputs"});
-      l.kind = LayerKind::Flatten;
-    } else {
-      r.fail(where, "'type' must be one of dense, conv2d, maxpool2d, avgpool2d, global_avgpool2d, "
-                    "add, concat, mul, affine, upsample, flatten");
-    }
-    if (j.contains("inputs")) {
-      const json& in = j.at("inputs");
-      if (!in.is_array() || in.empty())
-        r.fail(where, "'inputs' must be a list of layer names (or \"input\")");
-      for (const json& e : in) {
-        if (!e.is_string()) r.fail(where, "'inputs' must be a list of layer names (or \"input\")");
-        const std::string name = e.get<std::string>();
-        const auto it = tensor_of.find(name);
-        if (it == tensor_of.end())
-          r.fail(where, fmt::format("input '{}' is not \"input\" or the name of an earlier layer", name));
-        l.inputs.push_back(it->second);
-      }
-    }
-    if (!l.name.empty()) {
-      if (tensor_of.count(l.name)) r.fail(where, fmt::format("the name '{}' is taken", l.name));
-      tensor_of[l.name] = i + 1;
-    }
-    net.layers.push_back(std::move(l));
+// The shapes of `net` as far as they are known, a CompileError as the file's.
+std::vector<TensorInfo> infer_in_file(const Network& net, bool check_unread, const std::string& json_path) {
+  try {
+    return infer_network(net, check_unread);
+  } catch (const CompileError& e) {
+    throw FileError(fmt::format("{}: {}", json_path, e.what()));
   }
+}
 
-  // "same" padding needs each layer's input size: walk the shapes.
+// "same" padding needs each layer's input size: walk the shapes.
+void resolve_same_padding(const Reader& r, Network& net, const std::string& json_path) {
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     Layer& l = net.layers[i];
+    if (l.pad_top != ~0u) continue;
     Network prefix;
     prefix.input_shape = net.input_shape;
     prefix.input = net.input;
-    prefix.layers.assign(net.layers.begin(), net.layers.begin() + static_cast<std::ptrdiff_t>(i) + 1);
-    if (l.pad_top == ~0u) {
-      prefix.layers.pop_back();
-      std::vector<std::size_t> in_shape;
-      try {
-        in_shape = infer_network(prefix, false)[layer_inputs(net, i)[0]].shape;
-      } catch (const CompileError& e) {
-        throw FileError(fmt::format("{}: {}", json_path, e.what()));
-      }
-      if (in_shape.size() != 3) r.fail(fmt::format("layer {}", i), "'same' padding needs an HxWxC input");
-      const auto same = [](std::size_t in, unsigned k, unsigned s, unsigned& a, unsigned& b) {
-        const std::size_t out = (in + s - 1) / s;
-        const std::size_t need = (out - 1) * s + k;
-        const std::size_t total = need > in ? need - in : 0;
-        a = static_cast<unsigned>(total / 2);
-        b = static_cast<unsigned>(total - total / 2);
-      };
-      same(in_shape[0], l.kernel_h, l.stride_h, l.pad_top, l.pad_bottom);
-      same(in_shape[1], l.kernel_w, l.stride_w, l.pad_left, l.pad_right);
-    }
+    prefix.layers.assign(net.layers.begin(), net.layers.begin() + static_cast<std::ptrdiff_t>(i));
+    const std::vector<std::size_t> in_shape = infer_in_file(prefix, false, json_path)[layer_inputs(net, i)[0]].shape;
+    if (in_shape.size() != 3) r.fail(fmt::format("layer {}", i), "'same' padding needs an HxWxC input");
+    const auto same = [](std::size_t in, unsigned k, unsigned s, unsigned& a, unsigned& b) {
+      const std::size_t out = (in + s - 1) / s;
+      const std::size_t need = (out - 1) * s + k;
+      const std::size_t total = need > in ? need - in : 0;
+      a = static_cast<unsigned>(total / 2);
+      b = static_cast<unsigned>(total - total / 2);
+    };
+    same(in_shape[0], l.kernel_h, l.stride_h, l.pad_top, l.pad_bottom);
+    same(in_shape[1], l.kernel_w, l.stride_w, l.pad_left, l.pad_right);
   }
-  if (!net.layers.empty()) {
-    try {
-      infer_network(net);
-    } catch (const CompileError& e) {
-      throw FileError(fmt::format("{}: {}", json_path, e.what()));
-    }
+}
+
+}  // namespace
+
+Network load_network(const std::string& json_path) {
+  const std::string text = read_file_text(json_path);
+  Reader r(json_path);
+  json root;
+  try {
+    root = json::parse(text);
+  } catch (const json::exception& e) {
+    r.fail("", fmt::format("invalid JSON: {}", e.what()));
   }
+  Network net = parse_header(r, root);
+  const json& layers = r.need(root, "layers", "");
+  if (!layers.is_array()) r.fail("", "'layers' must be a list");
+  std::map<std::string, std::size_t> tensor_of{{"input", 0}};  // name -> tensor id
+  for (std::size_t i = 0; i < layers.size(); ++i) net.layers.push_back(parse_layer(r, layers[i], i, tensor_of));
+  resolve_same_padding(r, net, json_path);
+  if (!net.layers.empty()) infer_in_file(net, true, json_path);
   if (net.layers.empty()) r.fail("", "the network has no layers");
   return net;
 }

@@ -87,6 +87,15 @@ constexpr const char* kConvColumns[] = {"Layer name",   "IFMAP Height", "IFMAP W
                                         "Stride Width"};
 constexpr const char* kGemmColumns[] = {"Layer", "M", "N", "K"};
 
+// A row of either kind: its line and its layer name (column 1).
+TopologyRow named_row(const RowReader& r, std::size_t line, const std::vector<std::string>& f) {
+  TopologyRow row;
+  row.line = line;
+  row.name = f[0];
+  if (row.name.empty()) r.fail("the layer name (column 1) is empty");
+  return row;
+}
+
 TopologyRow parse_conv_row(const std::string& path, std::size_t line, const std::vector<std::string>& f) {
   const RowReader r(path, line, f);
   if (f.size() != 8 && f.size() != 9)
@@ -94,10 +103,7 @@ TopologyRow parse_conv_row(const std::string& path, std::size_t line, const std:
                        "Filter Width, Channels, Num Filter, Strides) or 9 (with the stride width "
                        "last), got {}",
                        f.size()));
-  TopologyRow row;
-  row.line = line;
-  row.name = f[0];
-  if (row.name.empty()) r.fail("the layer name (column 1) is empty");
+  TopologyRow row = named_row(r, line, f);
   row.ifmap_h = r.number(1, kConvColumns[1]);
   row.ifmap_w = r.number(2, kConvColumns[2]);
   row.filter_h = r.number(3, kConvColumns[3]);
@@ -117,11 +123,8 @@ TopologyRow parse_conv_row(const std::string& path, std::size_t line, const std:
 TopologyRow parse_gemm_row(const std::string& path, std::size_t line, const std::vector<std::string>& f) {
   const RowReader r(path, line, f);
   if (f.size() != 4) r.fail(fmt::format("expected 4 columns (Layer, M, N, K), got {}", f.size()));
-  TopologyRow row;
-  row.line = line;
+  TopologyRow row = named_row(r, line, f);
   row.gemm = true;
-  row.name = f[0];
-  if (row.name.empty()) r.fail("the layer name (column 1) is empty");
   row.m = r.number(1, kGemmColumns[1]);
   row.n = r.number(2, kGemmColumns[2]);
   row.k = r.number(3, kGemmColumns[3]);
