@@ -35,6 +35,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "onnx/float_net.h"
 
@@ -56,5 +57,9 @@ std::optional<bool> onnx_has_qdq_nodes(const std::string& path);
 // Imports a model already in memory (checked and shape-inferred here);
 // `where` starts every error message.
 FloatNet import_onnx_model(onnx::ModelProto model, const std::string& where);
+
+// Whether the importer has an importer for operator `op` of the default
+// domain (its operator table; node_operator_error refuses the others).
+bool imports_operator(std::string_view op);
 
 }  // namespace tpu::onnximport

@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "common/file_io.h"
+#include "onnx/onnx_import.h"
 
 namespace tpu::onnximport {
 namespace {
@@ -180,16 +181,11 @@ bool within_tensor_limit(const std::vector<std::size_t>& shape) {
 }
 
 std::string node_operator_error(const std::string& domain, const std::string& op) {
-  static const std::set<std::string_view> kMapped = {
-      "Constant", "Identity", "Dropout", "Conv", "Gemm", "MatMul", "BatchNormalization", "Relu", "Clip",
-      "Sigmoid", "Tanh", "MaxPool", "AveragePool", "GlobalAveragePool", "ReduceMean", "Add", "Concat", "Slice", "Split", "Transpose", "Shape", "Gather", "Mul", "Div", "Flatten", "Reshape", "Pad",
-      "HardSigmoid", "HardSwish", "Resize", "Upsample",
-      "QuantizeLinear", "DequantizeLinear", "Cast", "ConstantOfShape"};
   static const std::set<std::string_view> kQOperator = {
       "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "QLinearAdd", "QLinearMul",
       "QLinearAveragePool", "QLinearGlobalAveragePool", "QGemm"};
   if (!domain.empty() && domain != "ai.onnx") return fmt::format("operator domain '{}' is not supported", domain);
-  if (kMapped.count(op)) return {};
+  if (imports_operator(op)) return {};
   if (kQOperator.count(op))
     return "the QOperator form is not supported: tpu-sim imports quantized models in QDQ form (QuantizeLinear and "
            "DequantizeLinear around float Conv, Gemm, MatMul)";

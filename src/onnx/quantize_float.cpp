@@ -1,3 +1,6 @@
+// The quantizer (quantize_float.h): a FloatNet and its calibrated ranges
+// (or a QDQ model's own quantization) -> compiler::Network, layer by layer,
+// with the tensors a concat joins sharing one quantization.
 #include "onnx/quantize_float.h"
 
 #include <fmt/format.h>
@@ -42,6 +45,132 @@ std::vector<std::int8_t> quantize_weights(const std::vector<float>& w, double& s
   return q;
 }
 
+namespace {
+
+// Concat groups (docs/onnx.md, "Calibration"): the tensors a concat joins
+// (its inputs and output) and those a layer keeping its input's
+// quantization joins (max-pool, flatten, average pools without their own)
+// share one quantization, from the range over all of them, so that every
+// concat copies exactly (all factors 127). Only groups holding a concat,
+// and only when each member's quantization can be chosen (not the network
+// input, not a sigmoid or tanh output); otherwise each tensor its own.
+class QuantGroups {
+ public:
+  QuantGroups(const FloatNet& fnet, const std::vector<Range>& ranges);
+
+  // The range shared by tensor t's group; nullptr when t has its own.
+  const Range* shared_range(std::size_t t) {
+    const auto it = range_.find(find(t));
+    return it != range_.end() ? &it->second : nullptr;
+  }
+
+ private:
+  std::size_t find(std::size_t t) {
+    while (parent_[t] != t) t = parent_[t] = parent_[parent_[t]];
+    return t;
+  }
+  void unite(std::size_t a, std::size_t b) { parent_[find(a)] = find(b); }
+
+  std::vector<std::size_t> parent_;  // union-find over tensor ids
+  std::map<std::size_t, Range> range_;  // per root of a group that shares its quantization
+};
+
+QuantGroups::QuantGroups(const FloatNet& fnet, const std::vector<Range>& ranges) {
+  const std::size_t tensors = fnet.layers.size() + 1;
+  parent_.resize(tensors);
+  for (std::size_t t = 0; t < tensors; ++t) parent_[t] = t;
+  if (!fnet.qdq) {
+    for (std::size_t i = 0; i < fnet.layers.size(); ++i) {
+      const FloatLayer& f = fnet.layers[i];
+      const bool keeps = f.keep_quant || f.kind == LayerKind::MaxPool2d || f.kind == LayerKind::Flatten ||
+                         f.kind == LayerKind::Upsample ||
+                         f.kind == LayerKind::AvgPool2d || f.kind == LayerKind::GlobalAvgPool2d;
+      if (f.kind == LayerKind::Concat)
+        for (std::size_t t : f.inputs) unite(t, i + 1);
+      else if (keeps)
+        unite(f.inputs.at(0), i + 1);
+    }
+  }
+  std::map<std::size_t, bool> has_concat, settable;
+  for (std::size_t t = 0; t < tensors; ++t) {
+    const std::size_t r = find(t);
+    bool ok = t > 0;
+    if (ok) {
+      const FloatLayer& f = fnet.layers[t - 1];
+      if (f.kind == LayerKind::Concat) has_concat[r] = true;
+      if (f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh || f.unit_range) ok = false;
+      if ((f.kind == LayerKind::Conv2d || f.kind == LayerKind::Dense) && t == fnet.layers.size() &&
+          f.act == model::ActFunction::None)
+        ok = false;  // int32 logits
+    }
+    settable.emplace(r, true);
+    settable[r] = settable[r] && ok;
+  }
+  for (std::size_t t = 0; t < tensors; ++t) {
+    const std::size_t r = find(t);
+    if (!has_concat[r] || !settable[r]) continue;
+    const Range& x = ranges.at(t);
+    if (!x.all_finite) continue;  // range_quant reports it
+    Range& g = range_[r];
+    if (!x.seen) continue;
+    if (!g.seen) g = x;
+    g.lo = std::min(g.lo, x.lo);
+    g.hi = std::max(g.hi, x.hi);
+  }
+}
+
+// The fields a layer keeps from its float form: everything but the
+// weights, biases and quantization.
+compiler::Layer layer_fields(const FloatLayer& f) {
+  compiler::Layer l;
+  l.kind = f.kind;
+  l.name = f.name;
+  l.inputs = f.inputs;
+  l.act = f.act;
+  l.kernel_h = f.kernel_h;
+  l.kernel_w = f.kernel_w;
+  l.stride_h = f.stride_h;
+  l.stride_w = f.stride_w;
+  l.pad_top = f.pad_top;
+  l.pad_bottom = f.pad_bottom;
+  l.pad_left = f.pad_left;
+  l.pad_right = f.pad_right;
+  l.groups = f.groups;
+  l.alpha = f.alpha;
+  l.beta = f.beta;
+  return l;
+}
+
+// A dense or conv2d layer's int8 weights (a QDQ model's: its integers back
+// from scale * q) and int32 biases at the accumulator scale in.scale *
+// weight_scale; returns that scale.
+double quantize_gemm_layer(const FloatLayer& f, const QuantParams& in, compiler::Layer& l) {
+  l.weight_shape = f.weight_shape;
+  try {
+    if (f.weight_scale > 0.0) {
+      l.weight_scale = f.weight_scale;
+      l.weights.resize(f.weights.size());
+      for (std::size_t k = 0; k < f.weights.size(); ++k)
+        l.weights[k] = static_cast<std::int8_t>(
+            std::clamp(round_even(static_cast<double>(f.weights[k]) / f.weight_scale), -128.0, 127.0));
+    } else {
+      l.weights = quantize_weights(f.weights, l.weight_scale);
+    }
+  } catch (const compiler::CompileError& e) {
+    throw compiler::CompileError(fmt::format("layer '{}': {}", f.name, e.what()));
+  }
+  const double acc_scale = in.scale * l.weight_scale;
+  for (float b : f.bias) {
+    if (!std::isfinite(b))
+      throw compiler::CompileError(fmt::format("layer '{}': the biases are not all finite", f.name));
+    l.bias.push_back(static_cast<std::int32_t>(
+        std::clamp(round_even(static_cast<double>(b) / acc_scale), -2147483648.0, 2147483647.0)));
+  }
+  return acc_scale;
+}
+
+}  // namespace
+
 compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>& ranges) {
   compiler::Network net;
   net.name = fnet.name;
@@ -56,122 +185,32 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
     return activation_quant(relu ? 0.0 : r.lo, r.hi);
   };
   net.input = range_quant(0, false);
-  // Concat groups (docs/onnx.md, "Calibration"): the tensors a concat joins
-  // (its inputs and output) and those a layer keeping its input's
-  // quantization joins (max-pool, flatten, average pools without their own)
-  // share one quantization, from the range over all of them, so that every
-  // concat copies exactly (all factors 127). Only groups holding a concat,
-  // and only when each member's quantization can be chosen (not the network
-  // input, not a sigmoid or tanh output); otherwise each tensor its own.
-  const std::size_t tensors = fnet.layers.size() + 1;
-  std::vector<std::size_t> parent(tensors);
-  for (std::size_t t = 0; t < tensors; ++t) parent[t] = t;
-  const auto find = [&](std::size_t t) {
-    while (parent[t] != t) t = parent[t] = parent[parent[t]];
-    return t;
-  };
-  const auto unite = [&](std::size_t a, std::size_t b) { parent[find(a)] = find(b); };
-  if (!fnet.qdq) {
-    for (std::size_t i = 0; i < fnet.layers.size(); ++i) {
-      const FloatLayer& f = fnet.layers[i];
-      const bool keeps = f.keep_quant || f.kind == LayerKind::MaxPool2d || f.kind == LayerKind::Flatten ||
-                         f.kind == LayerKind::Upsample ||
-                         f.kind == LayerKind::AvgPool2d || f.kind == LayerKind::GlobalAvgPool2d;
-      if (f.kind == LayerKind::Concat)
-        for (std::size_t t : f.inputs) unite(t, i + 1);
-      else if (keeps)
-        unite(f.inputs.at(0), i + 1);
-    }
-  }
-  std::map<std::size_t, Range> group_range;  // per root of a group that shares its quantization
-  {
-    std::map<std::size_t, bool> has_concat, settable;
-    for (std::size_t t = 0; t < tensors; ++t) {
-      const std::size_t r = find(t);
-      bool ok = t > 0;
-      if (ok) {
-        const FloatLayer& f = fnet.layers[t - 1];
-        if (f.kind == LayerKind::Concat) has_concat[r] = true;
-        if (f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh || f.unit_range) ok = false;
-        if ((f.kind == LayerKind::Conv2d || f.kind == LayerKind::Dense) && t == fnet.layers.size() &&
-            f.act == model::ActFunction::None)
-          ok = false;  // int32 logits
-      }
-      settable.emplace(r, true);
-      settable[r] = settable[r] && ok;
-    }
-    for (std::size_t t = 0; t < tensors; ++t) {
-      const std::size_t r = find(t);
-      if (!has_concat[r] || !settable[r]) continue;
-      const Range& x = ranges.at(t);
-      if (!x.all_finite) continue;  // range_quant reports it
-      Range& g = group_range[r];
-      if (!x.seen) continue;
-      if (!g.seen) g = x;
-      g.lo = std::min(g.lo, x.lo);
-      g.hi = std::max(g.hi, x.hi);
-    }
-  }
+  QuantGroups groups(fnet, ranges);
   std::vector<QuantParams> quant{net.input};  // per tensor id
   for (std::size_t i = 0; i < fnet.layers.size(); ++i) {
     const FloatLayer& f = fnet.layers[i];
-    compiler::Layer l;
-    l.kind = f.kind;
-    l.name = f.name;
-    l.inputs = f.inputs;
-    l.act = f.act;
-    l.kernel_h = f.kernel_h;
-    l.kernel_w = f.kernel_w;
-    l.stride_h = f.stride_h;
-    l.stride_w = f.stride_w;
-    l.pad_top = f.pad_top;
-    l.pad_bottom = f.pad_bottom;
-    l.pad_left = f.pad_left;
-    l.pad_right = f.pad_right;
-    l.groups = f.groups;
-    l.alpha = f.alpha;
-    l.beta = f.beta;
+    compiler::Layer l = layer_fields(f);
     const QuantParams in = quant.at(f.inputs.at(0));
     const bool relu = f.act == model::ActFunction::Relu;
+    const bool table = f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh;
     QuantParams out = in;
     // A layer whose output only a concat reads gets the concat's output
     // quantization, so that the concat copies it exactly (docs/onnx.md).
     const auto output_quant = [&](bool act_relu) {
-      const auto it = group_range.find(find(i + 1));
-      return it != group_range.end() ? activation_quant(it->second.lo, it->second.hi) : range_quant(i + 1, act_relu);
+      const Range* shared = groups.shared_range(i + 1);
+      return shared ? activation_quant(shared->lo, shared->hi) : range_quant(i + 1, act_relu);
     };
     switch (f.kind) {
       case LayerKind::Dense:
       case LayerKind::Conv2d: {
-        l.weight_shape = f.weight_shape;
-        try {
-          if (f.weight_scale > 0.0) {
-            // A QDQ model's weights: the integers back from scale * q.
-            l.weight_scale = f.weight_scale;
-            l.weights.resize(f.weights.size());
-            for (std::size_t k = 0; k < f.weights.size(); ++k)
-              l.weights[k] = static_cast<std::int8_t>(
-                  std::clamp(round_even(static_cast<double>(f.weights[k]) / f.weight_scale), -128.0, 127.0));
-          } else {
-            l.weights = quantize_weights(f.weights, l.weight_scale);
-          }
-        } catch (const compiler::CompileError& e) {
-          throw compiler::CompileError(fmt::format("layer '{}': {}", f.name, e.what()));
-        }
-        const double acc_scale = in.scale * l.weight_scale;
-        for (float b : f.bias) {
-          if (!std::isfinite(b))
-            throw compiler::CompileError(fmt::format("layer '{}': the biases are not all finite", f.name));
-          l.bias.push_back(static_cast<std::int32_t>(
-              std::clamp(round_even(static_cast<double>(b) / acc_scale), -2147483648.0, 2147483647.0)));
-        }
+        const double acc_scale = quantize_gemm_layer(f, in, l);
         if (f.keep_quant) {
           out = in;  // 0/1 weights at scale 1/127: m = 1/127 on 127 * (x - z), an exact copy
         } else if (fnet.qdq ? !fnet.tensor_quant.at(i + 1).set
                      : i + 1 == fnet.layers.size() && f.act == model::ActFunction::None) {
           l.int32_output = true;
           out = {acc_scale, 0};
-        } else if (f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh) {
+        } else if (table) {
           out = {compiler::kSigmoidTanhOutputScale, 0};
         } else {
           out = output_quant(relu);
@@ -198,7 +237,7 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
         break;
       case LayerKind::Mul:
       case LayerKind::Affine:
-        if (f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh)
+        if (table)
           out = {compiler::kSigmoidTanhOutputScale, 0};
         else if (f.unit_range)
           out = {1.0 / 255.0, -128};  // [0, 1]: the saturation at both ends is the clamp
