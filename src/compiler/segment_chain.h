@@ -8,7 +8,7 @@
 //   segment_weights (segment_layout.cpp) -> the weight memory image
 //   lower_segment (lower_segment.cpp)  -> the program's ops (op_list.h),
 //                                      emitted by emit_in_order.
-// segment_compiler.cpp runs them (SegmentBuilder) and groups a network's
+// segment_compiler.cpp runs them (build_segment) and groups a network's
 // layers into segments.
 #pragma once
 
