@@ -1,7 +1,10 @@
-// The pieces the GEMM compiler and the network compiler share to write a
-// program: an instruction emitter that keeps the commented assembly (and the
-// layer each instruction is charged to), the weight-tile prefetcher, and the
-// ACT flags of an activation function.
+// The pieces the compilers share to write a program: an instruction emitter
+// that keeps the commented assembly (and the layer each instruction is
+// charged to), the weight-tile prefetcher, and the ACT flags of an
+// activation function. Every program reaches the Emitter from the ops of
+// onchip_ops.h: the on-chip compiler's through its scheduler
+// (onchip_schedule.cpp), the GEMM and host-step compilers' in their own order
+// through emit_in_order (op_list.h).
 #pragma once
 
 #include <cstdint>

@@ -1,21 +1,28 @@
+// The GEMM compiler's driver (gemm.h): reads A, B and the requantization,
+// produces a GemmPlan: its layout (chunks of A, host and weight rows), its
+// memory images, and its program, lowered by lower_gemm (gemm_lower.cpp) and
+// emitted in order (emit_in_order.cpp). Also the result's read-back and
+// --requant's parser.
 #include "compiler/gemm.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
-#include <deque>
 #include <stdexcept>
 
-#include "common/plural.h"
-#include "compiler/emitter.h"
+#include "compiler/gemm_lower.h"
 
 namespace tpu::compiler {
 
-using isa::Opcode;
+namespace {
 
-GemmPlan compile_gemm(const MatrixI8& a, const MatrixI8& b, const GemmSpec& spec,
-                      const ArchConfig& cfg) {
+// The plan's shapes and where everything goes: checks the shapes against
+// each other and the memories, and sizes the chunks of A. The UB holds two A
+// regions of kt*mc rows and, for int8 output, two result regions of mc rows;
+// the accumulators two regions of mc rows.
+GemmPlan gemm_layout(const MatrixI8& a, const MatrixI8& b, const GemmSpec& spec,
+                     const ArchConfig& cfg) {
   if (a.rows == 0 || a.cols == 0 || b.cols == 0)
     throw CompileError(fmt::format("empty GEMM: A is {}x{}, B is {}x{}", a.rows, a.cols, b.rows,
                                    b.cols));
@@ -26,30 +33,23 @@ GemmPlan compile_gemm(const MatrixI8& a, const MatrixI8& b, const GemmSpec& spec
     throw CompileError("an activation needs a requantization (int8 output)");
 
   const std::uint64_t n = cfg.array_n;
-  const std::uint64_t m = a.rows, k = a.cols, n_out = b.cols;
-  const std::uint64_t kt = ceil_div(k, n), nt = ceil_div(n_out, n);
-  const bool int8_out = spec.requant.has_value();
-
-  // UB: two A regions of kt*mc rows, and for int8 output two result regions of
-  // mc rows. ACC: two regions of mc rows.
-  const std::uint64_t ub_per_row = 2 * kt + (int8_out ? 2 : 0);
+  GemmPlan plan;
+  plan.m = a.rows;
+  plan.k = a.cols;
+  plan.n_out = b.cols;
+  plan.int8_output = spec.requant.has_value();
+  const std::uint64_t kt = ceil_div(plan.k, n), nt = ceil_div(plan.n_out, n);
+  const std::uint64_t ub_per_row = 2 * kt + (plan.int8_output ? 2 : 0);
   const std::uint64_t field_max = static_cast<std::uint64_t>(isa::field_spec(isa::Field::Rows).max);
-  const std::uint64_t mc = std::min({m, cfg.ub_rows / ub_per_row, cfg.acc_rows / 2, field_max});
-  if (mc == 0)
+  plan.chunk_rows = std::min({plan.m, cfg.ub_rows / ub_per_row, cfg.acc_rows / 2, field_max});
+  if (plan.chunk_rows == 0)
     throw CompileError(fmt::format(
-        "K = {} needs {} unified buffer rows per row of A, but the unified buffer has {}", k,
+        "K = {} needs {} unified buffer rows per row of A, but the unified buffer has {}", plan.k,
         ub_per_row, cfg.ub_rows));
 
-  GemmPlan plan;
-  plan.m = m;
-  plan.k = k;
-  plan.n_out = n_out;
-  plan.chunk_rows = mc;
-  plan.int8_output = int8_out;
-  const std::uint64_t rows_per_c = int8_out ? 1 : isa::kHostRowsPerAccRow;
-  const std::uint64_t a_rows = kt * m;
-  plan.c_host_row = a_rows;
-  plan.host_rows_used = a_rows + nt * m * rows_per_c;
+  const std::uint64_t rows_per_c = plan.int8_output ? 1 : isa::kHostRowsPerAccRow;
+  plan.c_host_row = kt * plan.m;
+  plan.host_rows_used = plan.c_host_row + nt * plan.m * rows_per_c;
   plan.weight_tiles_used = kt * nt;
   if (plan.host_rows_used > cfg.host_rows)
     throw CompileError(fmt::format("A and C need {} host memory rows, but it has {}",
@@ -57,11 +57,15 @@ GemmPlan compile_gemm(const MatrixI8& a, const MatrixI8& b, const GemmSpec& spec
   if (plan.weight_tiles_used > cfg.weight_tiles)
     throw CompileError(fmt::format("B needs {} weight tiles, but weight memory has {}",
                                    plan.weight_tiles_used, cfg.weight_tiles));
+  return plan;
+}
 
-  // Host image: A chunk-major, then room for C.
+// The host image (A chunk-major, then room for C) and the weight image.
+void gemm_images(const MatrixI8& a, const MatrixI8& b, std::uint64_t n, GemmPlan& plan) {
+  const std::uint64_t m = plan.m, k = plan.k, n_out = plan.n_out, mc = plan.chunk_rows;
+  const std::uint64_t kt = ceil_div(k, n), nt = ceil_div(n_out, n);
   plan.host.assign(plan.host_rows_used * n, 0);
-  const std::uint64_t chunks = ceil_div(m, mc);
-  for (std::uint64_t c = 0; c < chunks; ++c) {
+  for (std::uint64_t c = 0; c < ceil_div(m, mc); ++c) {
     const std::uint64_t m0 = c * mc, rows = std::min(mc, m - m0);
     for (std::uint64_t t = 0; t < kt; ++t)
       for (std::uint64_t i = 0; i < rows; ++i) {
@@ -70,7 +74,6 @@ GemmPlan compile_gemm(const MatrixI8& a, const MatrixI8& b, const GemmSpec& spec
           dst[col - t * n] = a.at(m0 + i, col);
       }
   }
-  // Weight image.
   plan.weights.assign(plan.weight_tiles_used * n * n, 0);
   for (std::uint64_t u = 0; u < nt; ++u)
     for (std::uint64_t t = 0; t < kt; ++t) {
@@ -79,79 +82,20 @@ GemmPlan compile_gemm(const MatrixI8& a, const MatrixI8& b, const GemmSpec& spec
         for (std::uint64_t col = u * n; col < std::min(n_out, u * n + n); ++col)
           tile[(r - t * n) * n + (col - u * n)] = b.at(r, col);
     }
+}
 
-  // Program.
+}  // namespace
+
+GemmPlan compile_gemm(const MatrixI8& a, const MatrixI8& b, const GemmSpec& spec,
+                      const ArchConfig& cfg) {
+  GemmPlan plan = gemm_layout(a, b, spec, cfg);
+  gemm_images(a, b, cfg.array_n, plan);
   Emitter e;
-  e.comment(fmt::format("GEMM {}x{}x{} on a {}x{} array: {}, {}, {} of {}, {} output", m, k, n_out,
-                        n, n, plural(kt, "k-tile"), plural(nt, "column tile"),
-                        plural(chunks, "chunk"), plural(mc, "row"), int8_out ? "int8" : "int32"));
-  std::vector<std::uint64_t> tile_order;
-  for (std::uint64_t c = 0; c < chunks; ++c)
-    for (std::uint64_t u = 0; u < nt; ++u)
-      for (std::uint64_t t = 0; t < kt; ++t) tile_order.push_back(u * kt + t);
-  WeightPrefetcher rw(e, tile_order, cfg.fifo_depth);
-  if (spec.requant)
-    e.emit(Opcode::SETQ, 0, spec.requant->multiplier, spec.requant->shift,
-           spec.requant->zero_point);
-
-  const std::uint64_t ub_a_region = kt * mc;
-  const std::uint64_t ub_out_base = 2 * ub_a_region;
-  const auto load_chunk = [&](std::uint64_t c) {
-    const std::uint64_t m0 = c * mc, rows = std::min(mc, m - m0);
-    e.comment(fmt::format("chunk {}: {} of A into UB region {}", c, plural_range(m0, rows, "row"),
-                          c % 2));
-    e.emit(Opcode::RHM, 0, m0 * kt, (c % 2) * ub_a_region, kt * rows);
-  };
-
-  // Output of one column tile, emitted one tile late so that it overlaps the
-  // next tile's MMCs instead of stalling them.
-  struct PendingOutput {
-    std::uint64_t chunk, u, acc_base, rows;
-    std::uint64_t slot;
-  };
-  std::optional<PendingOutput> pending;
-  const auto drain = [&](const PendingOutput& p) {
-    const std::uint64_t m0 = p.chunk * mc;
-    const std::uint64_t col0 = p.u * n;
-    e.comment(fmt::format("output: C {}, {}", plural_range(m0, p.rows, "row"),
-                          plural_range(col0, std::min(n_out, col0 + n) - col0, "column")));
-    const std::uint64_t host = plan.c_host_row + (p.u * m + m0) * rows_per_c;
-    if (!int8_out) {
-      e.emit(Opcode::WHM, isa::kFlagWhmAcc, p.acc_base, host, p.rows);
-    } else {
-      const std::uint64_t ub = ub_out_base + p.slot * mc;
-      e.emit(Opcode::ACT, act_flags(spec.act), p.acc_base, ub, p.rows);
-      e.emit(Opcode::WHM, 0, ub, host, p.rows);
-    }
-  };
-
-  load_chunk(0);
-  std::size_t use = 0;
-  std::uint64_t column_tiles_done = 0;
-  for (std::uint64_t c = 0; c < chunks; ++c) {
-    if (c + 1 < chunks) load_chunk(c + 1);
-    const std::uint64_t rows = std::min(mc, m - c * mc);
-    const std::uint64_t ub_base = (c % 2) * ub_a_region;
-    for (std::uint64_t u = 0; u < nt; ++u, ++column_tiles_done) {
-      const std::uint64_t slot = column_tiles_done % 2;
-      const std::uint64_t acc_base = slot * mc;
-      e.comment(fmt::format("chunk {}, column tile {}: ACC region {}", c, u, slot));
-      for (std::uint64_t t = 0; t < kt; ++t, ++use) {
-        rw.before_use(use);
-        e.emit(Opcode::MMC,
-               static_cast<std::uint8_t>(isa::kFlagMmcSwitch | (t == 0 ? isa::kFlagMmcOverwrite : 0)),
-               ub_base + t * rows, acc_base, rows);
-      }
-      if (pending) drain(*pending);
-      pending = PendingOutput{c, u, acc_base, rows, slot};
-    }
-  }
-  drain(*pending);
-  e.emit(Opcode::HLT, 0);
-
-  plan.program.array_n = static_cast<unsigned>(n);
+  // The GEMM sets its one requantization itself, first (gemm_lower.cpp).
+  emit_in_order(lower_gemm(plan, spec, cfg.array_n), cfg, std::nullopt, e);
+  plan.program.array_n = static_cast<unsigned>(cfg.array_n);
   plan.program.code = std::move(e.code());
-  plan.assembly = fmt::format(".array {}\n", n) + e.text();
+  plan.assembly = fmt::format(".array {}\n", cfg.array_n) + e.text();
   return plan;
 }
 
