@@ -36,6 +36,18 @@ std::optional<ActFunction> parse_act_function(std::string_view name);
 // arithmetic shift.
 std::int8_t requantize(std::int32_t acc, const Requant& q);
 
+// One row of the activation unit: out[j] = activate(requantize(acc[j], q), f,
+// q.zero_point) for j < n, the same bits as the scalar functions, with
+// AVX-512 where the CPU has it (the fast path's ACT, VEC and average POOL
+// rows; docs/performance.md). TPU_ACT_KERNEL=scalar in the environment
+// keeps the scalar loop.
+void activate_row(const std::int32_t* acc, std::size_t n, const Requant& q, ActFunction f, std::int8_t* out);
+// The same with a given kernel (the tests run each one this CPU has).
+enum class ActKernel : std::uint8_t { Scalar, Avx512 };
+bool act_kernel_available(ActKernel k);
+void activate_row(ActKernel k, const std::int32_t* acc, std::size_t n, const Requant& q, ActFunction f,
+                  std::int8_t* out);
+
 // VEC's value v of one lane before requantization (docs/isa.md, VEC): the
 // operands less their zero points, scaled by the factors and combined. Exact
 // in int32: at most 2 * 32768 * 255 in magnitude.

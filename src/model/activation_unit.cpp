@@ -15,7 +15,8 @@ ActFunction function_of(const isa::Instruction& in) {
 
 ActivationUnit::ActivationUnit(sc_module_name name, const ArchConfig& cfg, Memories& mem,
                                RunLog& log)
-    : sc_module(name), cfg_(cfg), mem_(mem), log_(log), stats_(log.stats.units[std::string(isa::unit_name(isa::Unit::ActivationUnit))]) {
+    : sc_module(name), cfg_(cfg), mem_(mem), log_(log), stats_(log.stats.units[std::string(isa::unit_name(isa::Unit::ActivationUnit))]),
+      vec_values_(cfg.array_n) {
   SC_METHOD(tick);
   sensitive << clk.pos();
   dont_initialize();
@@ -75,9 +76,7 @@ void ActivationUnit::read_act(Cycle now) {
   PendingWrite w{now + cfg_.act_latency, static_cast<std::uint64_t>(in.operands[1]) + i,
                  std::vector<std::int8_t>(cfg_.array_n),
                  i + 1 == rows ? static_cast<std::int64_t>(job.cmd.seq) : -1};
-  const ActFunction f = function_of(in);
-  for (std::size_t j = 0; j < cfg_.array_n; ++j)
-    w.data[j] = activate(requantize(acc[j], job.cmd.requant), f, job.cmd.requant.zero_point);
+  activate_row(acc, cfg_.array_n, job.cmd.requant, function_of(in), w.data.data());
   pipeline_.push_back(std::move(w));
   if (i + 1 == rows) jobs_.pop_front();
 }
@@ -95,10 +94,9 @@ void ActivationUnit::read_vec(Cycle now) {
   PendingWrite w{now + cfg_.act_latency, static_cast<std::uint64_t>(in.operands[1]) + i,
                  std::vector<std::int8_t>(cfg_.array_n),
                  i + 1 == rows ? static_cast<std::int64_t>(job.cmd.seq) : -1};
-  const ActFunction f = function_of(in);
-  for (std::size_t j = 0; j < cfg_.array_n; ++j)
-    w.data[j] = activate(requantize(vec_combine(a[j], b[j], r), job.cmd.requant), f,
-                         job.cmd.requant.zero_point);
+  std::int32_t* v = vec_values_.data();
+  for (std::size_t j = 0; j < cfg_.array_n; ++j) v[j] = vec_combine(a[j], b[j], r);
+  activate_row(v, cfg_.array_n, job.cmd.requant, function_of(in), w.data.data());
   pipeline_.push_back(std::move(w));
   if (i + 1 == rows) jobs_.pop_front();
 }
@@ -134,12 +132,10 @@ void ActivationUnit::read_pool(Cycle now) {
   PendingWrite w{now + 1, static_cast<std::uint64_t>(in.operands[1]) + i,
                  std::vector<std::int8_t>(n),
                  i + 1 == rows ? static_cast<std::int64_t>(job.cmd.seq) : -1};
-  for (std::size_t j = 0; j < n; ++j) {
-    if (average)
-      w.data[j] = requantize(pool_acc_[j], job.cmd.requant);
-    else
-      w.data[j] = pool_any_ ? static_cast<std::int8_t>(pool_acc_[j]) : g.pad;
-  }
+  if (average)
+    activate_row(pool_acc_.data(), n, job.cmd.requant, ActFunction::None, w.data.data());
+  else
+    for (std::size_t j = 0; j < n; ++j) w.data[j] = pool_any_ ? static_cast<std::int8_t>(pool_acc_[j]) : g.pad;
   pipeline_.push_back(std::move(w));
   if (i + 1 == rows) jobs_.pop_front();
 }

@@ -68,6 +68,7 @@ SC_MODULE(ActivationUnit) {
   Cycle last_tick_ = 0;
   std::vector<std::int32_t> pool_acc_;  // a POOL's running max or sum, per lane
   bool pool_any_ = false;               // a position of the window was inside the map
+  std::vector<std::int32_t> vec_values_;  // a VEC row's combined values, per lane
 };
 
 }  // namespace tpu::model

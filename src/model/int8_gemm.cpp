@@ -33,6 +33,15 @@ inline void write_block(const std::int32_t* tmp, std::size_t mr, std::size_t nr,
   }
 }
 
+// Columns j >= n_used of W are zero, so their sums are zero: an overwrite
+// stores 0 there, an accumulation leaves them as they are.
+inline void clear_unused_columns(std::size_t rows, const PackedWeights& w, std::int32_t* c,
+                                 bool overwrite) {
+  if (!overwrite || w.n_used == w.n) return;
+  for (std::size_t i = 0; i < rows; ++i)
+    std::fill(c + i * w.n + w.n_used, c + (i + 1) * w.n, 0);
+}
+
 // ---- scalar -----------------------------------------------------------------
 
 void gemm_scalar(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
@@ -89,15 +98,16 @@ __attribute__((target("avx2"))) void avx2_block(const std::int16_t* xs, std::siz
 __attribute__((target("avx2"))) void gemm_avx2(const std::int8_t* x, std::size_t rows,
                                                const PackedWeights& w, std::int32_t* c,
                                                bool overwrite) {
-  const std::size_t n = w.n, kp = round_up(n, 2), pairs = kp / 2;
+  const std::size_t n = w.n, ku = w.k_used, kp = round_up(ku, 2), pairs = kp / 2;
   const auto* wp = reinterpret_cast<const std::int16_t*>(w.bytes.data());
   std::vector<std::int16_t> xs(rows * kp, 0);
   for (std::size_t i = 0; i < rows; ++i)
-    for (std::size_t k = 0; k < n; ++k) xs[i * kp + k] = x[i * n + k];
+    for (std::size_t k = 0; k < ku; ++k) xs[i * kp + k] = x[i * n + k];
   alignas(32) std::int32_t tmp[kAvx2Mr * kAvx2Nr];
-  for (std::size_t j0 = 0; j0 < n; j0 += kAvx2Nr) {
+  clear_unused_columns(rows, w, c, overwrite);
+  for (std::size_t j0 = 0; j0 < w.n_used; j0 += kAvx2Nr) {
     const std::int16_t* wb = wp + (j0 / kAvx2Nr) * pairs * 32;
-    const std::size_t cols = std::min(kAvx2Nr, n - j0);
+    const std::size_t cols = std::min(kAvx2Nr, w.n_used - j0);
     std::size_t i = 0;
     for (; i + kAvx2Mr <= rows; i += kAvx2Mr) {
       avx2_block<kAvx2Mr>(xs.data() + i * kp, kp, wb, pairs, tmp);
@@ -145,16 +155,17 @@ TPU_VNNI_TARGET void vnni_block(const std::uint8_t* xu, std::size_t kp, const st
 
 TPU_VNNI_TARGET void gemm_vnni(const std::int8_t* x, std::size_t rows, const PackedWeights& w,
                                std::int32_t* c, bool overwrite) {
-  const std::size_t n = w.n, kp = round_up(n, 4), quads = kp / 4;
+  const std::size_t n = w.n, ku = w.k_used, kp = round_up(ku, 4), quads = kp / 4;
   // x + 128 as unsigned bytes; the padding multiplies zero weights.
   std::vector<std::uint8_t> xu(rows * kp, 0);
   for (std::size_t i = 0; i < rows; ++i)
-    for (std::size_t k = 0; k < n; ++k)
+    for (std::size_t k = 0; k < ku; ++k)
       xu[i * kp + k] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(x[i * n + k]) ^ 0x80u);
   alignas(64) std::int32_t tmp[kVnniMr * kVnniNr];
-  for (std::size_t j0 = 0; j0 < n; j0 += kVnniNr) {
+  clear_unused_columns(rows, w, c, overwrite);
+  for (std::size_t j0 = 0; j0 < w.n_used; j0 += kVnniNr) {
     const std::int8_t* wb = w.bytes.data() + (j0 / kVnniNr) * quads * 128;
-    const std::size_t cols = std::min(kVnniNr, n - j0);
+    const std::size_t cols = std::min(kVnniNr, w.n_used - j0);
     const std::int32_t* corr = w.colsum.data() + j0;
     std::size_t i = 0;
     for (; i + kVnniMr <= rows; i += kVnniMr) {
@@ -223,26 +234,43 @@ PackedWeights pack_weights(const std::int8_t* w, std::size_t n, GemmKernel kerne
   PackedWeights p;
   p.kernel = kernel;
   p.n = n;
+  // The used extent: one past the last row and the last column holding a
+  // nonzero weight (each row scanned back from its end, 8 bytes at a time).
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::int8_t* row = w + k * n;
+    std::size_t j = n;
+    for (; j >= 8; j -= 8) {
+      std::uint64_t word;
+      std::memcpy(&word, row + j - 8, sizeof word);
+      if (word != 0) break;
+    }
+    while (j > 0 && row[j - 1] == 0) --j;
+    if (j > 0) {
+      p.k_used = k + 1;
+      p.n_used = std::max(p.n_used, j);
+    }
+  }
+  const std::size_t ku = p.k_used, nu = p.n_used;
   switch (kernel) {
     case GemmKernel::Scalar:
       p.bytes.assign(w, w + n * n);
       break;
     case GemmKernel::Avx2: {
-      const std::size_t pairs = round_up(n, 2) / 2, blocks = round_up(n, 16) / 16;
+      const std::size_t pairs = round_up(ku, 2) / 2, blocks = round_up(nu, 16) / 16;
       std::vector<std::int16_t> v(blocks * pairs * 32, 0);
-      for (std::size_t k = 0; k < n; ++k)
-        for (std::size_t j = 0; j < n; ++j)
+      for (std::size_t k = 0; k < ku; ++k)
+        for (std::size_t j = 0; j < nu; ++j)
           v[((j / 16) * pairs + k / 2) * 32 + (j % 16) * 2 + k % 2] = w[k * n + j];
       p.bytes.resize(v.size() * 2);
       std::memcpy(p.bytes.data(), v.data(), p.bytes.size());
       break;
     }
     case GemmKernel::Avx512Vnni: {
-      const std::size_t quads = round_up(n, 4) / 4, blocks = round_up(n, 32) / 32;
+      const std::size_t quads = round_up(ku, 4) / 4, blocks = round_up(nu, 32) / 32;
       p.bytes.assign(blocks * quads * 128, 0);
       p.colsum.assign(blocks * 32, 0);
-      for (std::size_t k = 0; k < n; ++k)
-        for (std::size_t j = 0; j < n; ++j) {
+      for (std::size_t k = 0; k < ku; ++k)
+        for (std::size_t j = 0; j < nu; ++j) {
           p.bytes[((j / 32) * quads + k / 4) * 128 + (j % 32) * 4 + k % 4] = w[k * n + j];
           p.colsum[j] += 128 * w[k * n + j];
         }
@@ -282,10 +310,14 @@ unsigned default_gemm_threads() {
   return kMax;
 }
 
-unsigned gemm_threads(std::size_t rows, std::size_t n, const GemmThreading& threading) {
+unsigned gemm_threads_for(std::size_t macs, const GemmThreading& threading) {
   const unsigned limit = threading.max_threads ? threading.max_threads : default_gemm_threads();
-  const std::size_t by_work = rows * n * n / std::max<std::size_t>(threading.macs_per_thread, 1);
+  const std::size_t by_work = macs / std::max<std::size_t>(threading.macs_per_thread, 1);
   return static_cast<unsigned>(std::clamp<std::size_t>(by_work, 1, limit));
+}
+
+unsigned gemm_threads(std::size_t rows, std::size_t n, const GemmThreading& threading) {
+  return gemm_threads_for(rows * n * n, threading);
 }
 
 std::vector<RowBand> split_rows(std::size_t rows, unsigned threads, std::size_t step) {
@@ -305,7 +337,9 @@ void int8_gemm(const std::int8_t* x, std::size_t rows, const PackedWeights& w, s
                bool overwrite, const GemmThreading& threading) {
   if (rows == 0) return;
   const std::size_t n = w.n;
-  const std::vector<RowBand> bands = split_rows(rows, gemm_threads(rows, n, threading));
+  // The scalar kernel multiplies the whole tile; the others its used extent.
+  const std::size_t macs_per_row = w.kernel == GemmKernel::Scalar ? n * n : w.k_used * w.n_used;
+  const std::vector<RowBand> bands = split_rows(rows, gemm_threads_for(rows * macs_per_row, threading));
   std::vector<std::thread> helpers;
   helpers.reserve(bands.size() - 1);
   for (std::size_t b = 1; b < bands.size(); ++b)

@@ -13,6 +13,13 @@
 // - scalar: plain loops, for other CPUs and as the reference of the tests.
 // Weights are packed once per tile (PackedWeights) and reused by every MMC
 // that uses the tile.
+//
+// A tile whose last rows or columns are all zero (a layer with fewer inputs
+// or outputs than the array has rows or columns: ResNet-18's 64-channel
+// convolutions fill a sixteenth of tpuv1's tile) is multiplied only over its
+// used extent: the products of the zero rows are zero, and a zero column's
+// sums are zero, so the vector kernels skip them and give the same bits
+// (docs/performance.md, "Tiles the array does not fill").
 #pragma once
 
 #include <cstddef>
@@ -33,6 +40,10 @@ GemmKernel best_gemm_kernel();
 struct PackedWeights {
   GemmKernel kernel = GemmKernel::Scalar;
   std::size_t n = 0;
+  // The used extent: rows k >= k_used and columns j >= n_used of W are
+  // zero. The vector kernels pack and multiply only W[0..k_used)[0..n_used);
+  // the scalar kernel, the tests' reference, packs and multiplies all of W.
+  std::size_t k_used = 0, n_used = 0;
   std::vector<std::int8_t> bytes;    // kernel-specific layout
   std::vector<std::int32_t> colsum;  // avx512vnni: 128 * sum_k W[k][j]
 };
@@ -58,8 +69,10 @@ struct GemmThreading {
 // The float calibration's kernels (src/onnx/float_kernels.h) use it too.
 unsigned default_gemm_threads();
 
-// The threads a GEMM of `rows` x n x n uses: rows * n * n / macs_per_thread,
-// clamped to 1 .. the thread limit.
+// The threads a GEMM of `macs` multiply-accumulates uses: macs /
+// macs_per_thread, clamped to 1 .. the thread limit.
+unsigned gemm_threads_for(std::size_t macs, const GemmThreading& threading);
+// The same for `rows` x n x n: gemm_threads_for(rows * n * n, threading).
 unsigned gemm_threads(std::size_t rows, std::size_t n, const GemmThreading& threading);
 
 // Rows [first, first + count) of one thread's band.
@@ -75,7 +88,8 @@ std::vector<RowBand> split_rows(std::size_t rows, unsigned threads, std::size_t 
 
 // c[i * n + j] = (overwrite ? 0 : c[i * n + j]) + sum_k x[i * n + k] * W[k][j]
 // for i < rows, with int32 wrap-around, split over threads as `threading`
-// says; the results are the same bits for any split.
+// says (by the used extent's work, rows * k_used * n_used); the results are
+// the same bits for any split.
 void int8_gemm(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
                bool overwrite, const GemmThreading& threading = {});
 

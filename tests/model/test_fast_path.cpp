@@ -313,6 +313,53 @@ TEST_CASE("Every int8 GEMM kernel this CPU runs gives the scalar kernel's bits",
   }
 }
 
+TEST_CASE("The vector kernels multiply a tile's used extent and give the definition's bits",
+          "[fast_path]") {
+  // Tiles whose last rows (inputs) or columns (outputs) are zero: every
+  // extent around the kernels' steps (4 rows a VPDPBUSD quad, 2 a VPMADDWD
+  // pair; 32 and 16 columns a block), none used at all, and the whole tile.
+  std::mt19937 rng(21);
+  const std::size_t n = 64;
+  const std::vector<std::size_t> extents = {0, 1, 2, 3, 4, 5, 15, 16, 17, 31, 32, 33, 63, 64};
+  for (std::size_t ku : extents) {
+    for (std::size_t nu : extents) {
+      if ((ku == 0) != (nu == 0)) continue;  // a nonzero weight has a row and a column
+      for (std::size_t rows : {std::size_t{1}, std::size_t{9}, std::size_t{40}}) {
+        std::vector<std::int8_t> x(rows * n), w(n * n, 0);
+        for (auto& v : x) v = static_cast<std::int8_t>(rng());
+        for (std::size_t k = 0; k < ku; ++k)
+          for (std::size_t j = 0; j < nu; ++j) w[k * n + j] = static_cast<std::int8_t>(rng() | 1);
+        if (ku > 0) w[(ku - 1) * n + nu - 1] = -128;  // the extent's corner is used
+        std::vector<std::int32_t> init(rows * n);
+        for (auto& v : init) v = static_cast<std::int32_t>(rng());
+        for (bool overwrite : {false, true}) {
+          // The definition: every product of the whole tile, int32 wrap-around.
+          std::vector<std::int32_t> want = init;
+          for (std::size_t i = 0; i < rows; ++i)
+            for (std::size_t j = 0; j < n; ++j) {
+              std::uint32_t sum = overwrite ? 0u : static_cast<std::uint32_t>(init[i * n + j]);
+              for (std::size_t k = 0; k < n; ++k)
+                sum += static_cast<std::uint32_t>(x[i * n + k] * w[k * n + j]);
+              want[i * n + j] = static_cast<std::int32_t>(sum);
+            }
+          for (model::GemmKernel k : available_kernels()) {
+            const model::PackedWeights packed = model::pack_weights(w.data(), n, k);
+            CAPTURE(ku, nu, rows, overwrite, model::gemm_kernel_name(k));
+            REQUIRE(packed.k_used == ku);
+            REQUIRE(packed.n_used == nu);
+            // One thread, and split over three at one MAC a thread.
+            for (const model::GemmThreading threading : {model::GemmThreading{1}, model::GemmThreading{3, 1}}) {
+              std::vector<std::int32_t> got = init;
+              model::int8_gemm(x.data(), rows, packed, got.data(), overwrite, threading);
+              REQUIRE(got == want);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("split_rows covers every row exactly once in at most `threads` bands", "[fast_path]") {
   std::vector<std::size_t> sizes;
   for (std::size_t r = 0; r <= 3 * 8 * 64 + 9; ++r) sizes.push_back(r);
