@@ -56,17 +56,16 @@ Tensor host_flatten(const Tensor& x) {
   return y;
 }
 
-std::vector<std::int8_t> segment_host_image(const NetworkPlan& plan, const SegmentPlan& seg,
-                                            const Tensor& input) {
-  if (!seg.on_chip) return segments_host_image(plan, seg, input);
+std::vector<std::int8_t> program_host_image(const NetworkPlan& plan, std::size_t k, const Tensor& input) {
+  if (!plan.on_chip_plan) return segments_host_image(plan, plan.segment_plans.at(k), input);
   check_tensor(input, plan.infos[0], "the network input");
   if (input.batch() != plan.batch)
     throw CompileError(fmt::format("the batch is {} but the plan is for {}", input.batch(), plan.batch));
-  return on_chip_host_image(plan, seg, input);
+  return on_chip_host_image(plan, *plan.on_chip_plan, input);
 }
 
-Tensor segment_output(const NetworkPlan& plan, const SegmentPlan& seg, const std::int8_t* host) {
-  return seg.on_chip ? on_chip_output(plan, seg, host) : segments_output(plan, seg, host);
+Tensor program_output(const NetworkPlan& plan, std::size_t k, const std::int8_t* host) {
+  return plan.on_chip_plan ? on_chip_output(plan, *plan.on_chip_plan, host) : segments_output(plan, plan.segment_plans.at(k), host);
 }
 
 Tensor quantize_input(const Network& net, const std::vector<std::size_t>& shape,
@@ -113,8 +112,8 @@ NetworkRun run_network(const NetworkPlan& plan, const Tensor& input, const ArchC
       cur = l.kind == LayerKind::MaxPool2d ? host_maxpool(l, cur) : host_flatten(cur);
       continue;
     }
-    const SegmentPlan& seg = plan.segments[step.segment];
-    const std::vector<std::int8_t> host = segment_host_image(plan, seg, cur);
+    const ProgramPlan& seg = plan.program(step.segment);
+    const std::vector<std::int8_t> host = program_host_image(plan, step.segment, cur);
     model::Memories mem(cfg);
     std::copy(host.begin(), host.end(), mem.host.data().begin());
     std::copy(seg.weights.begin(), seg.weights.end(), mem.weights.data().begin());
@@ -187,7 +186,7 @@ NetworkRun run_network(const NetworkPlan& plan, const Tensor& input, const ArchC
       run.layers[seg.instruction_layer[r.pc]].cycles += static_cast<std::uint64_t>(idle);
       done = completion;
     }
-    cur = segment_output(plan, seg, mem.host.data().data());
+    cur = program_output(plan, step.segment, mem.host.data().data());
   }
   run.output = std::move(cur);
   return run;

@@ -118,8 +118,10 @@ model::Requant avgpool_requant(const Layer& pool, const TensorInfo& in, const Te
 Tensor host_maxpool(const Layer& pool, const Tensor& x);
 Tensor host_flatten(const Tensor& x);
 
-// One program and how its host memory is laid out.
-struct SegmentPlan {
+// What every program of a network plan has, whichever compiler made it:
+// its code and weights, the layers it runs, the units (samples, or rows of
+// its first layer) it processes chunk by chunk, and its output's place.
+struct ProgramPlan {
   std::vector<std::size_t> layers;  // network layer indices run by this program, in order
   isa::Program program;
   std::string assembly;
@@ -132,6 +134,17 @@ struct SegmentPlan {
   // chunk, `units` in all.
   bool unit_is_sample = false;
   std::uint64_t units = 0, chunk_units = 0;
+  // Output: the last layer's, from host row out_host_row (int8, or int32 as
+  // four host rows per accumulator row).
+  std::uint64_t out_host_row = 0;
+  bool out_int32 = false;
+  std::vector<std::size_t> out_shape;  // one sample
+  std::uint64_t array_n = 0;
+};
+
+// A program of the host-step compiler (segment_compiler.cpp): a chain of
+// GEMM layers, its host memory in GEMM rows.
+struct SegmentPlan : ProgramPlan {
   // Input: the first layer's GEMM rows, in host memory from row 0, chunk by
   // chunk, K tile by K tile (like compile_gemm); rows_per_unit_in rows per
   // unit; pixel-major inside a chunk when unit_is_sample and the first layer is
@@ -142,20 +155,18 @@ struct SegmentPlan {
   std::uint64_t const_host_row = 0, const_rows = 0;
   std::vector<std::int8_t> const_lane_values;
   // Output: the last layer's rows, column tile by column tile, at out_host_row.
-  std::uint64_t out_host_row = 0, out_rows = 0, out_cols = 0, out_col_tiles = 0;
-  bool out_int32 = false;
-  std::vector<std::size_t> out_shape;  // one sample
-  std::uint64_t array_n = 0;
+  std::uint64_t out_rows = 0, out_cols = 0, out_col_tiles = 0;
+};
 
-  // An on-chip program (compile_on_chip) lays tensors out as planes: chunk
-  // by chunk (samples c*chunk_units ..), channel group g (N channels, one
-  // per lane) by sample n by pixel p, one row each: row (g*bc + n)*P + p of
-  // the chunk for a chunk of bc samples. The input is at host row 0 (chunk c
-  // at c * chunk_units * in_groups * in_pixels) or, with in_im2col, the im2col
-  // of layer `in_im2col_layer` (its K tiles as groups, its output pixels as
-  // pixels); the output at out_host_row (4 host rows per plane row for int32),
-  // its channels out_channels of the map it is a view of.
-  bool on_chip = false;
+// The on-chip compiler's program (compile_on_chip.cpp): the whole network,
+// its tensors laid out as planes: chunk by chunk (samples c*chunk_units ..),
+// channel group g (N channels, one per lane) by sample n by pixel p, one row
+// each: row (g*bc + n)*P + p of the chunk for a chunk of bc samples. The
+// input is at host row 0 (chunk c at c * chunk_units * in_groups *
+// in_pixels) or, with in_im2col, the im2col of layer `in_im2col_layer` (its
+// K tiles as groups, its output pixels as pixels); the output at
+// out_host_row, its channels out_channels of the map it is a view of.
+struct OnChipPlan : ProgramPlan {
   std::uint64_t in_groups = 0, in_pixels = 0;
   bool in_im2col = false;
   std::size_t in_im2col_layer = 0;
@@ -171,13 +182,23 @@ struct NetworkStep {
   std::size_t segment = 0;
 };
 
+// A compiled network: its steps and what the compiler that made it needs
+// to run them, the programs of the host-step compiler (`segment_plans`) or the
+// one program of the on-chip compiler (`on_chip_plan`).
 struct NetworkPlan {
   Network net;
   std::vector<TensorInfo> infos;
   std::uint64_t batch = 0;
   std::vector<NetworkStep> steps;
-  std::vector<SegmentPlan> segments;
+  std::vector<SegmentPlan> segment_plans;  // compile_segments: a program per chain of layers
+  std::optional<OnChipPlan> on_chip_plan;  // compile_on_chip: the whole network, program 0
   std::vector<std::optional<std::size_t>> layer_segment;  // per layer: its program, or host
+  // The programs, whichever compiler made them.
+  std::size_t program_count() const { return on_chip_plan ? 1 : segment_plans.size(); }
+  const ProgramPlan& program(std::size_t k) const {
+    if (on_chip_plan) return *on_chip_plan;
+    return segment_plans.at(k);
+  }
 };
 
 // How compile_network maps a network:
@@ -199,12 +220,11 @@ NetworkPlan compile_network(const Network& net, std::uint64_t batch, const ArchC
 NetworkPlan compile_on_chip(const Network& net, std::uint64_t batch, const ArchConfig& cfg);
 NetworkPlan compile_segments(const Network& net, std::uint64_t batch, const ArchConfig& cfg);
 
-// The host memory image of a segment for its input tensor (the output of the
-// layer before segment.layers[0], or the network input).
-std::vector<std::int8_t> segment_host_image(const NetworkPlan& plan, const SegmentPlan& seg,
-                                            const Tensor& input);
-// The segment's output tensor read back from the final host memory.
-Tensor segment_output(const NetworkPlan& plan, const SegmentPlan& seg, const std::int8_t* host);
+// The host memory image of program k for its input tensor (the output of the
+// layer before its first layer, or the network input).
+std::vector<std::int8_t> program_host_image(const NetworkPlan& plan, std::size_t k, const Tensor& input);
+// Program k's output tensor read back from the final host memory.
+Tensor program_output(const NetworkPlan& plan, std::size_t k, const std::int8_t* host);
 
 // Quantizes float inputs with the network's input quantization:
 // q = clamp(round_half_even(x / scale) + zero_point, -128, 127), in double.
@@ -240,9 +260,8 @@ struct NetworkRun {
   bool fault = false;  // a program faulted; `logs.back()` says where
 };
 
-// Runs program `segment` on `mem` (which holds its host and weight images).
-using ProgramRunner =
-    std::function<model::RunLog(std::size_t segment, const SegmentPlan&, model::Memories&)>;
+// Runs program `k` on `mem` (which holds its host and weight images).
+using ProgramRunner = std::function<model::RunLog(std::size_t k, const ProgramPlan&, model::Memories&)>;
 
 NetworkRun run_network(const NetworkPlan& plan, const Tensor& input, const ArchConfig& cfg,
                        const ProgramRunner& runner);

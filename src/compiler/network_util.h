@@ -60,10 +60,9 @@ TensorInfo infer_upsample(const Layer& l, const TensorInfo& cur, const std::stri
 void check_tensor(const Tensor& x, const TensorInfo& info, const std::string& what);
 
 // The host memory layouts of the two compilers' programs (compile_on_chip.cpp,
-// segment_compiler.cpp); segment_host_image and segment_output dispatch.
-std::vector<std::int8_t> on_chip_host_image(const NetworkPlan& plan, const SegmentPlan& seg,
-                                            const Tensor& input);
-Tensor on_chip_output(const NetworkPlan& plan, const SegmentPlan& seg, const std::int8_t* host);
+// segment_compiler.cpp); program_host_image and program_output dispatch.
+std::vector<std::int8_t> on_chip_host_image(const NetworkPlan& plan, const OnChipPlan& prog, const Tensor& input);
+Tensor on_chip_output(const NetworkPlan& plan, const OnChipPlan& prog, const std::int8_t* host);
 std::vector<std::int8_t> segments_host_image(const NetworkPlan& plan, const SegmentPlan& seg,
                                              const Tensor& input);
 Tensor segments_output(const NetworkPlan& plan, const SegmentPlan& seg, const std::int8_t* host);

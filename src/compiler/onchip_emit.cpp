@@ -23,7 +23,7 @@ NetworkPlan OnChip::emit(std::uint64_t host_rows) {
   plan.batch = batch_;
   plan.layer_segment.assign(net_.layers.size(), std::size_t{0});
   plan.steps.push_back({false, 0, 0});
-  SegmentPlan seg;
+  OnChipPlan seg;
   for (std::size_t i = 0; i < net_.layers.size(); ++i) seg.layers.push_back(i);
   Emitter e;
   e.comment(fmt::format("{}: the whole network on chip, {} of {} per chunk", net_.name.empty() ? "network" : net_.name,
@@ -38,7 +38,6 @@ NetworkPlan OnChip::emit(std::uint64_t host_rows) {
   seg.unit_is_sample = true;
   seg.units = batch_;
   seg.chunk_units = chunk_;
-  seg.on_chip = true;
   seg.in_groups = in.groups;
   seg.in_pixels = in.pixels;
   seg.in_im2col = im2col_.has_value();
@@ -51,7 +50,7 @@ NetworkPlan OnChip::emit(std::uint64_t host_rows) {
   seg.out_shape = infos_.back().shape;
   seg.array_n = n_;
   seg.summary = summary(tiles, host_rows);
-  plan.segments.push_back(std::move(seg));
+  plan.on_chip_plan = std::move(seg);
   return plan;
 }
 

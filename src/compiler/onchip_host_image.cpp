@@ -8,8 +8,7 @@
 namespace tpu::compiler {
 
 // The host image of an on-chip program: its input planes chunk by chunk.
-std::vector<std::int8_t> on_chip_host_image(const NetworkPlan& plan, const SegmentPlan& seg,
-                                            const Tensor& input) {
+std::vector<std::int8_t> on_chip_host_image(const NetworkPlan& plan, const OnChipPlan& seg, const Tensor& input) {
   const std::uint64_t n = seg.array_n;
   std::vector<std::int8_t> host(seg.host_rows_used * n, 0);
   const TensorInfo& info = plan.infos[0];
@@ -43,7 +42,7 @@ std::vector<std::int8_t> on_chip_host_image(const NetworkPlan& plan, const Segme
   return host;
 }
 
-Tensor on_chip_output(const NetworkPlan& plan, const SegmentPlan& seg, const std::int8_t* host) {
+Tensor on_chip_output(const NetworkPlan& plan, const OnChipPlan& seg, const std::int8_t* host) {
   const std::uint64_t n = seg.array_n;
   Tensor y;
   y.shape = {plan.batch};

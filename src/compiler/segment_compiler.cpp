@@ -526,9 +526,9 @@ NetworkPlan compile_segments(const Network& net, std::uint64_t batch, const Arch
   const auto close = [&]() {
     if (cur.empty()) return;
     if (!cur_plan) throw CompileError("internal error: a segment without a plan");
-    const std::size_t index = plan.segments.size();
+    const std::size_t index = plan.segment_plans.size();
     for (std::size_t id : cur_plan->layers) plan.layer_segment[id] = index;
-    plan.segments.push_back(std::move(*cur_plan));
+    plan.segment_plans.push_back(std::move(*cur_plan));
     plan.steps.push_back({false, cur.front(), index});
     cur.clear();
     cur_plan.reset();
