@@ -20,6 +20,7 @@
 #include "onnx/onnx_net.h"
 #include "outputs.h"
 #include "progress.h"
+#include "runtime/run_network.h"
 #include "sim_common.h"
 #include "sweep_workload.h"
 

@@ -14,6 +14,7 @@
 #include "common/plural.h"
 #include "compiler/layer_reference.h"
 #include "compiler/topology.h"
+#include "runtime/run_network.h"
 #include "layer_report.h"
 #include "outputs.h"
 #include "progress.h"

@@ -8,7 +8,7 @@
 
 #include "common/plural.h"
 #include "compiler/network.h"
-#include "compiler/network_util.h"
+#include "compiler/shapes.h"
 
 namespace tpu::compiler {
 namespace {
@@ -129,6 +129,20 @@ TensorInfo infer_pool(const Layer& l, const TensorInfo& cur, const std::string& 
   return out;
 }
 
+
+// Nearest upsampling by integer factors (lower_upsample.cpp).
+TensorInfo infer_upsample(const Layer& l, const TensorInfo& cur, const std::string& what) {
+  if (cur.shape.size() != 3)
+    throw CompileError(fmt::format("{}: upsample needs an HxWxC input, got {}", what, shape_text(cur.shape)));
+  if (l.stride_h < 1 || l.stride_h > 255 || l.stride_w < 1 || l.stride_w > 255)
+    throw CompileError(fmt::format("{}: upsampling factors {}x{} are not 1 to 255", what, l.stride_h, l.stride_w));
+  if (l.act != model::ActFunction::None) throw CompileError(fmt::format("{}: an upsample has no activation", what));
+  if (l.int32_output) throw CompileError(fmt::format("{}: an upsample has int8 output", what));
+  TensorInfo out;
+  out.shape = {cur.shape[0] * l.stride_h, cur.shape[1] * l.stride_w, cur.shape[2]};
+  out.quant = cur.quant;  // an exact copy
+  return out;
+}
 
 TensorInfo infer_add(const Layer& l, const TensorInfo& cur, const TensorInfo& other, const std::string& what) {
   if (cur.shape != other.shape)
@@ -281,6 +295,14 @@ model::Requant avgpool_requant(const Layer& l, const TensorInfo& in, const Tenso
   } catch (const CompileError& e) {
     throw CompileError(fmt::format("{}: {}", what, e.what()));
   }
+}
+
+void check_tensor(const Tensor& x, const TensorInfo& info, const std::string& what) {
+  if (x.int32 || x.shape.size() != info.shape.size() + 1 ||
+      !std::equal(info.shape.begin(), info.shape.end(), x.shape.begin() + 1))
+    throw CompileError(fmt::format("{}: expected int8 samples of shape {}, got {} of shape {}",
+                                   what, shape_text(info.shape), x.int32 ? "int32" : "int8",
+                                   shape_text(x.shape)));
 }
 
 std::vector<TensorInfo> infer_network(const Network& net, bool check_unread) {

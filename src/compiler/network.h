@@ -1,6 +1,7 @@
-// Quantized networks on the TPU: layers (dense, conv2d, pools, add, flatten),
-// the network compiler that maps them onto programs, and the runner that
-// executes those programs with the host-side steps between them.
+// Quantized networks on the TPU: the network IR (layers, tensors and their
+// shapes, infer_network in graph.cpp), the plans the network compiler makes
+// of them (a plan type per mapping) and the compiler's entry. The runtime
+// that runs plans is apart (runtime/run_network.h).
 //
 // Two mappings (docs/quantization.md, "How layers map to the TPU"):
 // - On chip (compile_on_chip.cpp): the whole network as one program. Tensors
@@ -17,7 +18,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,8 +26,6 @@
 #include "compiler/quant.h"
 #include "config/arch_config.h"
 #include "isa/program.h"
-#include "model/memories.h"
-#include "model/run_log.h"
 
 namespace tpu::compiler {
 
@@ -113,10 +111,6 @@ struct Tensor {
 // real multiplier in.scale / (window * out.scale). Throws CompileError naming `what`.
 model::Requant avgpool_requant(const Layer& pool, const TensorInfo& in, const TensorInfo& out,
                                const std::string& what);
-
-// Host-side operations.
-Tensor host_maxpool(const Layer& pool, const Tensor& x);
-Tensor host_flatten(const Tensor& x);
 
 // What every program of a network plan has, whichever compiler made it:
 // its code and weights, the layers it runs, the units (samples, or rows of
@@ -219,54 +213,5 @@ NetworkPlan compile_network(const Network& net, std::uint64_t batch, const ArchC
 // The two mappings (compile_network's OnChip and Segments).
 NetworkPlan compile_on_chip(const Network& net, std::uint64_t batch, const ArchConfig& cfg);
 NetworkPlan compile_segments(const Network& net, std::uint64_t batch, const ArchConfig& cfg);
-
-// The host memory image of program k for its input tensor (the output of the
-// layer before its first layer, or the network input).
-std::vector<std::int8_t> program_host_image(const NetworkPlan& plan, std::size_t k, const Tensor& input);
-// Program k's output tensor read back from the final host memory.
-Tensor program_output(const NetworkPlan& plan, std::size_t k, const std::int8_t* host);
-
-// Quantizes float inputs with the network's input quantization:
-// q = clamp(round_half_even(x / scale) + zero_point, -128, 127), in double.
-Tensor quantize_input(const Network& net, const std::vector<std::size_t>& shape,
-                      const std::vector<double>& values);
-
-// Per-layer figures of a run. A cycle of a program in which the array reads
-// a row is charged to that MMC's layer, any other cycle to the layer of the
-// oldest instruction not yet completed in it; so the layers' cycles of a
-// program add up to its total cycles, and a layer's cycles are at least its
-// MMC rows (utilization at most 100%).
-struct LayerStats {
-  std::optional<std::size_t> segment;  // nullopt: a host step (no TPU cycles)
-  std::uint64_t cycles = 0;
-  std::uint64_t instructions = 0;
-  std::uint64_t array_macs = 0;   // rows * N * N over its MMCs
-  std::uint64_t useful_macs = 0;  // the layer's own multiply-accumulates
-  std::uint64_t mmc_rows = 0;     // its MMCs' rows: the array's active cycles for it
-  // Bytes its instructions move: RHM from host memory, WHM to it (4N per
-  // accumulator row for WHM.A), RW from weight memory (N*N per tile).
-  std::uint64_t host_read_bytes = 0, host_write_bytes = 0, weight_bytes = 0;
-  // The TPUv1 counters' idle-array categories (model/perf_counters.h) whose
-  // waiting instruction belongs to the layer. Its cycles are mmc_rows +
-  // weight stall + weight shift + the rest (non-matrix).
-  std::uint64_t weight_stall_cycles = 0, weight_shift_cycles = 0;
-  std::uint64_t raw_stall_cycles = 0, input_data_stall_cycles = 0;
-};
-
-struct NetworkRun {
-  Tensor output;
-  std::vector<model::RunLog> logs;  // one per program run
-  std::vector<LayerStats> layers;
-  bool fault = false;  // a program faulted; `logs.back()` says where
-};
-
-// Runs program `k` on `mem` (which holds its host and weight images).
-using ProgramRunner = std::function<model::RunLog(std::size_t k, const ProgramPlan&, model::Memories&)>;
-
-NetworkRun run_network(const NetworkPlan& plan, const Tensor& input, const ArchConfig& cfg,
-                       const ProgramRunner& runner);
-
-// The useful multiply-accumulates of layer i for the plan's batch.
-std::uint64_t layer_useful_macs(const NetworkPlan& plan, std::size_t layer);
 
 }  // namespace tpu::compiler

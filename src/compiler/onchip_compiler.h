@@ -13,7 +13,8 @@
 #include <vector>
 
 #include "compiler/network.h"
-#include "compiler/network_util.h"
+#include "compiler/quant.h"
+#include "compiler/shapes.h"
 #include "compiler/onchip_ops.h"
 #include "compiler/onchip_tiles.h"
 

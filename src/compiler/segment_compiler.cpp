@@ -14,7 +14,8 @@
 
 #include "common/plural.h"
 #include "compiler/emitter.h"
-#include "compiler/network_util.h"
+#include "compiler/host_layout.h"
+#include "compiler/shapes.h"
 #include "isa/instruction.h"
 #include "model/activation.h"
 

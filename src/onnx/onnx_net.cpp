@@ -11,6 +11,7 @@
 #include "onnx/onnx_import.h"
 #include "onnx/quantize_float.h"
 #include "onnx/save_network.h"
+#include "runtime/host_ops.h"
 
 namespace tpu::onnximport {
 

@@ -15,6 +15,7 @@
 #include "compiler/network.h"
 #include "compiler/quant.h"
 #include "model/tpu.h"
+#include "runtime/run_network.h"
 
 namespace {
 

@@ -56,6 +56,7 @@
 #include "fuzz_check.h"
 #include "model/memories.h"
 #include "model/tpu.h"
+#include "runtime/run_network.h"
 
 namespace {
 

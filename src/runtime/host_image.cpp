@@ -1,11 +1,17 @@
-// The host memory of an on-chip program: the image the host writes (the
-// input's planes chunk by chunk, or the first convolution's im2col) and the
-// output tensor read back from the planes the program wrote.
+// The host memory of a plan's programs (host_image.h): the on-chip
+// program's planes here, the host-step programs' GEMM rows from the
+// host-step compiler (compiler/host_layout.h).
+#include "runtime/host_image.h"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 
-#include "compiler/network_util.h"
+#include "compiler/host_layout.h"
+#include "compiler/shapes.h"
 
 namespace tpu::compiler {
+namespace {
 
 // The host image of an on-chip program: its input planes chunk by chunk.
 std::vector<std::int8_t> on_chip_host_image(const NetworkPlan& plan, const OnChipPlan& seg, const Tensor& input) {
@@ -44,13 +50,9 @@ std::vector<std::int8_t> on_chip_host_image(const NetworkPlan& plan, const OnChi
 
 Tensor on_chip_output(const NetworkPlan& plan, const OnChipPlan& seg, const std::int8_t* host) {
   const std::uint64_t n = seg.array_n;
-  Tensor y;
-  y.shape = {plan.batch};
-  y.shape.insert(y.shape.end(), seg.out_shape.begin(), seg.out_shape.end());
-  y.int32 = seg.out_int32;
   const std::uint64_t P = seg.out_pixels, C = seg.out_channels;
-  y.data.resize(plan.batch * P * C);
-  const std::uint64_t per = seg.out_int32 ? isa::kHostRowsPerAccRow : 1;
+  Tensor y = output_tensor(plan, seg, plan.batch * P * C);
+  const std::uint64_t per = host_rows_per_output_row(seg);
   const std::uint64_t b = seg.chunk_units;
   for (std::uint64_t ch = 0; ch * b < seg.units; ++ch) {
     const std::uint64_t bc = std::min(b, seg.units - ch * b);
@@ -60,10 +62,24 @@ Tensor on_chip_output(const NetworkPlan& plan, const OnChipPlan& seg, const std:
         for (std::uint64_t o = 0; o < C; ++o) {
           const std::uint64_t g = o / n, j = o % n;
           const std::int8_t* r = host + (base + ((g * bc + s) * P + p) * per) * n;
-          y.data[((ch * b + s) * P + p) * C + o] = seg.out_int32 ? read_int32_le(r + 4 * j) : r[j];
+          y.data[((ch * b + s) * P + p) * C + o] = output_lane(seg, r, j);
         }
   }
   return y;
+}
+
+}  // namespace
+
+std::vector<std::int8_t> program_host_image(const NetworkPlan& plan, std::size_t k, const Tensor& input) {
+  if (!plan.on_chip_plan) return segments_host_image(plan, plan.segment_plans.at(k), input);
+  check_tensor(input, plan.infos[0], "the network input");
+  if (input.batch() != plan.batch)
+    throw CompileError(fmt::format("the batch is {} but the plan is for {}", input.batch(), plan.batch));
+  return on_chip_host_image(plan, *plan.on_chip_plan, input);
+}
+
+Tensor program_output(const NetworkPlan& plan, std::size_t k, const std::int8_t* host) {
+  return plan.on_chip_plan ? on_chip_output(plan, *plan.on_chip_plan, host) : segments_output(plan, plan.segment_plans.at(k), host);
 }
 
 }  // namespace tpu::compiler
