@@ -12,29 +12,26 @@
 
 namespace tpu::compiler::onchip {
 
-// The lowering of each layer kind, in the file named after it. Convolutions
-// and pools that read or write a map spilled to host memory continue in
-// lower_spill.cpp; a flatten is a view of its input (placement), no ops.
-OnChip::Lowering OnChip::lowering(LayerKind kind) {
-  struct Row {
-    LayerKind kind;
-    Lowering lower;
+// The lowering of each layer kind, in the file named after it, and the
+// banded one (lower_spill.cpp) of the kinds that may read or write a map
+// spilled to host memory; a flatten is a view of its input (placement), no
+// ops.
+const OnChip::Lowering& OnChip::lowering(LayerKind kind) {
+  static const Lowering table[] = {
+      {LayerKind::Dense, &OnChip::lower_dense},                                 // lower_dense.cpp
+      {LayerKind::Conv2d, &OnChip::lower_conv, &OnChip::lower_conv_spill},      // lower_conv.cpp
+      {LayerKind::MaxPool2d, &OnChip::lower_pool, &OnChip::lower_pool_spill},   // lower_pool.cpp
+      {LayerKind::AvgPool2d, &OnChip::lower_pool, &OnChip::lower_pool_spill},   //
+      {LayerKind::GlobalAvgPool2d, &OnChip::lower_pool},                        //
+      {LayerKind::Flatten, &OnChip::lower_view},                                // onchip_compiler.h
+      {LayerKind::Add, &OnChip::lower_add},                                     // lower_add.cpp
+      {LayerKind::Concat, &OnChip::lower_concat},                               // lower_concat.cpp
+      {LayerKind::Mul, &OnChip::lower_vec},                                     // lower_vec.cpp
+      {LayerKind::Affine, &OnChip::lower_vec},                                  //
+      {LayerKind::Upsample, &OnChip::lower_upsample},                           // lower_upsample.cpp
   };
-  static const Row table[] = {
-      {LayerKind::Dense, &OnChip::lower_dense},             // lower_dense.cpp
-      {LayerKind::Conv2d, &OnChip::lower_conv},             // lower_conv.cpp
-      {LayerKind::MaxPool2d, &OnChip::lower_pool},          // lower_pool.cpp
-      {LayerKind::AvgPool2d, &OnChip::lower_pool},          //
-      {LayerKind::GlobalAvgPool2d, &OnChip::lower_pool},    //
-      {LayerKind::Flatten, &OnChip::lower_view},            // onchip_compiler.h
-      {LayerKind::Add, &OnChip::lower_add},                 // lower_add.cpp
-      {LayerKind::Concat, &OnChip::lower_concat},           // lower_concat.cpp
-      {LayerKind::Mul, &OnChip::lower_vec},                 // lower_vec.cpp
-      {LayerKind::Affine, &OnChip::lower_vec},              //
-      {LayerKind::Upsample, &OnChip::lower_upsample},       // lower_upsample.cpp
-  };
-  for (const Row& row : table)
-    if (row.kind == kind) return row.lower;
+  for (const Lowering& row : table)
+    if (row.kind == kind) return row;
   throw CompileError(fmt::format("internal error: no on-chip lowering of {}", layer_kind_name(kind)));
 }
 
@@ -104,6 +101,37 @@ void OnChip::activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uin
   if (out) write_out(g, n0, n1, bc, ops_.size() - 1, std::nullopt, band);
 }
 
+// The jobs of output group g of an add or a concat, whose passes read
+// consecutive rows: per job, the bias passes, one MMC per pass over the
+// job's rows (samples, or a band of a sample) and the ACTs in pieces of
+// samples.
+void OnChip::row_passes(std::size_t i, std::uint64_t g, const std::vector<std::uint64_t>& btiles,
+                        const std::vector<RowPass>& passes, std::uint64_t bc) {
+  const Place& yp = places_[i + 1];
+  const std::uint64_t per = samples_per_piece(yp.pixels);
+  for (const Job& job : jobs(yp.pixels, yp.w, bc)) {
+    const std::uint64_t n_end = job.n0 + job.samples;
+    const std::uint64_t pixels = job.band.pixels_or(yp.pixels);  // per sample of the job
+    const std::uint64_t acc = next_acc(job.samples * pixels);
+    bias_passes(btiles, acc, job.samples, pixels, i);
+    bool first = btiles.empty();
+    for (const RowPass& p : passes) {
+      Op op;
+      op.opcode = isa::Opcode::MMC;
+      op.flags = isa::kFlagMmcSwitch | (first ? isa::kFlagMmcOverwrite : 0);
+      op.a = static_cast<std::int64_t>(plane(p.tensor, p.group, job.n0, bc) + job.band.p0);
+      op.b = static_cast<std::int64_t>(acc);
+      op.c = static_cast<std::int64_t>(job.samples * pixels);
+      op.tile = p.tile;
+      op.layer = i;
+      push(op);
+      first = false;
+    }
+    for (std::uint64_t a = job.n0; a < n_end; a += per)
+      activate(i, g, a, std::min(n_end, a + per) - 1, acc + (a - job.n0) * pixels, bc, job.band);
+  }
+}
+
 void OnChip::lower_chunk(std::uint64_t c, std::uint64_t bc) {
   chunk_c_ = c;
   slot_ = two_inputs_ && (c % 2 == 1);
@@ -112,7 +140,11 @@ void OnChip::lower_chunk(std::uint64_t c, std::uint64_t bc) {
   const bool ahead = two_inputs_ && !readers_[0].empty();
   if (c == 0 || !ahead) lower_input(c, bc, readers_[0].empty() ? 0 : readers_[0][0]);
   for (std::size_t i = 0; i < net_.layers.size(); ++i) {
-    (this->*lowering(net_.layers[i].kind))(i, bc);
+    const Lowering& lower = lowering(net_.layers[i].kind);
+    if (lower.banded && touches_spill(i))
+      (this->*lower.banded)(i);
+    else
+      (this->*lower.whole)(i, bc);
     // The next chunk's input goes to the other slot once the first layer
     // has been given its passes.
     if (ahead && c + 1 < chunks_ && i == readers_[0][0]) {

@@ -58,10 +58,6 @@ void OnChip::conv_tiles(std::size_t i, std::uint64_t go, std::vector<std::uint64
 }
 
 void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
-  if (touches_spill(i)) {
-    lower_conv_spill(i);  // in bands (lower_spill.cpp)
-    return;
-  }
   const Layer& l = net_.layers[i];
   const std::size_t x = layer_inputs(net_, i)[0];
   const TensorInfo& in = infos_[x];

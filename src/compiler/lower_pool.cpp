@@ -9,10 +9,6 @@
 namespace tpu::compiler::onchip {
 
 void OnChip::lower_pool(std::size_t i, std::uint64_t bc) {
-  if (touches_spill(i)) {
-    lower_pool_spill(i);  // in bands (lower_spill.cpp)
-    return;
-  }
   const Layer& l = net_.layers[i];
   const std::size_t x = layer_inputs(net_, i)[0];
   const TensorInfo& in = infos_[x];

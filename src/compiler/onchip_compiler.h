@@ -129,8 +129,14 @@ class OnChip {
   void lower_conv_spill(std::size_t i);
   void lower_pool_spill(std::size_t i);
   // --- lowering: the driver and the layer kinds' table (lower_chunk.cpp) ---
-  using Lowering = void (OnChip::*)(std::size_t i, std::uint64_t bc);
-  static Lowering lowering(LayerKind kind);
+  // A layer kind's lowering of a chunk of bc samples, and (kinds that may
+  // touch a spilled map) of one sample in bands.
+  struct Lowering {
+    LayerKind kind;
+    void (OnChip::*whole)(std::size_t i, std::uint64_t bc);
+    void (OnChip::*banded)(std::size_t i) = nullptr;
+  };
+  static const Lowering& lowering(LayerKind kind);
   void lower_chunk(std::uint64_t c, std::uint64_t bc);
   void lower_input(std::uint64_t c, std::uint64_t bc, std::size_t layer);
   // ACTs (and the output's WHMs) of samples [n0, n1] of output group g whose
@@ -140,6 +146,13 @@ class OnChip {
                 std::uint64_t acc, std::uint64_t bc, Band band = {});
   void write_out(std::uint64_t g, std::uint64_t n0, std::uint64_t n1, std::uint64_t bc,
                  std::optional<std::size_t> after, std::optional<std::uint64_t> acc, Band band = {});
+  // A pass over consecutive rows: plane `group` of tensor `tensor` through a tile.
+  struct RowPass {
+    std::size_t tensor;
+    std::uint64_t group, tile;
+  };
+  void row_passes(std::size_t i, std::uint64_t g, const std::vector<std::uint64_t>& btiles,
+                  const std::vector<RowPass>& passes, std::uint64_t bc);
   // --- lowering: biases and the constant plane (lower_bias.cpp) ---
   std::uint64_t tile(std::vector<std::int8_t> t);
   std::vector<std::uint64_t> bias_tiles(const std::vector<std::int64_t>& bias, std::uint64_t go);
