@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "compiler/network.h"
-#include "compiler/quant.h"
-#include "compiler/shapes.h"
 #include "compiler/onchip_ops.h"
 #include "compiler/onchip_tiles.h"
+#include "compiler/quant.h"
+#include "compiler/shapes.h"
 
 namespace tpu::compiler::onchip {
 
