@@ -40,6 +40,7 @@
 #include "model/memories.h"
 #include "model/run_log.h"
 #include "rtl/rtl_engine.h"
+#include "runtime/host_ops.h"
 #include "sim_common.h"
 #include "sweep_file.h"
 #include "sweep_workload.h"

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compiler/network.h"
+#include "runtime/layer_stats.h"
 
 namespace tpu::cli {
 

@@ -232,7 +232,7 @@ nlohmann::json net_stats_json(const ArchConfig& cfg, const compiler::NetworkPlan
     total_macs += log.stats.macs;
     nlohmann::json pj = cli::stats_json(cfg, log);
     pj["layers"] = nlohmann::json::array();
-    for (std::size_t id : plan.segments[k].layers) pj["layers"].push_back(layer_name(id));
+    for (std::size_t id : plan.program(k).layers) pj["layers"].push_back(layer_name(id));
     programs_json.push_back(pj);
   }
   const double seconds = static_cast<double>(total_cycles) / (static_cast<double>(cfg.clock_mhz) * 1e6);
@@ -264,8 +264,8 @@ NetOutcome run_net(const ArchConfig& cfg, const compiler::Network& net, const co
   if (batch == 0) throw FileError("the input batch is empty");
   out.plan = compiler::compile_network(
       net, batch, cfg, host_steps ? compiler::CompileMode::Segments : compiler::CompileMode::Auto);
-  const std::size_t programs = out.plan.segments.size();
-  const compiler::ProgramRunner runner = [&](std::size_t k, const compiler::SegmentPlan& seg,
+  const std::size_t programs = out.plan.program_count();
+  const compiler::ProgramRunner runner = [&](std::size_t k, const compiler::ProgramPlan& seg,
                                              model::Memories& mem) {
     if (opts.between_programs) opts.between_programs();
     EngineOptions per = opts;

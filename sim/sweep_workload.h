@@ -31,6 +31,7 @@
 #include "model/memories.h"
 #include "model/run_log.h"
 #include "model/tpu.h"
+#include "runtime/run_network.h"
 
 namespace tpu::sweep {
 

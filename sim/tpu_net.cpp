@@ -20,6 +20,7 @@
 #include "onnx/onnx_net.h"
 #include "outputs.h"
 #include "progress.h"
+#include "runtime/run_network.h"
 #include "sim_common.h"
 #include "sweep_workload.h"
 
@@ -209,10 +210,10 @@ int Net::run() {
                             plural(batch, "sample")));
   const compiler::NetworkPlan plan = compile(net, batch, cfg);
   progress_clear();
-  const std::size_t programs = plan.segments.size();
+  const std::size_t programs = plan.program_count();
   if (!args_.emit_asm.empty())
     for (std::size_t k = 0; k < programs; ++k)
-      write_file_atomic(outputs.file(indexed_path(args_.emit_asm, k, programs)), plan.segments[k].assembly);
+      write_file_atomic(outputs.file(indexed_path(args_.emit_asm, k, programs)), plan.program(k).assembly);
 
   const std::string name = net.name.empty() ? args_.model : net.name;
   std::cout << fmt::format("network {}: {}, batch {}, on a {}x{} array: {}\n", name,
@@ -227,14 +228,14 @@ int Net::run() {
                                compiler::layer_kind_name(net.layers[step.layer].kind));
       continue;
     }
-    const compiler::SegmentPlan& seg = plan.segments[step.segment];
+    const compiler::ProgramPlan& seg = plan.program(step.segment);
     std::string names;
     for (std::size_t id : seg.layers) names += (names.empty() ? "" : ", ") + layer_name(id);
-    if (seg.on_chip) {
+    if (plan.on_chip_plan) {
       std::cout << fmt::format("  program {}  all layers on chip: {}, {} of {}; {}\n", step.segment,
                                plural(seg.program.code.size(), "instruction"),
                                plural((seg.units + seg.chunk_units - 1) / seg.chunk_units, "chunk"),
-                               plural(seg.chunk_units, "sample"), seg.summary);
+                               plural(seg.chunk_units, "sample"), plan.on_chip_plan->summary);
       continue;
     }
     const bool im2col = net.layers[seg.layers.front()].kind == LayerKind::Conv2d;
@@ -247,7 +248,7 @@ int Net::run() {
 
   // Each program runs as `tpu-sim run` would: the engine of --engine, its
   // trace and statistics summary; --vcd per program; --stats written below.
-  const compiler::ProgramRunner runner = [&](std::size_t k, const compiler::SegmentPlan& seg,
+  const compiler::ProgramRunner runner = [&](std::size_t k, const compiler::ProgramPlan& seg,
                                              model::Memories& mem) {
     SimArgs per = args_;
     per.out.clear();
@@ -267,7 +268,7 @@ int Net::run() {
     Timeline timeline(cfg);
     std::uint64_t offset = 0;
     for (std::size_t k = 0; k < run.logs.size(); ++k) {
-      const compiler::SegmentPlan& seg = plan.segments[k];
+      const compiler::ProgramPlan& seg = plan.program(k);
       timeline.add_run(fmt::format("program {}", k), seg.program, run.logs[k], offset,
                        [&](std::uint32_t pc) { return layer_name(seg.instruction_layer.at(pc)); });
       offset += run.logs[k].stats.cycles;

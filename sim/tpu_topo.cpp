@@ -14,6 +14,7 @@
 #include "common/plural.h"
 #include "compiler/layer_reference.h"
 #include "formats/topology.h"
+#include "runtime/run_network.h"
 #include "layer_report.h"
 #include "outputs.h"
 #include "progress.h"
@@ -260,11 +261,11 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
     std::uint64_t cycles = 0, macs = 0;
     compiler::Tensor output;
     std::size_t program_count = 0;
-    for (const compiler::NetworkPlan& plan : plans) program_count += plan.segments.size();
+    for (const compiler::NetworkPlan& plan : plans) program_count += plan.program_count();
     std::size_t program_index = 0;
     for (std::size_t piece = 0; piece < plans.size(); ++piece) {
       const compiler::NetworkPlan& plan = plans[piece];
-      const compiler::ProgramRunner runner = [&](std::size_t, const compiler::SegmentPlan& seg,
+      const compiler::ProgramRunner runner = [&](std::size_t, const compiler::ProgramPlan& seg,
                                                  model::Memories& mem) {
         status(program_count == 1 ? std::string("simulating")
                                   : fmt::format("simulating program {}/{}", program_index + 1, program_count));

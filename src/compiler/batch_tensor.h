@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "compiler/network.h"
-#include "compiler/network_util.h"
+#include "compiler/host_layout.h"
+#include "compiler/shapes.h"
 
 namespace tpu::compiler {
 

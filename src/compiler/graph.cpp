@@ -8,7 +8,7 @@
 
 #include "common/plural.h"
 #include "compiler/network.h"
-#include "compiler/network_util.h"
+#include "compiler/shapes.h"
 
 namespace tpu::compiler {
 namespace {
@@ -129,6 +129,128 @@ TensorInfo infer_pool(const Layer& l, const TensorInfo& cur, const std::string& 
   return out;
 }
 
+
+// Nearest upsampling by integer factors (lower_upsample.cpp).
+TensorInfo infer_upsample(const Layer& l, const TensorInfo& cur, const std::string& what) {
+  if (cur.shape.size() != 3)
+    throw CompileError(fmt::format("{}: upsample needs an HxWxC input, got {}", what, shape_text(cur.shape)));
+  if (l.stride_h < 1 || l.stride_h > 255 || l.stride_w < 1 || l.stride_w > 255)
+    throw CompileError(fmt::format("{}: upsampling factors {}x{} are not 1 to 255", what, l.stride_h, l.stride_w));
+  if (l.act != model::ActFunction::None) throw CompileError(fmt::format("{}: an upsample has no activation", what));
+  if (l.int32_output) throw CompileError(fmt::format("{}: an upsample has int8 output", what));
+  TensorInfo out;
+  out.shape = {cur.shape[0] * l.stride_h, cur.shape[1] * l.stride_w, cur.shape[2]};
+  out.quant = cur.quant;  // an exact copy
+  return out;
+}
+
+TensorInfo infer_add(const Layer& l, const TensorInfo& cur, const TensorInfo& other, const std::string& what) {
+  if (cur.shape != other.shape)
+    throw CompileError(fmt::format("{}: adds tensors of shapes {} and {}", what,
+                                   shape_text(cur.shape), shape_text(other.shape)));
+  if (l.act != model::ActFunction::None && l.act != model::ActFunction::Relu)
+    throw CompileError(fmt::format("{}: an add takes activation none or relu", what));
+  if (l.int32_output) throw CompileError(fmt::format("{}: an add has int8 output", what));
+  check_quant(l.output, what + ": the output");
+  TensorInfo out;
+  out.shape = cur.shape;
+  out.quant = l.output;
+  add_requant(cur.quant, other.quant, l.output);  // throws if impossible
+  return out;
+}
+
+// Along the last axis (channels of H x W x C maps, or features).
+TensorInfo infer_concat(const Layer& l, const std::vector<TensorInfo>& infos, const std::vector<std::size_t>& ids,
+                        const std::string& what) {
+  const TensorInfo& cur = infos[ids[0]];
+  TensorInfo out;
+  out.shape = cur.shape;
+  out.shape.back() = 0;
+  std::vector<double> scales;
+  for (std::size_t id : ids) {
+    const auto& s = infos[id].shape;
+    if (s.size() != cur.shape.size() || !std::equal(s.begin(), s.end() - 1, cur.shape.begin()))
+      throw CompileError(fmt::format("{}: concatenates tensors of shapes {} and {} (only the last axis, the "
+                                     "channels, may differ)", what, shape_text(cur.shape), shape_text(s)));
+    out.shape.back() += s.back();
+    scales.push_back(infos[id].quant.scale);
+  }
+  if (l.act != model::ActFunction::None) throw CompileError(fmt::format("{}: a concat has no activation", what));
+  if (l.int32_output) throw CompileError(fmt::format("{}: a concat has int8 output", what));
+  check_quant(l.output, what + ": the output");
+  out.quant = l.output;
+  concat_requant(scales, l.output);  // throws if impossible
+  return out;
+}
+
+// Mul (other: its second input) and affine, on the vector unit.
+TensorInfo infer_vec(const Layer& l, const TensorInfo& cur, const TensorInfo* other, const std::string& what) {
+  if (l.int32_output) throw CompileError(fmt::format("{}: a {} has int8 output", what, layer_kind_name(l.kind)));
+  TensorInfo out;
+  const bool table = l.act == model::ActFunction::Sigmoid || l.act == model::ActFunction::Tanh;
+  if (table) {
+    out.quant = {kSigmoidTanhOutputScale, 0};
+  } else {
+    check_quant(l.output, what + ": the output");
+    out.quant = l.output;
+  }
+  out.shape = cur.shape;
+  try {
+    if (l.kind == LayerKind::Mul) {
+      const bool same = other->shape == cur.shape;
+      const bool broadcast = cur.shape.size() == 3 && other->shape.size() == 3 && other->shape[0] == 1 &&
+                             other->shape[1] == 1 && other->shape[2] == cur.shape[2];
+      if (!same && !broadcast)
+        throw CompileError(fmt::format("multiplies tensors of shapes {} and {} (the same shape, or an HxWxC "
+                                       "map by a 1x1xC vector, the second input)",
+                                       shape_text(cur.shape), shape_text(other->shape)));
+      mul_vec(cur.quant, other->quant, l.output, l.act);  // throws if impossible
+    } else {
+      affine_vec(cur.quant, l.alpha, l.beta, l.output, l.act);  // throws if impossible
+    }
+  } catch (const CompileError& e) {
+    throw CompileError(fmt::format("{}: {}", what, e.what()));
+  }
+  return out;
+}
+
+// The network input's tensor; throws CompileError when its shape or
+// quantization is not one a network can have.
+TensorInfo infer_input(const Network& net) {
+  TensorInfo first;
+  first.shape = net.input_shape;
+  first.quant = net.input;
+  if (first.shape.empty() || first.shape.size() > 3 || first.shape.size() == 2)
+    throw CompileError(fmt::format("the input shape {} is neither {{features}} nor {{H, W, C}}",
+                                   shape_text(first.shape)));
+  for (std::size_t d : first.shape)
+    if (d == 0) throw CompileError("the input shape has a zero dimension");
+  check_quant(first.quant, "the input");
+  return first;
+}
+
+// Checks what layer i reads: as many tensors as its kind takes, each the
+// network input or an earlier layer's int8 output; marks them used.
+void check_reads(const Layer& l, std::size_t i, const std::vector<std::size_t>& ids,
+                 const std::vector<TensorInfo>& infos, std::vector<bool>& used, const std::string& what) {
+  const std::size_t want = l.kind == LayerKind::Add || l.kind == LayerKind::Mul ? 2 : 1;
+  if (l.kind == LayerKind::Concat && ids.size() < 2)
+    throw CompileError(fmt::format("{}: concat reads 2 inputs or more, not {}", what, ids.size()));
+  if (l.kind != LayerKind::Concat && ids.size() != want)
+    throw CompileError(fmt::format("{}: {} reads {}, not {}", what, layer_kind_name(l.kind),
+                                   plural(want, "input"), ids.size()));
+  for (std::size_t id : ids) {
+    if (id > i)
+      throw CompileError(fmt::format(
+          "{}: reads tensor {}, which is not the network input or an earlier layer's output",
+          what, id));
+    if (infos[id].int32)
+      throw CompileError(fmt::format(
+          "{} reads an int32 output: only the last layer may have int32 output", what));
+    used[id] = true;
+  }
+}
+
 }  // namespace
 
 const char* layer_kind_name(LayerKind kind) {
@@ -175,39 +297,22 @@ model::Requant avgpool_requant(const Layer& l, const TensorInfo& in, const Tenso
   }
 }
 
+void check_tensor(const Tensor& x, const TensorInfo& info, const std::string& what) {
+  if (x.int32 || x.shape.size() != info.shape.size() + 1 ||
+      !std::equal(info.shape.begin(), info.shape.end(), x.shape.begin() + 1))
+    throw CompileError(fmt::format("{}: expected int8 samples of shape {}, got {} of shape {}",
+                                   what, shape_text(info.shape), x.int32 ? "int32" : "int8",
+                                   shape_text(x.shape)));
+}
+
 std::vector<TensorInfo> infer_network(const Network& net, bool check_unread) {
-  std::vector<TensorInfo> infos;
-  TensorInfo first;
-  first.shape = net.input_shape;
-  first.quant = net.input;
-  if (first.shape.empty() || first.shape.size() > 3 || first.shape.size() == 2)
-    throw CompileError(fmt::format("the input shape {} is neither {{features}} nor {{H, W, C}}",
-                                   shape_text(first.shape)));
-  for (std::size_t d : first.shape)
-    if (d == 0) throw CompileError("the input shape has a zero dimension");
-  check_quant(first.quant, "the input");
-  infos.push_back(first);
+  std::vector<TensorInfo> infos{infer_input(net)};
   std::vector<bool> used(net.layers.size() + 1, false);
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     const Layer& l = net.layers[i];
     const std::string what = layer_label(l, i);
     const std::vector<std::size_t> ids = layer_inputs(net, i);
-    const std::size_t want = l.kind == LayerKind::Add || l.kind == LayerKind::Mul ? 2 : 1;
-    if (l.kind == LayerKind::Concat && ids.size() < 2)
-      throw CompileError(fmt::format("{}: concat reads 2 inputs or more, not {}", what, ids.size()));
-    if (l.kind != LayerKind::Concat && ids.size() != want)
-      throw CompileError(fmt::format("{}: {} reads {}, not {}", what, layer_kind_name(l.kind),
-                                     plural(want, "input"), ids.size()));
-    for (std::size_t id : ids) {
-      if (id > i)
-        throw CompileError(fmt::format(
-            "{}: reads tensor {}, which is not the network input or an earlier layer's output",
-            what, id));
-      if (infos[id].int32)
-        throw CompileError(fmt::format(
-            "{} reads an int32 output: only the last layer may have int32 output", what));
-      used[id] = true;
-    }
+    check_reads(l, i, ids, infos, used, what);
     const TensorInfo& cur = infos[ids[0]];
     TensorInfo out;
     switch (l.kind) {
@@ -223,70 +328,10 @@ std::vector<TensorInfo> infer_network(const Network& net, bool check_unread) {
         out.shape = {element_count(cur.shape)};
         out.quant = cur.quant;
         break;
-      case LayerKind::Add: {
-        const TensorInfo& other = infos[ids[1]];
-        if (cur.shape != other.shape)
-          throw CompileError(fmt::format("{}: adds tensors of shapes {} and {}", what,
-                                         shape_text(cur.shape), shape_text(other.shape)));
-        if (l.act != model::ActFunction::None && l.act != model::ActFunction::Relu)
-          throw CompileError(fmt::format("{}: an add takes activation none or relu", what));
-        if (l.int32_output) throw CompileError(fmt::format("{}: an add has int8 output", what));
-        check_quant(l.output, what + ": the output");
-        out.shape = cur.shape;
-        out.quant = l.output;
-        add_requant(cur.quant, other.quant, l.output);  // throws if impossible
-        break;
-      }
-      case LayerKind::Concat: {
-        // Along the last axis (channels of H x W x C maps, or features).
-        out.shape = cur.shape;
-        out.shape.back() = 0;
-        std::vector<double> scales;
-        for (std::size_t id : ids) {
-          const auto& s = infos[id].shape;
-          if (s.size() != cur.shape.size() || !std::equal(s.begin(), s.end() - 1, cur.shape.begin()))
-            throw CompileError(fmt::format("{}: concatenates tensors of shapes {} and {} (only the last axis, the "
-                                           "channels, may differ)", what, shape_text(cur.shape), shape_text(s)));
-          out.shape.back() += s.back();
-          scales.push_back(infos[id].quant.scale);
-        }
-        if (l.act != model::ActFunction::None) throw CompileError(fmt::format("{}: a concat has no activation", what));
-        if (l.int32_output) throw CompileError(fmt::format("{}: a concat has int8 output", what));
-        check_quant(l.output, what + ": the output");
-        out.quant = l.output;
-        concat_requant(scales, l.output);  // throws if impossible
-        break;
-      }
+      case LayerKind::Add: out = infer_add(l, cur, infos[ids[1]], what); break;
+      case LayerKind::Concat: out = infer_concat(l, infos, ids, what); break;
       case LayerKind::Mul:
-      case LayerKind::Affine: {
-        if (l.int32_output) throw CompileError(fmt::format("{}: a {} has int8 output", what, layer_kind_name(l.kind)));
-        const bool table = l.act == model::ActFunction::Sigmoid || l.act == model::ActFunction::Tanh;
-        if (table) {
-          out.quant = {kSigmoidTanhOutputScale, 0};
-        } else {
-          check_quant(l.output, what + ": the output");
-          out.quant = l.output;
-        }
-        out.shape = cur.shape;
-        try {
-          if (l.kind == LayerKind::Mul) {
-            const TensorInfo& other = infos[ids[1]];
-            const bool same = other.shape == cur.shape;
-            const bool broadcast = cur.shape.size() == 3 && other.shape.size() == 3 && other.shape[0] == 1 &&
-                                   other.shape[1] == 1 && other.shape[2] == cur.shape[2];
-            if (!same && !broadcast)
-              throw CompileError(fmt::format("multiplies tensors of shapes {} and {} (the same shape, or an HxWxC "
-                                             "map by a 1x1xC vector, the second input)",
-                                             shape_text(cur.shape), shape_text(other.shape)));
-            mul_vec(cur.quant, other.quant, l.output, l.act);  // throws if impossible
-          } else {
-            affine_vec(cur.quant, l.alpha, l.beta, l.output, l.act);  // throws if impossible
-          }
-        } catch (const CompileError& e) {
-          throw CompileError(fmt::format("{}: {}", what, e.what()));
-        }
-        break;
-      }
+      case LayerKind::Affine: out = infer_vec(l, cur, ids.size() > 1 ? &infos[ids[1]] : nullptr, what); break;
     }
     infos.push_back(out);
   }

@@ -31,15 +31,9 @@ void OnChip::lower_concat(std::size_t i, std::uint64_t bc) {
     at += ck;
   }
   if (at != yp.channels) throw CompileError("internal error: concat channels do not add up");
-  // The passes of output group go: (input k, its plane gi, tile).
-  struct Pass {
-    std::size_t k;
-    std::uint64_t gi, tile;
-  };
-  const std::uint64_t per = samples_per_piece(yp.pixels);
   for (std::uint64_t go = 0; go < yp.groups; ++go) {
     const std::uint64_t lo = go * n_, hi = std::min(yp.channels, lo + n_);
-    std::vector<Pass> passes;
+    std::vector<RowPass> passes;  // input k's plane gi through its tile
     for (std::size_t k = 0; k < ids.size(); ++k) {
       const Place& xp = places_[base_of(ids[k])];
       for (std::uint64_t gi = 0; gi < xp.groups; ++gi) {
@@ -50,31 +44,11 @@ void OnChip::lower_concat(std::size_t i, std::uint64_t bc) {
         std::vector<std::int8_t> t(n_ * n_, 0);
         for (std::uint64_t c = std::max(first, lo); c < std::min(last, hi); ++c)
           t[(c - first) * n_ + (c - lo)] = static_cast<std::int8_t>(f.d[k]);
-        passes.push_back({k, gi, tile(std::move(t))});
+        passes.push_back({ids[k], gi, tile(std::move(t))});
       }
     }
     const std::vector<std::uint64_t> btiles = bias_tiles(bias, go);
-    for (const Job& job : jobs(yp.pixels, yp.w, bc)) {
-      const std::uint64_t n_end = job.n0 + job.samples;
-      const std::uint64_t pixels = job.band.pixels_or(yp.pixels);
-      const std::uint64_t acc = next_acc(job.samples * pixels);
-      bias_passes(btiles, acc, job.samples, pixels, i);
-      bool first = btiles.empty();
-      for (const Pass& p : passes) {
-        Op op;
-        op.opcode = isa::Opcode::MMC;
-        op.flags = isa::kFlagMmcSwitch | (first ? isa::kFlagMmcOverwrite : 0);
-        op.a = static_cast<std::int64_t>(plane(ids[p.k], p.gi, job.n0, bc) + job.band.p0);
-        op.b = static_cast<std::int64_t>(acc);
-        op.c = static_cast<std::int64_t>(job.samples * pixels);
-        op.tile = p.tile;
-        op.layer = i;
-        push(op);
-        first = false;
-      }
-      for (std::uint64_t a = job.n0; a < n_end; a += per)
-        activate(i, go, a, std::min(n_end, a + per) - 1, acc + (a - job.n0) * pixels, bc, job.band);
-    }
+    row_passes(i, go, btiles, passes, bc);
   }
 }
 

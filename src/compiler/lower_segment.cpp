@@ -11,7 +11,8 @@
 #include <algorithm>
 
 #include "common/plural.h"
-#include "compiler/network_util.h"
+#include "compiler/host_layout.h"
+#include "compiler/shapes.h"
 #include "compiler/segment_chain.h"
 
 namespace tpu::compiler::segment {

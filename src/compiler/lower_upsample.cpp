@@ -1,32 +1,18 @@
 // Nearest upsampling by integer factors (docs/quantization.md, "Nearest
-// upsampling" and "Nearest upsampling by address generation"): its shape
-// rule, and its on-chip lowering onto max POOLs. Output row oy of a plane is
-// input row oy / s_h with every pixel repeated s_w times: one POOL reads that
-// input row as a W x 1 map (CMAP W, 1, s_w): output pixel i of the row is
-// (i / s_w, i % s_w) of the POOL, and its 1 x s_w window, from column
-// i % s_w - (s_w - 1), holds column 0 of map row i / s_w and otherwise only
-// columns outside the map, which never win. So the maximum is input pixel
-// i / s_w itself, read where it lies and written once.
+// upsampling" and "Nearest upsampling by address generation"): its on-chip
+// lowering onto max POOLs (its shape rule is infer_upsample, graph.cpp).
+// Output row oy of a plane is input row oy / s_h with every pixel repeated
+// s_w times: one POOL reads that input row as a W x 1 map (CMAP W, 1, s_w):
+// output pixel i of the row is (i / s_w, i % s_w) of the POOL, and its
+// 1 x s_w window, from column i % s_w - (s_w - 1), holds column 0 of map row
+// i / s_w and otherwise only columns outside the map, which never win. So
+// the maximum is input pixel i / s_w itself, read where it lies and written
+// once.
 #include <fmt/format.h>
 
 #include "compiler/onchip_compiler.h"
 
-namespace tpu::compiler {
-
-TensorInfo infer_upsample(const Layer& l, const TensorInfo& cur, const std::string& what) {
-  if (cur.shape.size() != 3)
-    throw CompileError(fmt::format("{}: upsample needs an HxWxC input, got {}", what, shape_text(cur.shape)));
-  if (l.stride_h < 1 || l.stride_h > 255 || l.stride_w < 1 || l.stride_w > 255)
-    throw CompileError(fmt::format("{}: upsampling factors {}x{} are not 1 to 255", what, l.stride_h, l.stride_w));
-  if (l.act != model::ActFunction::None) throw CompileError(fmt::format("{}: an upsample has no activation", what));
-  if (l.int32_output) throw CompileError(fmt::format("{}: an upsample has int8 output", what));
-  TensorInfo out;
-  out.shape = {cur.shape[0] * l.stride_h, cur.shape[1] * l.stride_w, cur.shape[2]};
-  out.quant = cur.quant;  // an exact copy
-  return out;
-}
-
-namespace onchip {
+namespace tpu::compiler::onchip {
 
 void OnChip::lower_upsample(std::size_t i, std::uint64_t bc) {
   const Layer& l = net_.layers[i];
@@ -66,5 +52,4 @@ void OnChip::lower_upsample(std::size_t i, std::uint64_t bc) {
     }
 }
 
-}  // namespace onchip
-}  // namespace tpu::compiler
+}  // namespace tpu::compiler::onchip

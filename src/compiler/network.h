@@ -1,6 +1,7 @@
-// Quantized networks on the TPU: layers (dense, conv2d, pools, add, flatten),
-// the network compiler that maps them onto programs, and the runner that
-// executes those programs with the host-side steps between them.
+// Quantized networks on the TPU: the network IR (layers, tensors and their
+// shapes, infer_network in graph.cpp), the plans the network compiler makes
+// of them (a plan type per mapping) and the compiler's entry. The runtime
+// that runs plans is apart (runtime/run_network.h).
 //
 // Two mappings (docs/quantization.md, "How layers map to the TPU"):
 // - On chip (compile_on_chip.cpp): the whole network as one program. Tensors
@@ -17,7 +18,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,8 +26,6 @@
 #include "compiler/quant.h"
 #include "config/arch_config.h"
 #include "isa/program.h"
-#include "model/memories.h"
-#include "model/run_log.h"
 
 namespace tpu::compiler {
 
@@ -114,12 +112,10 @@ struct Tensor {
 model::Requant avgpool_requant(const Layer& pool, const TensorInfo& in, const TensorInfo& out,
                                const std::string& what);
 
-// Host-side operations.
-Tensor host_maxpool(const Layer& pool, const Tensor& x);
-Tensor host_flatten(const Tensor& x);
-
-// One program and how its host memory is laid out.
-struct SegmentPlan {
+// What every program of a network plan has, whichever compiler made it:
+// its code and weights, the layers it runs, the units (samples, or rows of
+// its first layer) it processes chunk by chunk, and its output's place.
+struct ProgramPlan {
   std::vector<std::size_t> layers;  // network layer indices run by this program, in order
   isa::Program program;
   std::string assembly;
@@ -132,6 +128,17 @@ struct SegmentPlan {
   // chunk, `units` in all.
   bool unit_is_sample = false;
   std::uint64_t units = 0, chunk_units = 0;
+  // Output: the last layer's, from host row out_host_row (int8, or int32 as
+  // four host rows per accumulator row).
+  std::uint64_t out_host_row = 0;
+  bool out_int32 = false;
+  std::vector<std::size_t> out_shape;  // one sample
+  std::uint64_t array_n = 0;
+};
+
+// A program of the host-step compiler (segment_compiler.cpp): a chain of
+// GEMM layers, its host memory in GEMM rows.
+struct SegmentPlan : ProgramPlan {
   // Input: the first layer's GEMM rows, in host memory from row 0, chunk by
   // chunk, K tile by K tile (like compile_gemm); rows_per_unit_in rows per
   // unit; pixel-major inside a chunk when unit_is_sample and the first layer is
@@ -142,20 +149,18 @@ struct SegmentPlan {
   std::uint64_t const_host_row = 0, const_rows = 0;
   std::vector<std::int8_t> const_lane_values;
   // Output: the last layer's rows, column tile by column tile, at out_host_row.
-  std::uint64_t out_host_row = 0, out_rows = 0, out_cols = 0, out_col_tiles = 0;
-  bool out_int32 = false;
-  std::vector<std::size_t> out_shape;  // one sample
-  std::uint64_t array_n = 0;
+  std::uint64_t out_rows = 0, out_cols = 0, out_col_tiles = 0;
+};
 
-  // An on-chip program (compile_on_chip) lays tensors out as planes: chunk
-  // by chunk (samples c*chunk_units ..), channel group g (N channels, one
-  // per lane) by sample n by pixel p, one row each: row (g*bc + n)*P + p of
-  // the chunk for a chunk of bc samples. The input is at host row 0 (chunk c
-  // at c * chunk_units * in_groups * in_pixels) or, with in_im2col, the im2col
-  // of layer `in_im2col_layer` (its K tiles as groups, its output pixels as
-  // pixels); the output at out_host_row (4 host rows per plane row for int32),
-  // its channels out_channels of the map it is a view of.
-  bool on_chip = false;
+// The on-chip compiler's program (compile_on_chip.cpp): the whole network,
+// its tensors laid out as planes: chunk by chunk (samples c*chunk_units ..),
+// channel group g (N channels, one per lane) by sample n by pixel p, one row
+// each: row (g*bc + n)*P + p of the chunk for a chunk of bc samples. The
+// input is at host row 0 (chunk c at c * chunk_units * in_groups *
+// in_pixels) or, with in_im2col, the im2col of layer `in_im2col_layer` (its
+// K tiles as groups, its output pixels as pixels); the output at
+// out_host_row, its channels out_channels of the map it is a view of.
+struct OnChipPlan : ProgramPlan {
   std::uint64_t in_groups = 0, in_pixels = 0;
   bool in_im2col = false;
   std::size_t in_im2col_layer = 0;
@@ -171,13 +176,23 @@ struct NetworkStep {
   std::size_t segment = 0;
 };
 
+// A compiled network: its steps and what the compiler that made it needs
+// to run them, the programs of the host-step compiler (`segment_plans`) or the
+// one program of the on-chip compiler (`on_chip_plan`).
 struct NetworkPlan {
   Network net;
   std::vector<TensorInfo> infos;
   std::uint64_t batch = 0;
   std::vector<NetworkStep> steps;
-  std::vector<SegmentPlan> segments;
+  std::vector<SegmentPlan> segment_plans;  // compile_segments: a program per chain of layers
+  std::optional<OnChipPlan> on_chip_plan;  // compile_on_chip: the whole network, program 0
   std::vector<std::optional<std::size_t>> layer_segment;  // per layer: its program, or host
+  // The programs, whichever compiler made them.
+  std::size_t program_count() const { return on_chip_plan ? 1 : segment_plans.size(); }
+  const ProgramPlan& program(std::size_t k) const {
+    if (on_chip_plan) return *on_chip_plan;
+    return segment_plans.at(k);
+  }
 };
 
 // How compile_network maps a network:
@@ -198,56 +213,5 @@ NetworkPlan compile_network(const Network& net, std::uint64_t batch, const ArchC
 // The two mappings (compile_network's OnChip and Segments).
 NetworkPlan compile_on_chip(const Network& net, std::uint64_t batch, const ArchConfig& cfg);
 NetworkPlan compile_segments(const Network& net, std::uint64_t batch, const ArchConfig& cfg);
-
-// The host memory image of a segment for its input tensor (the output of the
-// layer before segment.layers[0], or the network input).
-std::vector<std::int8_t> segment_host_image(const NetworkPlan& plan, const SegmentPlan& seg,
-                                            const Tensor& input);
-// The segment's output tensor read back from the final host memory.
-Tensor segment_output(const NetworkPlan& plan, const SegmentPlan& seg, const std::int8_t* host);
-
-// Quantizes float inputs with the network's input quantization:
-// q = clamp(round_half_even(x / scale) + zero_point, -128, 127), in double.
-Tensor quantize_input(const Network& net, const std::vector<std::size_t>& shape,
-                      const std::vector<double>& values);
-
-// Per-layer figures of a run. A cycle of a program in which the array reads
-// a row is charged to that MMC's layer, any other cycle to the layer of the
-// oldest instruction not yet completed in it; so the layers' cycles of a
-// program add up to its total cycles, and a layer's cycles are at least its
-// MMC rows (utilization at most 100%).
-struct LayerStats {
-  std::optional<std::size_t> segment;  // nullopt: a host step (no TPU cycles)
-  std::uint64_t cycles = 0;
-  std::uint64_t instructions = 0;
-  std::uint64_t array_macs = 0;   // rows * N * N over its MMCs
-  std::uint64_t useful_macs = 0;  // the layer's own multiply-accumulates
-  std::uint64_t mmc_rows = 0;     // its MMCs' rows: the array's active cycles for it
-  // Bytes its instructions move: RHM from host memory, WHM to it (4N per
-  // accumulator row for WHM.A), RW from weight memory (N*N per tile).
-  std::uint64_t host_read_bytes = 0, host_write_bytes = 0, weight_bytes = 0;
-  // The TPUv1 counters' idle-array categories (model/perf_counters.h) whose
-  // waiting instruction belongs to the layer. Its cycles are mmc_rows +
-  // weight stall + weight shift + the rest (non-matrix).
-  std::uint64_t weight_stall_cycles = 0, weight_shift_cycles = 0;
-  std::uint64_t raw_stall_cycles = 0, input_data_stall_cycles = 0;
-};
-
-struct NetworkRun {
-  Tensor output;
-  std::vector<model::RunLog> logs;  // one per program run
-  std::vector<LayerStats> layers;
-  bool fault = false;  // a program faulted; `logs.back()` says where
-};
-
-// Runs program `segment` on `mem` (which holds its host and weight images).
-using ProgramRunner =
-    std::function<model::RunLog(std::size_t segment, const SegmentPlan&, model::Memories&)>;
-
-NetworkRun run_network(const NetworkPlan& plan, const Tensor& input, const ArchConfig& cfg,
-                       const ProgramRunner& runner);
-
-// The useful multiply-accumulates of layer i for the plan's batch.
-std::uint64_t layer_useful_macs(const NetworkPlan& plan, std::size_t layer);
 
 }  // namespace tpu::compiler

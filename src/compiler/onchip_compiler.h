@@ -1,21 +1,22 @@
-// The on-chip network compiler's state (compile_on_chip.cpp): placement,
-// allocation and lowering of a whole network into one program
-// (docs/quantization.md, "Whole networks on chip"). The lowering of each layer
-// kind is a member; concat's lives in lower_concat.cpp, the banded lowering
-// of the layers that touch maps spilled to host memory in lower_spill.cpp.
+// The on-chip network compiler's state (compile_on_chip.cpp): the passes
+// that place, allocate, chunk and lower a whole network into one program
+// (docs/quantization.md, "Whole networks on chip") are members of OnChip,
+// each pass in the file named beside its members below. The lowering of a
+// layer kind is a member too, in lower_<kind>.cpp, found through the table
+// in lower_chunk.cpp.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
-#include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include "compiler/network.h"
-#include "compiler/network_util.h"
 #include "compiler/onchip_ops.h"
+#include "compiler/onchip_tiles.h"
+#include "compiler/quant.h"
+#include "compiler/shapes.h"
 
 namespace tpu::compiler::onchip {
 
@@ -58,6 +59,11 @@ struct Job {
   Band band;
 };
 
+// Conv2d or dense weights as a K x Nout matrix: row k, column o.
+inline std::int8_t weight_at(const Layer& l, std::uint64_t k, std::uint64_t o) {
+  return l.weights[k * l.weight_shape.back() + o];
+}
+
 // A conv2d's or dense layer's folded bias per output: b - z_in * (the sum of
 // the weights feeding it), wrapped to int32 (docs/quantization.md).
 std::vector<std::int64_t> folded_bias(const Layer& l, std::int32_t zin);
@@ -77,60 +83,6 @@ isa::ConvGeometry window_geometry(const Layer& l, const Place& xp, const Place& 
                                   std::uint64_t in_h, std::uint64_t row0, std::uint64_t y0, std::uint64_t dy,
                                   std::uint64_t dx, bool pool);
 
-// The weight memory's image: N x N tiles, each distinct tile once. The set
-// holds tile indices, hashed and compared by their bytes in the image (no
-// second copy of the weights as keys). An ordered map keyed by the tiles'
-// bytes took 60% of the compile of ResNet-18 on small4 (733 k tiles), most
-// of it comparing keys.
-class TileStore {
- public:
-  explicit TileStore(std::uint64_t n) : bytes_(n * n) {}
-  TileStore(const TileStore& o) : bytes_(o.bytes_), weights_(o.weights_) { index_all(); }
-  TileStore& operator=(const TileStore& o) {
-    if (this != &o) {
-      bytes_ = o.bytes_;
-      weights_ = o.weights_;
-      index_all();
-    }
-    return *this;
-  }
-  // The index of tile `t` (N x N int8, row-major), added when new.
-  std::uint64_t add(const std::vector<std::int8_t>& t) {
-    const std::uint64_t index = count();
-    weights_.insert(weights_.end(), t.begin(), t.end());
-    const auto [it, inserted] = set_.insert(index);
-    if (!inserted) weights_.resize(index * bytes_);  // an equal tile exists: taken back
-    return *it;
-  }
-  std::uint64_t count() const { return bytes_ ? weights_.size() / bytes_ : 0; }
-  std::vector<std::int8_t> take() {
-    set_.clear();
-    return std::move(weights_);
-  }
-
- private:
-  std::string_view tile_bytes(std::uint64_t tile) const {
-    return {reinterpret_cast<const char*>(weights_.data()) + tile * bytes_, bytes_};
-  }
-  struct Hash {
-    const TileStore* store;
-    std::size_t operator()(std::uint64_t t) const { return std::hash<std::string_view>()(store->tile_bytes(t)); }
-  };
-  struct Equal {
-    const TileStore* store;
-    bool operator()(std::uint64_t a, std::uint64_t b) const { return store->tile_bytes(a) == store->tile_bytes(b); }
-  };
-  void index_all() {
-    set_.clear();
-    set_.reserve(count());
-    for (std::uint64_t t = 0; t < count(); ++t) set_.insert(t);
-  }
-  std::size_t bytes_;
-  std::vector<std::int8_t> weights_;
-  // Points at this store: copies re-index (above), and there are no moves.
-  std::unordered_set<std::uint64_t, Hash, Equal> set_{0, Hash{this}, Equal{this}};
-};
-
 class OnChip {
  public:
   OnChip(const Network& net, std::uint64_t batch, const ArchConfig& cfg)
@@ -142,20 +94,25 @@ class OnChip {
   NetworkPlan compile();
 
  private:
-  // --- placement ---
+  // --- placement (onchip_place.cpp) ---
   void place();
   std::size_t base_of(std::size_t t) const { return places_[t].view_of ? *places_[t].view_of : t; }
   bool flattened_map(std::size_t t) const {
     return places_[t].view_of && places_[places_[t].view_of.value()].pixels > 1;
   }
-  // --- allocation ---
+  // --- allocation (onchip_allocate.cpp) ---
   std::uint64_t job_rows_per_sample() const;
   std::uint64_t job_acc_rows(std::uint64_t b) const;
   std::vector<Job> jobs(std::uint64_t pixels, std::uint64_t w, std::uint64_t bc) const;
   std::uint64_t const_rows(std::uint64_t b) const { return needs_const_ ? job_acc_rows(b) : 0; }
   std::optional<std::uint64_t> allocate(std::uint64_t b, bool two_inputs, bool commit);
   std::string fits(std::uint64_t b, bool two_inputs);
+  void commit_allocation();
+  std::uint64_t allocate_host();
+  // --- the chunk of samples (onchip_chunks.cpp) ---
   double estimate(std::uint64_t b) const;
+  void choose_chunk();
+  void size_staging();
   // --- spilling (lower_spill.cpp) ---
   bool spillable(std::size_t t) const;
   bool touches_spill(std::size_t i) const;
@@ -171,27 +128,56 @@ class OnChip {
   std::uint64_t spill_host_rows() const;
   void lower_conv_spill(std::size_t i);
   void lower_pool_spill(std::size_t i);
-  // --- lowering ---
+  // --- lowering: the driver and the layer kinds' table (lower_chunk.cpp) ---
+  // A layer kind's lowering of a chunk of bc samples, and (kinds that may
+  // touch a spilled map) of one sample in bands.
+  struct Lowering {
+    LayerKind kind;
+    void (OnChip::*whole)(std::size_t i, std::uint64_t bc);
+    void (OnChip::*banded)(std::size_t i) = nullptr;
+  };
+  static const Lowering& lowering(LayerKind kind);
+  void lower_chunk(std::uint64_t c, std::uint64_t bc);
+  void lower_input(std::uint64_t c, std::uint64_t bc, std::size_t layer);
+  // ACTs (and the output's WHMs) of samples [n0, n1] of output group g whose
+  // accumulators start at acc (sample n0's first row; sample-major, `pixels`
+  // rows each), or of a band of sample n0 == n1.
+  void activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uint64_t n1,
+                std::uint64_t acc, std::uint64_t bc, Band band = {});
+  void write_out(std::uint64_t g, std::uint64_t n0, std::uint64_t n1, std::uint64_t bc,
+                 std::optional<std::size_t> after, std::optional<std::uint64_t> acc, Band band = {});
+  // A pass over consecutive rows: plane `group` of tensor `tensor` through a tile.
+  struct RowPass {
+    std::size_t tensor;
+    std::uint64_t group, tile;
+  };
+  void row_passes(std::size_t i, std::uint64_t g, const std::vector<std::uint64_t>& btiles,
+                  const std::vector<RowPass>& passes, std::uint64_t bc);
+  // --- lowering: biases and the constant plane (lower_bias.cpp) ---
+  std::uint64_t tile(std::vector<std::int8_t> t);
+  std::vector<std::uint64_t> bias_tiles(const std::vector<std::int64_t>& bias, std::uint64_t go);
+  void bias_passes(const std::vector<std::uint64_t>& tiles, std::uint64_t acc, std::uint64_t samples,
+                   std::uint64_t pixels, std::size_t layer);
+  void lower_const();
+  // --- lowering: the layer kinds (lower_<kind>.cpp) ---
   struct ConvShape {
     bool depthwise = false, host_im2col = false, pointwise = false;
     std::uint64_t cin = 0, cout = 0, taps = 1, gin = 1, rounds = 1;
   };
   ConvShape conv_shape(std::size_t i) const;
   void conv_tiles(std::size_t i, std::uint64_t go, std::vector<std::uint64_t>& tiles, std::vector<bool>& keep);
-  void lower_chunk(std::uint64_t c, std::uint64_t bc);
-  void lower_input(std::uint64_t c, std::uint64_t bc, std::size_t layer);
   void lower_conv(std::size_t i, std::uint64_t bc);
   void lower_dense(std::size_t i, std::uint64_t bc);
   void lower_add(std::size_t i, std::uint64_t bc);
   void lower_concat(std::size_t i, std::uint64_t bc);
   void lower_pool(std::size_t i, std::uint64_t bc);
-  void lower_vec(std::size_t i, std::uint64_t bc);  // lower_vec.cpp
-  void lower_upsample(std::size_t i, std::uint64_t bc);  // lower_upsample.cpp
-  void lower_const();
-  std::uint64_t tile(std::vector<std::int8_t> t);
-  std::vector<std::uint64_t> bias_tiles(const std::vector<std::int64_t>& bias, std::uint64_t go);
-  void bias_passes(const std::vector<std::uint64_t>& tiles, std::uint64_t acc, std::uint64_t samples,
-                   std::uint64_t pixels, std::size_t layer);
+  void lower_vec(std::size_t i, std::uint64_t bc);
+  void lower_upsample(std::size_t i, std::uint64_t bc);
+  void lower_view(std::size_t, std::uint64_t) {}  // a flatten: its output is a view of its input
+  // --- emission (onchip_emit.cpp) ---
+  NetworkPlan emit(std::uint64_t host_rows);
+  std::string summary(std::uint64_t tiles, std::uint64_t host_rows) const;
+  // --- what the lowerings share ---
   std::uint64_t plane(std::size_t t, std::uint64_t g, std::uint64_t n, std::uint64_t bc) const {
     const Place& p = places_[base_of(t)];
     const std::uint64_t base = t == 0 || base_of(t) == 0 ? (slot_ ? p.ub_alt : p.ub) : p.ub;
@@ -203,13 +189,6 @@ class OnChip {
     if (r + rows > cfg_.acc_rows) throw CompileError("internal error: accumulator region overflow");
     return r;
   }
-  // ACTs (and the output's WHMs) of samples [n0, n1] of output group g whose
-  // accumulators start at acc (sample n0's first row; sample-major, `pixels`
-  // rows each), or of a band of sample n0 == n1.
-  void activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uint64_t n1,
-                std::uint64_t acc, std::uint64_t bc, Band band = {});
-  void write_out(std::uint64_t g, std::uint64_t n0, std::uint64_t n1, std::uint64_t bc,
-                 std::optional<std::size_t> after, std::optional<std::uint64_t> acc, Band band = {});
   model::Requant gemm_requant(std::size_t i) const {
     const Layer& l = net_.layers[i];
     return layer_requant(infos_[layer_inputs(net_, i)[0]].quant.scale, l.weight_scale, l.output, l.act);

@@ -1,9 +1,9 @@
 // The on-chip network compiler's intermediate form: the operations of one
-// program in dependence order, before scheduling. Lowering
-// (compile_on_chip.cpp) produces them; scheduling (onchip_schedule.cpp)
-// places them into an instruction stream that keeps the array busy and emits
-// the register-setting instructions (SETQ, CMAP, CSTR, CTAP, CWIN) and the
-// weight prefetches (RW) they need.
+// program in dependence order, before scheduling. Lowering (lower_chunk.cpp
+// and the lower_*.cpp of each layer kind) produces them; scheduling
+// (onchip_schedule.cpp) places them into an instruction stream that keeps
+// the array busy and emits the register-setting instructions (SETQ, CMAP,
+// CSTR, CTAP, CWIN) and the weight prefetches (RW) they need.
 #pragma once
 
 #include <cstdint>

@@ -12,6 +12,11 @@
 
 namespace tpu::compiler {
 
+// v wrapped to int32, as the accumulators' two's-complement sums wrap.
+inline std::int32_t wrap32(std::int64_t v) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(v)));
+}
+
 // real value = scale * (q - zero_point); zero_point in -128..127.
 struct QuantParams {
   double scale = 1.0;

@@ -8,7 +8,8 @@
 // memory layout of its programs.
 #include <fmt/format.h>
 
-#include "compiler/network_util.h"
+#include "compiler/host_layout.h"
+#include "compiler/shapes.h"
 #include "compiler/segment_chain.h"
 
 namespace tpu::compiler {
@@ -157,9 +158,9 @@ class Grouper {
   void close() {
     if (cur_.empty()) return;
     if (!cur_plan_) throw CompileError("internal error: a segment without a plan");
-    const std::size_t index = plan_.segments.size();
+    const std::size_t index = plan_.segment_plans.size();
     for (std::size_t id : cur_plan_->layers) plan_.layer_segment[id] = index;
-    plan_.segments.push_back(std::move(*cur_plan_));
+    plan_.segment_plans.push_back(std::move(*cur_plan_));
     plan_.steps.push_back({false, cur_.front(), index});
     cur_.clear();
     cur_plan_.reset();

@@ -8,7 +8,8 @@
 #include <algorithm>
 
 #include "compiler/batch_tensor.h"
-#include "compiler/network_util.h"
+#include "compiler/host_layout.h"
+#include "compiler/shapes.h"
 
 namespace tpu::compiler {
 namespace {

@@ -8,7 +8,8 @@
 
 #include <algorithm>
 
-#include "compiler/network_util.h"
+#include "compiler/host_layout.h"
+#include "compiler/shapes.h"
 #include "compiler/segment_chain.h"
 
 namespace tpu::compiler::segment {

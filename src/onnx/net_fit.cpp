@@ -32,7 +32,8 @@ const ArchParam& param(std::string_view name) {
 // What the plan uses of a memory whose use it records; 0 otherwise.
 std::uint64_t plan_use(const compiler::NetworkPlan& plan, std::string_view field) {
   std::uint64_t use = 0;
-  for (const compiler::SegmentPlan& seg : plan.segments) {
+  for (std::size_t k = 0; k < plan.program_count(); ++k) {
+    const compiler::ProgramPlan& seg = plan.program(k);
     if (field == "weight_tiles") use = std::max(use, seg.weight_tiles_used);
     if (field == "host_rows") use = std::max(use, seg.host_rows_used);
   }

@@ -11,6 +11,7 @@
 #include "onnx/net_fit.h"
 #include "onnx/onnx_import.h"
 #include "onnx/quantize_float.h"
+#include "runtime/host_ops.h"
 
 namespace tpu::onnximport {
 

@@ -15,6 +15,7 @@
 #include "compiler/network.h"
 #include "compiler/quant.h"
 #include "model/tpu.h"
+#include "runtime/run_network.h"
 
 namespace {
 
@@ -121,7 +122,7 @@ Outcome check_mode(const Network& net, const Tensor& x, const ArchConfig& cfg,
                    compiler::CompileMode mode) {
   Outcome o{compiler::compile_network(net, x.batch(), cfg, mode), {}};
   o.run = compiler::run_network(o.plan, x, cfg,
-                                [&](std::size_t, const compiler::SegmentPlan& seg,
+                                [&](std::size_t, const compiler::ProgramPlan& seg,
                                     model::Memories& mem) {
                                   return model::run_program(cfg, seg.program, mem);
                                 });
@@ -143,7 +144,7 @@ Outcome check_mode(const Network& net, const Tensor& x, const ArchConfig& cfg,
   }
   for (const auto& log : o.run.logs) program_cycles += log.stats.cycles;
   CHECK(layer_cycles == program_cycles);
-  CHECK(o.run.logs.size() == o.plan.segments.size());
+  CHECK(o.run.logs.size() == o.plan.program_count());
   return o;
 }
 
@@ -153,7 +154,7 @@ Outcome check_mode(const Network& net, const Tensor& x, const ArchConfig& cfg,
 Outcome check_network(const Network& net, const Tensor& x, const ArchConfig& cfg) {
   INFO("on chip");
   const Outcome on_chip = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
-  CHECK(on_chip.plan.segments.size() == 1);
+  CHECK((on_chip.plan.on_chip_plan && on_chip.plan.program_count() == 1));
   INFO("with host steps");
   return check_mode(net, x, cfg, compiler::CompileMode::Segments);
 }
@@ -266,8 +267,8 @@ TEST_CASE("dense layers: batch sizes and no bias", "[layers][dense]") {
     Layer l = gemm_layer(LayerKind::Dense, {20, 12}, ActFunction::Relu, in, rng);
     l.bias.clear();  // zero point 0 and no bias: no constant lanes at all
     const auto o = check_network(single({20}, in, l), random_input({batch, 20}, rng), cfg);
-    CHECK(o.plan.segments[0].const_rows == 0);
-    CHECK(o.plan.segments[0].host_lane_values.empty());
+    CHECK(o.plan.segment_plans[0].const_rows == 0);
+    CHECK(o.plan.segment_plans[0].host_lane_values.empty());
   }
 }
 
@@ -279,15 +280,15 @@ TEST_CASE("biases: padding lanes, constant tiles, very large biases", "[layers][
     INFO("K = 13 leaves 3 padding lanes: the host writes the constants there");
     Layer l = gemm_layer(LayerKind::Dense, {13, 9}, ActFunction::Relu, in, rng);
     const auto o = check_network(single({13}, in, l), random_input({6, 13}, rng), cfg);
-    CHECK_FALSE(o.plan.segments[0].host_lane_values.empty());
-    CHECK(o.plan.segments[0].const_rows == 0);
+    CHECK_FALSE(o.plan.segment_plans[0].host_lane_values.empty());
+    CHECK(o.plan.segment_plans[0].const_rows == 0);
   }
   {
     INFO("K = 16 leaves none: a constant block tile");
     Layer l = gemm_layer(LayerKind::Dense, {16, 9}, ActFunction::Relu, in, rng);
     const auto o = check_network(single({16}, in, l), random_input({6, 16}, rng), cfg);
-    CHECK(o.plan.segments[0].host_lane_values.empty());
-    CHECK(o.plan.segments[0].const_rows > 0);
+    CHECK(o.plan.segment_plans[0].host_lane_values.empty());
+    CHECK(o.plan.segment_plans[0].const_rows > 0);
   }
   {
     INFO("biases of millions need many constant tiles");
@@ -297,7 +298,7 @@ TEST_CASE("biases: padding lanes, constant tiles, very large biases", "[layers][
     l.bias[1] = -4999999;
     l.bias[2] = 1234567;
     const auto o = check_network(single({15}, in, l), random_input({3, 15}, rng), cfg);
-    CHECK(o.plan.segments[0].weight_tiles_used > 40);
+    CHECK(o.plan.segment_plans[0].weight_tiles_used > 40);
   }
   {
     INFO("biases beyond 64 constant tiles are rejected");
@@ -369,7 +370,7 @@ TEST_CASE("max-pool and flatten on the host", "[layers][pool]") {
                                     out_quant(net), rng));
     const auto o = check_network(net, random_input({4, 7, 9, 3}, rng), cfg);
     // conv | pool, flatten on the host | dense.
-    CHECK(o.plan.segments.size() == 2);
+    CHECK(o.plan.segment_plans.size() == 2);
     CHECK_FALSE(o.plan.layer_segment[1]);
     CHECK_FALSE(o.plan.layer_segment[2]);
   }
@@ -380,7 +381,7 @@ TEST_CASE("max-pool and flatten on the host", "[layers][pool]") {
     net.input = {0.1, 0};
     net.layers = {maxpool(2, 2, 2, 2), flatten()};
     const auto o = check_network(net, random_input({3, 6, 6, 2}, rng), cfg);
-    CHECK(o.plan.segments.empty());
+    CHECK(o.plan.segment_plans.empty());
   }
 }
 
@@ -395,8 +396,8 @@ TEST_CASE("chains stay in the unified buffer", "[layers][chain]") {
       net.layers.push_back(gemm_layer(LayerKind::Dense, {21, 16}, ActFunction::Sigmoid, out_quant(net), rng));
       net.layers.push_back(gemm_layer(LayerKind::Dense, {16, 7}, ActFunction::None, out_quant(net), rng, 3));
       const auto o = check_network(net, random_input({11, 30}, rng), cfg);
-      CHECK(o.plan.segments.size() == 1);
-      CHECK(o.plan.segments[0].layers.size() == 3);
+      CHECK(o.plan.segment_plans.size() == 1);
+      CHECK(o.plan.segment_plans[0].layers.size() == 3);
     }
     {
       INFO("conv -> flatten -> dense -> dense: one program, flatten by re-reading UB rows");
@@ -408,8 +409,8 @@ TEST_CASE("chains stay in the unified buffer", "[layers][chain]") {
       net.layers.push_back(gemm_layer(LayerKind::Dense, {150, 12}, ActFunction::Relu, out_quant(net), rng, -128));
       net.layers.push_back(gemm_layer(LayerKind::Dense, {12, 10}, ActFunction::None, out_quant(net), rng));
       const auto o = check_network(net, random_input({7, 6, 5, 2}, rng), cfg);
-      CHECK(o.plan.segments.size() == 1);
-      CHECK(o.plan.segments[0].unit_is_sample);
+      CHECK(o.plan.segment_plans.size() == 1);
+      CHECK(o.plan.segment_plans[0].unit_is_sample);
     }
     {
       INFO("conv -> 1x1 conv -> 1x1 conv (int32): one program");
@@ -419,7 +420,7 @@ TEST_CASE("chains stay in the unified buffer", "[layers][chain]") {
       net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, 6, 4}, ActFunction::None, out_quant(net), rng));
       net.layers.back().int32_output = true;
       const auto o = check_network(net, random_input({3, 5, 6, 3}, rng), cfg);
-      CHECK(o.plan.segments.size() == 1);
+      CHECK(o.plan.segment_plans.size() == 1);
     }
     {
       INFO("conv -> 3x3 conv: im2col on the host, two programs");
@@ -427,7 +428,7 @@ TEST_CASE("chains stay in the unified buffer", "[layers][chain]") {
       Network net = single({6, 6, 2}, in, gemm_layer(LayerKind::Conv2d, {3, 3, 2, 4}, ActFunction::Relu, in, rng, -128));
       net.layers.push_back(gemm_layer(LayerKind::Conv2d, {3, 3, 4, 3}, ActFunction::None, out_quant(net), rng));
       const auto o = check_network(net, random_input({2, 6, 6, 2}, rng), cfg);
-      CHECK(o.plan.segments.size() == 2);
+      CHECK(o.plan.segment_plans.size() == 2);
     }
     {
       INFO("flatten of a 1-D tensor between dense layers is a no-op in the UB");
@@ -436,7 +437,7 @@ TEST_CASE("chains stay in the unified buffer", "[layers][chain]") {
       net.layers.push_back(flatten());
       net.layers.push_back(gemm_layer(LayerKind::Dense, {9, 4}, ActFunction::None, out_quant(net), rng));
       const auto o = check_network(net, random_input({4, 9}, rng), cfg);
-      CHECK(o.plan.segments.size() == 1);
+      CHECK(o.plan.segment_plans.size() == 1);
     }
   }
 }
@@ -452,8 +453,8 @@ TEST_CASE("chunks: a small unified buffer splits the rows", "[layers][chunks]") 
     Network net = single({10}, in, gemm_layer(LayerKind::Dense, {10, 9}, ActFunction::Relu, in, rng, -128));
     net.layers.push_back(gemm_layer(LayerKind::Dense, {9, 6}, ActFunction::None, out_quant(net), rng));
     const auto o = check_network(net, random_input({101, 10}, rng), cfg);
-    CHECK(o.plan.segments.size() == 1);
-    CHECK(o.plan.segments[0].chunk_units < 101);
+    CHECK(o.plan.segment_plans.size() == 1);
+    CHECK(o.plan.segment_plans[0].chunk_units < 101);
   }
   {
     INFO("conv -> flatten -> dense in chunks of whole samples");
@@ -462,9 +463,9 @@ TEST_CASE("chunks: a small unified buffer splits the rows", "[layers][chunks]") 
     net.layers.push_back(flatten());
     net.layers.push_back(gemm_layer(LayerKind::Dense, {18, 5}, ActFunction::None, out_quant(net), rng));
     const auto o = check_network(net, random_input({13, 4, 3, 1}, rng), cfg);
-    CHECK(o.plan.segments.size() == 1);
-    CHECK(o.plan.segments[0].unit_is_sample);
-    CHECK(o.plan.segments[0].chunk_units < 13);
+    CHECK(o.plan.segment_plans.size() == 1);
+    CHECK(o.plan.segment_plans[0].unit_is_sample);
+    CHECK(o.plan.segment_plans[0].chunk_units < 13);
   }
   {
     INFO("a conv in chunks of rows (host steps; on chip one sample's maps do not fit)");
@@ -474,7 +475,7 @@ TEST_CASE("chunks: a small unified buffer splits the rows", "[layers][chunks]") 
     CHECK_THROWS_WITH(compiler::compile_network(net, 2, cfg, compiler::CompileMode::OnChip),
                       Catch::Contains("does not fit on chip"));
     const auto o = check_mode(net, x, cfg, compiler::CompileMode::Segments);
-    CHECK(o.plan.segments[0].chunk_units < 2 * 49);
+    CHECK(o.plan.segment_plans[0].chunk_units < 2 * 49);
   }
 }
 
@@ -488,7 +489,7 @@ TEST_CASE("a chain that does not fit the unified buffer is split", "[layers][chu
   net.layers.push_back(gemm_layer(LayerKind::Dense, {64, 6}, ActFunction::Relu, out_quant(net), rng));
   net.layers.push_back(gemm_layer(LayerKind::Dense, {6, 3}, ActFunction::None, out_quant(net), rng));
   const auto o = check_mode(net, random_input({3, 6, 6, 1}, rng), cfg, compiler::CompileMode::Segments);
-  CHECK(o.plan.segments.size() == 2);
+  CHECK(o.plan.segment_plans.size() == 2);
   CHECK_FALSE(o.plan.layer_segment[1]);  // the flatten moved to the host
   CHECK(o.plan.layer_segment[2] == o.plan.layer_segment[3]);
 }
@@ -621,7 +622,7 @@ TEST_CASE("CNN layers on chip: depthwise, padded and average pools, adds", "[lay
     small.ub_rows = 40;  // several chunks, two input slots
     const auto o = check_mode(single({6, 1, 5}, in, flatten()), random_input({9, 6, 1, 5}, rng), small,
                               compiler::CompileMode::OnChip);
-    CHECK(o.plan.segments[0].chunk_units < 9);
+    CHECK(o.plan.on_chip_plan->chunk_units < 9);
   }
   {
     INFO("a residual network in several chunks (a small unified buffer)");
@@ -632,7 +633,7 @@ TEST_CASE("CNN layers on chip: depthwise, padded and average pools, adds", "[lay
     net.layers.push_back(with_padding(gemm_layer(LayerKind::Conv2d, {3, 3, 6, 6}, ActFunction::None, out_quant(net), rng, 4), 1, 1, 1, 1));
     net.layers.push_back(add_layer(1, 2, ActFunction::None, {0.05, 0}));
     const auto o = check_mode(net, random_input({9, 6, 6, 5}, rng), cfg, compiler::CompileMode::OnChip);
-    CHECK(o.plan.segments[0].chunk_units < 9);
+    CHECK(o.plan.on_chip_plan->chunk_units < 9);
   }
 }
 
@@ -647,7 +648,7 @@ void check_detailed_agrees(const NetworkPlan& plan, const compiler::NetworkRun& 
   model::RunOptions opts;
   opts.detail = model::Detail::Detailed;
   const compiler::NetworkRun detailed = compiler::run_network(
-      plan, x, cfg, [&](std::size_t, const compiler::SegmentPlan& seg, model::Memories& mem) {
+      plan, x, cfg, [&](std::size_t, const compiler::ProgramPlan& seg, model::Memories& mem) {
         return model::run_program(cfg, seg.program, mem, opts);
       });
   REQUIRE_FALSE(detailed.fault);
@@ -667,7 +668,7 @@ void check_detailed_agrees(const NetworkPlan& plan, const compiler::NetworkRun& 
 
 // ACT and WHM.A instructions of a program (the bands' activations and
 // int32 outputs).
-std::size_t count_opcode(const compiler::SegmentPlan& seg, isa::Opcode op) {
+std::size_t count_opcode(const compiler::ProgramPlan& seg, isa::Opcode op) {
   std::size_t k = 0;
   for (const auto& in : seg.program.code) k += in.opcode == op;
   return k;
@@ -702,7 +703,7 @@ TEST_CASE("a sample whose maps exceed the accumulators is computed in bands of o
       net.layers.push_back(last);
       const Tensor x = random_input({3, 9, 7, 3}, rng);
       const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
-      const auto& seg = o.plan.segments[0];
+      const auto& seg = *o.plan.on_chip_plan;
       CHECK(seg.chunk_units == 1);
       CHECK(seg.in_im2col);
       // Per sample and output group: 9 bands of the first conv, 2 of each
@@ -718,7 +719,7 @@ TEST_CASE("a sample whose maps exceed the accumulators is computed in bands of o
       net.layers.push_back(gemm_layer(LayerKind::Conv2d, {2, 2, 3, 3}, ActFunction::None, out_quant(net), rng, 11));
       const Tensor x = random_input({2, 11, 5, 2}, rng);
       const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
-      CHECK(o.plan.segments[0].chunk_units == 1);
+      CHECK(o.plan.on_chip_plan->chunk_units == 1);
       check_detailed_agrees(o.plan, o.run, x, cfg);
     }
     {
@@ -736,7 +737,7 @@ TEST_CASE("a sample whose maps exceed the accumulators is computed in bands of o
       net.layers.push_back(add_layer(2, 3, ActFunction::Relu, {net.layers[1].output.scale * 2, -60}));
       const Tensor x = random_input({7, 6, 6, 5}, rng);
       const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
-      CHECK(o.plan.segments[0].chunk_units >= 4);
+      CHECK(o.plan.on_chip_plan->chunk_units >= 4);
       // The samples' outputs differ (a job that read another job's samples
       // would show).
       const std::size_t per_sample = o.run.output.data.size() / 7;
@@ -856,7 +857,7 @@ TEST_CASE("a convolution's all-zero weight tiles get no passes (grouped convolut
     const auto b = check_mode(single({5, 5, 8}, in, grouped), x, cfg, compiler::CompileMode::OnChip);
     // Per output group, the passes of one input group (one per kernel offset) are gone.
     const std::size_t gone = 2 * k * k;
-    CHECK(count_opcode(a.plan.segments[0], isa::Opcode::MMC) - count_opcode(b.plan.segments[0], isa::Opcode::MMC) ==
+    CHECK(count_opcode(*a.plan.on_chip_plan, isa::Opcode::MMC) - count_opcode(*b.plan.on_chip_plan, isa::Opcode::MMC) ==
           gone);
   }
   {
@@ -903,7 +904,7 @@ TEST_CASE("mul and affine on the vector unit: element-wise, per-channel broadcas
       net.layers.push_back(vec_layer(LayerKind::Mul, {1, 2}, act, {prod * 40.0, -3}));
       const Tensor x = random_input({3, 5, 4, 6}, rng);
       const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
-      CHECK(count_opcode(o.plan.segments[0], isa::Opcode::VEC) > 0);
+      CHECK(count_opcode(*o.plan.on_chip_plan, isa::Opcode::VEC) > 0);
       net.layers.push_back(gemm_layer(LayerKind::Conv2d, {1, 1, 6, 3}, ActFunction::None, out_quant(net), rng));
       check_mode(net, x, cfg, compiler::CompileMode::OnChip);
     }
@@ -986,7 +987,7 @@ TEST_CASE("nearest upsampling on chip: one max POOL per output row, an exact cop
 
 namespace {
 
-std::size_t count_rows(const compiler::SegmentPlan& seg, isa::Opcode op) {
+std::size_t count_rows(const compiler::ProgramPlan& seg, isa::Opcode op) {
   std::size_t rows = 0;
   for (const auto& in : seg.program.code)
     if (in.opcode == op) rows += static_cast<std::size_t>(in.operands[2]);
@@ -1013,12 +1014,12 @@ TEST_CASE("maps that do not fit the unified buffer spill to host memory and run 
       const Tensor x = random_input({2, 16, 4, 2 * n}, rng);
       cfg.ub_rows = 200;
       const auto fit = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
-      CHECK_THAT(fit.plan.segments[0].summary, Catch::StartsWith("unified buffer 200 of 200 rows"));
-      CHECK_THAT(fit.plan.segments[0].summary, !Catch::Contains("spilled"));
-      CHECK(count_rows(fit.plan.segments[0], isa::Opcode::RHM) == 2 * 128);  // the inputs, whole
+      CHECK_THAT(fit.plan.on_chip_plan->summary, Catch::StartsWith("unified buffer 200 of 200 rows"));
+      CHECK_THAT(fit.plan.on_chip_plan->summary, !Catch::Contains("spilled"));
+      CHECK(count_rows(*fit.plan.on_chip_plan, isa::Opcode::RHM) == 2 * 128);  // the inputs, whole
       cfg.ub_rows = 199;
       const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
-      const auto& seg = o.plan.segments[0];
+      const auto& seg = *o.plan.on_chip_plan;
       CHECK_THAT(seg.summary, Catch::Contains("spilled to host memory, read and written in bands: the input, "
                                               "2 staging slots of 32 rows"));
       CHECK(seg.chunk_units == 1);
@@ -1066,7 +1067,7 @@ TEST_CASE("maps that do not fit the unified buffer spill to host memory and run 
       const Tensor x = random_input({2, 12, 10, 3}, rng);
       cfg.ub_rows = 400;
       const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
-      const auto& seg = o.plan.segments[0];
+      const auto& seg = *o.plan.on_chip_plan;
       INFO(seg.summary);
       CHECK(seg.in_im2col);
       CHECK_THAT(seg.summary, Catch::Contains("the input, the output of layer 'c1', the output of layer 'c2', "
@@ -1116,7 +1117,7 @@ TEST_CASE("maps that do not fit the unified buffer spill to host memory and run 
         compiled = compiled || ok;
         if (!ok) continue;
         const auto o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
-        const bool spill = o.plan.segments[0].summary.find("spilled") != std::string::npos;
+        const bool spill = o.plan.on_chip_plan->summary.find("spilled") != std::string::npos;
         (spill ? spilled : whole) += 1;
         if (spill && spilled % 8 == 1) check_detailed_agrees(o.plan, o.run, x, cfg);
       }

@@ -56,6 +56,7 @@
 #include "fuzz_check.h"
 #include "model/memories.h"
 #include "model/tpu.h"
+#include "runtime/run_network.h"
 
 namespace {
 
@@ -553,14 +554,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (print) std::fprintf(stderr, "fuzz_net: does not fit: %s\n", m.c_str());
     return 0;
   }
-  FUZZ_CHECK(plan.segments.size() == 1 && plan.steps.size() == 1,
+  FUZZ_CHECK(plan.on_chip_plan && plan.program_count() == 1 && plan.steps.size() == 1,
              "on chip: not one program" + describe(c));
 
   model::RunOptions opts;
   opts.max_cycles = kMaxCycles;
   const compiler::NetworkRun run = compiler::run_network(
       plan, c.input, cfg,
-      [&](std::size_t, const compiler::SegmentPlan& seg, model::Memories& mem) {
+      [&](std::size_t, const compiler::ProgramPlan& seg, model::Memories& mem) {
         return model::run_program(cfg, seg.program, mem, opts);
       });
   FUZZ_CHECK(run.logs.size() == 1, "runs" + describe(c));
@@ -595,7 +596,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (print)
     std::fprintf(stderr, "fuzz_net: ok: %llu cycles, chunks of %llu samples%s\n",
                  static_cast<unsigned long long>(log.stats.cycles),
-                 static_cast<unsigned long long>(plan.segments[0].chunk_units),
-                 plan.segments[0].in_im2col ? ", the host lays out the first conv's im2col" : "");
+                 static_cast<unsigned long long>(plan.on_chip_plan->chunk_units),
+                 plan.on_chip_plan->in_im2col ? ", the host lays out the first conv's im2col" : "");
   return 0;
 }

@@ -1,0 +1,85 @@
+// The host memory of a plan's programs (host_image.h): the on-chip
+// program's planes here, the host-step programs' GEMM rows from the
+// host-step compiler (compiler/host_layout.h).
+#include "runtime/host_image.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "compiler/host_layout.h"
+#include "compiler/shapes.h"
+
+namespace tpu::compiler {
+namespace {
+
+// The host image of an on-chip program: its input planes chunk by chunk.
+std::vector<std::int8_t> on_chip_host_image(const NetworkPlan& plan, const OnChipPlan& seg, const Tensor& input) {
+  const std::uint64_t n = seg.array_n;
+  std::vector<std::int8_t> host(seg.host_rows_used * n, 0);
+  const TensorInfo& info = plan.infos[0];
+  const bool map = info.shape.size() == 3;
+  const std::uint64_t h = map ? info.shape[0] : 1, w = map ? info.shape[1] : 1;
+  const std::uint64_t c = map ? info.shape[2] : info.shape[0];
+  const std::int32_t zin = info.quant.zero_point;
+  const Layer* conv = seg.in_im2col ? &plan.net.layers[seg.in_im2col_layer] : nullptr;
+  const std::uint64_t ow = conv ? plan.infos[seg.in_im2col_layer + 1].shape[1] : w;
+  const auto value = [&](std::uint64_t s, std::uint64_t p, std::uint64_t f) -> std::int8_t {
+    if (!conv) return static_cast<std::int8_t>(input.data[(s * h * w + p) * c + f]);
+    const std::uint64_t ci = f % c, tap = f / c;
+    const std::int64_t y = static_cast<std::int64_t>((p / ow) * conv->stride_h + tap / conv->kernel_w) - conv->pad_top;
+    const std::int64_t x = static_cast<std::int64_t>((p % ow) * conv->stride_w + tap % conv->kernel_w) - conv->pad_left;
+    if (y < 0 || x < 0 || y >= static_cast<std::int64_t>(h) || x >= static_cast<std::int64_t>(w))
+      return static_cast<std::int8_t>(zin);
+    return static_cast<std::int8_t>(input.data[((s * h + static_cast<std::uint64_t>(y)) * w + static_cast<std::uint64_t>(x)) * c + ci]);
+  };
+  const std::uint64_t lanes = conv ? std::uint64_t{conv->kernel_h} * conv->kernel_w * c : c;
+  const std::uint64_t b = seg.chunk_units;
+  for (std::uint64_t ch = 0; ch * b < seg.units; ++ch) {
+    const std::uint64_t bc = std::min(b, seg.units - ch * b);
+    const std::uint64_t base = ch * b * seg.in_groups * seg.in_pixels;
+    for (std::uint64_t g = 0; g < seg.in_groups; ++g)
+      for (std::uint64_t s = 0; s < bc; ++s)
+        for (std::uint64_t p = 0; p < seg.in_pixels; ++p) {
+          std::int8_t* row = &host[(base + (g * bc + s) * seg.in_pixels + p) * n];
+          for (std::uint64_t j = 0; j < n && g * n + j < lanes; ++j) row[j] = value(ch * b + s, p, g * n + j);
+        }
+  }
+  return host;
+}
+
+Tensor on_chip_output(const NetworkPlan& plan, const OnChipPlan& seg, const std::int8_t* host) {
+  const std::uint64_t n = seg.array_n;
+  const std::uint64_t P = seg.out_pixels, C = seg.out_channels;
+  Tensor y = output_tensor(plan, seg, plan.batch * P * C);
+  const std::uint64_t per = host_rows_per_output_row(seg);
+  const std::uint64_t b = seg.chunk_units;
+  for (std::uint64_t ch = 0; ch * b < seg.units; ++ch) {
+    const std::uint64_t bc = std::min(b, seg.units - ch * b);
+    const std::uint64_t base = seg.out_host_row + ch * b * seg.out_groups * P * per;
+    for (std::uint64_t s = 0; s < bc; ++s)
+      for (std::uint64_t p = 0; p < P; ++p)
+        for (std::uint64_t o = 0; o < C; ++o) {
+          const std::uint64_t g = o / n, j = o % n;
+          const std::int8_t* r = host + (base + ((g * bc + s) * P + p) * per) * n;
+          y.data[((ch * b + s) * P + p) * C + o] = output_lane(seg, r, j);
+        }
+  }
+  return y;
+}
+
+}  // namespace
+
+std::vector<std::int8_t> program_host_image(const NetworkPlan& plan, std::size_t k, const Tensor& input) {
+  if (!plan.on_chip_plan) return segments_host_image(plan, plan.segment_plans.at(k), input);
+  check_tensor(input, plan.infos[0], "the network input");
+  if (input.batch() != plan.batch)
+    throw CompileError(fmt::format("the batch is {} but the plan is for {}", input.batch(), plan.batch));
+  return on_chip_host_image(plan, *plan.on_chip_plan, input);
+}
+
+Tensor program_output(const NetworkPlan& plan, std::size_t k, const std::int8_t* host) {
+  return plan.on_chip_plan ? on_chip_output(plan, *plan.on_chip_plan, host) : segments_output(plan, plan.segment_plans.at(k), host);
+}
+
+}  // namespace tpu::compiler
