@@ -40,9 +40,10 @@
 #include "model/memories.h"
 #include "model/run_log.h"
 #include "rtl/rtl_engine.h"
-#include "sim_common.h"
-#include "sweep_file.h"
-#include "sweep_workload.h"
+#include "run/simulate.h"
+#include "run/stats.h"
+#include "run/sweep_file.h"
+#include "run/sweep_workload.h"
 
 namespace py = pybind11;
 using namespace tpu;
@@ -415,7 +416,7 @@ struct NetResult {
 
 // ---- The API functions ----------------------------------------------------------
 
-RunResult run(py::handle program, py::handle hostmem, py::handle weights, py::handle config,
+RunResult run_program(py::handle program, py::handle hostmem, py::handle weights, py::handle config,
               const std::string& engine, const std::string& detail, py::handle max_cycles,
               const py::object& vcd, bool raise_on_fault) {
   auto s = std::make_shared<RunState>();
@@ -459,7 +460,7 @@ RunResult run(py::handle program, py::handle hostmem, py::handle weights, py::ha
     if (hbytes) std::memcpy(s->mem->host.data().data(), hp, hbytes);
     if (wbytes) std::memcpy(s->mem->weights.data().data(), wp, wbytes);
     s->log = sweep::run_engine(s->cfg, s->program, *s->mem, opts);
-    s->output_rows = std::min(cli::output_rows(s->program, input_rows), s->cfg.host_rows);
+    s->output_rows = std::min(run::output_rows(s->program, input_rows), s->cfg.host_rows);
   }
   RunResult r{s};
   if (s->log.fault && raise_on_fault) {
@@ -502,7 +503,7 @@ GemmResult gemm(py::handle a_obj, py::handle b_obj, py::handle requant, const st
     r.c = owned(std::vector<std::int8_t>(g.c.begin(), g.c.end()), shape);
   else
     r.c = owned(std::move(g.c), shape);
-  r.stats = to_python(cli::stats_json(cfg, g.log));
+  r.stats = to_python(run::stats_json(cfg, g.log));
   auto log = std::make_shared<model::RunLog>(std::move(g.log));
   r.retired = view(log, log->retired.data(), {static_cast<py::ssize_t>(log->retired.size())});
   r.program = std::move(g.program);
@@ -892,7 +893,7 @@ With encoding=True each line carries its pc and bytes as a comment.)doc");
                                                                     static_cast<py::ssize_t>(mem.width())});
                              },
                              "The final accumulators, int32 rows x N (a view).")
-      .def_property_readonly("stats", [](const RunResult& r) { return to_python(cli::stats_json(r.s->cfg, r.s->log)); },
+      .def_property_readonly("stats", [](const RunResult& r) { return to_python(run::stats_json(r.s->cfg, r.s->log)); },
                              "The statistics as `tpu-sim run --stats` writes them (a dict).")
       .def_property_readonly("retired", [](const RunResult& r) { return retired_array(r.s); },
                              "One retire record per issued instruction, in issue order: a NumPy "
@@ -914,7 +915,7 @@ With encoding=True each line carries its pc and bytes as a comment.)doc");
       .def("trace",
            [](const RunResult& r) {
              std::string text;
-             for (const model::RetireRecord& rec : r.s->log.retired) text += cli::trace_line(r.s->program, rec);
+             for (const model::RetireRecord& rec : r.s->log.retired) text += run::trace_line(r.s->program, rec);
              return text;
            },
            "The per-instruction trace as `tpu-sim run --trace` prints it.")
@@ -977,7 +978,7 @@ With encoding=True each line carries its pc and bytes as a comment.)doc");
 
   // Simulation.
   const std::uint64_t kMaxCycles = 100'000'000;
-  m.def("run", &run, py::arg("program"), py::arg("hostmem") = py::none(), py::arg("weights") = py::none(),
+  m.def("run", &run_program, py::arg("program"), py::arg("hostmem") = py::none(), py::arg("weights") = py::none(),
         py::kw_only(), py::arg("config") = py::none(), py::arg("engine") = "systemc",
         py::arg("detail") = "auto", py::arg("max_cycles") = kMaxCycles, py::arg("vcd") = py::none(),
         py::arg("raise_on_fault") = true,

@@ -14,14 +14,14 @@
 #include "compiler/layer_reference.h"
 #include "compiler/model_file.h"
 #include "compiler/network.h"
-#include "layer_report.h"
-#include "timeline.h"
+#include "run/layer_report.h"
+#include "run/timeline.h"
 #include "onnx/net_fit.h"
 #include "onnx/onnx_net.h"
-#include "outputs.h"
-#include "progress.h"
-#include "sim_common.h"
-#include "sweep_workload.h"
+#include "run/outputs.h"
+#include "run/progress.h"
+#include "sim_args.h"
+#include "run/sweep_workload.h"
 
 namespace tpu::cli {
 namespace {
@@ -181,21 +181,21 @@ int Net::run() {
     throw CLI::ValidationError("--calibrate", "an .onnx model needs a calibration set");
   // Every output goes to a temporary name first and is put in place at the
   // end: a run that fails leaves none behind, a fault only --stats (outputs.h).
-  Outputs outputs;
+  run::Outputs outputs;
   const std::string out_path = outputs.file(args_.out);
-  const std::string stats_path = outputs.file(args_.stats, Outputs::When::SuccessOrFault);
+  const std::string stats_path = outputs.file(args_.stats, run::Outputs::When::SuccessOrFault);
   const std::string report_path = outputs.file(report_);
-  const std::string timeline_path = outputs.file(args_.timeline, Outputs::When::SuccessOrFault);
+  const std::string timeline_path = outputs.file(args_.timeline, run::Outputs::When::SuccessOrFault);
   // stderr only (progress.h); with --progress also when it is not a terminal.
-  const ProgressScope progress(args_.progress || ProgressScope::stderr_is_terminal());
+  const run::ProgressScope progress(args_.progress || run::ProgressScope::stderr_is_terminal());
   onnximport::OnnxRun onnx_run;
   if (is_onnx) {
     onnximport::PrepareOptions prep;
     // The fit check compiles as below: not for --host-steps, which forces the mode.
     if (!host_steps_) prep.fit_config = &cfg;
     prep.progress = [](const std::string& s) {
-      if (s.empty()) progress_clear();
-      else progress_show("tpu-sim net: " + s);
+      if (s.empty()) run::progress_clear();
+      else run::progress_show("tpu-sim net: " + s);
     };
     onnx_run = onnximport::prepare_onnx(args_.model, args_.calibrate, args_.input,
                                         outputs.folder(args_.save_model), outputs.file(args_.float_out), prep);
@@ -205,10 +205,10 @@ int Net::run() {
   const std::size_t batch = x.batch();
   std::vector<std::int64_t> labels;
   if (!args_.labels.empty()) labels = read_labels(args_.labels, batch);
-  progress_show(fmt::format("tpu-sim net: compiling {} for {}", plural(net.layers.size(), "layer"),
+  run::progress_show(fmt::format("tpu-sim net: compiling {} for {}", plural(net.layers.size(), "layer"),
                             plural(batch, "sample")));
   const compiler::NetworkPlan plan = compile(net, batch, cfg);
-  progress_clear();
+  run::progress_clear();
   const std::size_t programs = plan.segments.size();
   if (!args_.emit_asm.empty())
     for (std::size_t k = 0; k < programs; ++k)
@@ -255,16 +255,16 @@ int Net::run() {
     per.timeline.clear();  // one timeline for all programs, written below
     if (!args_.vcd.empty()) per.vcd = indexed_path(args_.vcd, k, programs);
     if (!args_.fst.empty()) per.fst = indexed_path(args_.fst, k, programs);
-    progress_clear();
+    run::progress_clear();
     std::cout << fmt::format("== program {} ==\n", k);
-    progress_show(fmt::format("tpu-sim net: program {}/{}: simulating {} ({})", k + 1, programs,
+    run::progress_show(fmt::format("tpu-sim net: program {}/{}: simulating {} ({})", k + 1, programs,
                               plural(batch, "sample"), plural(seg.layers.size(), "layer")));
-    return simulate(per, cfg, seg.program, mem);
+    return run::simulate(per, cfg, seg.program, mem);
   };
   // The programs one after the other on one timeline, each instruction with its layer.
   const auto write_timeline = [&](const compiler::NetworkRun& run) {
     if (timeline_path.empty()) return;
-    Timeline timeline(cfg);
+    run::Timeline timeline(cfg);
     std::uint64_t offset = 0;
     for (std::size_t k = 0; k < run.logs.size(); ++k) {
       const compiler::SegmentPlan& seg = plan.segments[k];
@@ -292,7 +292,7 @@ int Net::run() {
   std::cout << fmt::format("{:<12} {:<10} {:<14} {:<8} {:>10} {:>12} {:>12} {:>12}\n", "layer",
                            "type", "output", "where", "cycles", "array MACs", "utilization",
                            "useful MACs");
-  std::vector<LayerReportRow> report_rows;
+  std::vector<run::LayerReportRow> report_rows;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     const compiler::LayerStats& ls = result.layers[i];
     const std::string where = ls.segment ? fmt::format("prog {}", *ls.segment) : "host";
@@ -304,7 +304,7 @@ int Net::run() {
                              gemm ? fmt::to_string(ls.array_macs) : "-",
                              gemm ? fmt::format("{:.2f}%", 100.0 * util(ls.array_macs, ls.cycles)) : "-",
                              gemm ? fmt::to_string(ls.useful_macs) : "-");
-    LayerReportRow row;
+    run::LayerReportRow row;
     row.name = layer_name(i);
     row.type = compiler::layer_kind_name(net.layers[i].kind);
     row.batch = batch;
@@ -313,7 +313,7 @@ int Net::run() {
     report_rows.push_back(std::move(row));
   }
   // One row per layer; units in the header (layer_report.h).
-  if (!report_path.empty()) write_file_atomic(report_path, layer_report_csv(report_rows, cfg.array_n));
+  if (!report_path.empty()) write_file_atomic(report_path, run::layer_report_csv(report_rows, cfg.array_n));
   std::uint64_t total_cycles = 0, total_macs = 0, useful = 0;
   for (std::size_t k = 0; k < result.logs.size(); ++k) {
     const model::RunLog& log = result.logs[k];
@@ -367,9 +367,9 @@ int Net::run() {
   if (!stats_path.empty()) write_file_atomic(stats_path, stats.dump(2) + "\n");
   outputs.commit();
   if (args_.check) {
-    progress_show(fmt::format("tpu-sim net: checking {} against the int8 reference", plural(batch, "sample")));
+    run::progress_show(fmt::format("tpu-sim net: checking {} against the int8 reference", plural(batch, "sample")));
     const compiler::Tensor want = compiler::reference_network(net, x);
-    progress_clear();
+    run::progress_clear();
     for (std::size_t i = 0; i < want.data.size(); ++i)
       if (y.data[i] != want.data[i]) {
         std::cerr << fmt::format(

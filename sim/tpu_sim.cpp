@@ -21,8 +21,9 @@
 #include <new>
 #include <nlohmann/json.hpp>
 
-#include "outputs.h"
-#include "sim_common.h"
+#include "run/outputs.h"
+#include "run/simulate.h"
+#include "sim_args.h"
 #include "tpu_net.h"
 #include "tpu_sweep.h"
 #include "tpu_topo.h"
@@ -38,8 +39,6 @@
 namespace {
 
 using namespace tpu;
-using cli::output_rows;
-using cli::read_matrix;
 using cli::SimArgs;
 
 struct RunArgs : SimArgs {
@@ -84,7 +83,7 @@ void load_memories(const RunArgs& args, const ArchConfig& cfg, model::Memories& 
   }
 }
 
-int run(const RunArgs& args) {
+int run_command(const RunArgs& args) {
   const isa::Program prog = isa::load_program(args.program);
   cli::ConfigOptions opts = args.cfg;
   if (opts.array_n && *opts.array_n != prog.array_n)
@@ -95,13 +94,13 @@ int run(const RunArgs& args) {
   model::Memories mem(cfg);
   std::uint64_t host_input_rows = 0;
   load_memories(args, cfg, mem, host_input_rows);
-  cli::Outputs outputs;  // --out only on success (outputs.h); simulate() writes --stats
+  run::Outputs outputs;  // --out only on success (outputs.h); run::simulate() writes --stats
   const std::string out_path = outputs.file(args.out);
-  const model::RunLog log = simulate(args, cfg, prog, mem);
+  const model::RunLog log = run::simulate(args, cfg, prog, mem);
   if (log.fault) return kExitFault;
   if (!out_path.empty()) {
     // A WHM never executed (after HLT) may name rows past the end of host memory.
-    const std::uint64_t rows = std::min(output_rows(prog, host_input_rows), cfg.host_rows);
+    const std::uint64_t rows = std::min(run::output_rows(prog, host_input_rows), cfg.host_rows);
     std::vector<std::int8_t> host(mem.host.data().begin(),
                                   mem.host.data().begin() + static_cast<std::ptrdiff_t>(rows * cfg.array_n));
     write_npy(out_path, NpyArray::of<std::int8_t>({rows, cfg.array_n}, host));
@@ -119,16 +118,16 @@ model::Requant parse_requant(const std::string& text) {
   }
 }
 
-int gemm(const GemmArgs& args) {
+int gemm_command(const GemmArgs& args) {
   const ArchConfig cfg = args.cfg.resolve();
-  const compiler::MatrixI8 a = read_matrix(args.a, "A");
-  const compiler::MatrixI8 b = read_matrix(args.b, "B");
+  const compiler::MatrixI8 a = run::read_matrix(args.a, "A");
+  const compiler::MatrixI8 b = run::read_matrix(args.b, "B");
   compiler::GemmSpec spec;
   if (!args.requant.empty()) spec.requant = parse_requant(args.requant);
   spec.act = model::parse_act_function(args.act).value();  // checked by the option
   const compiler::GemmPlan plan = compiler::compile_gemm(a, b, spec, cfg);
-  // --emit-asm and --out only on success (outputs.h); simulate() writes --stats.
-  cli::Outputs outputs;
+  // --emit-asm and --out only on success (outputs.h); run::simulate() writes --stats.
+  run::Outputs outputs;
   if (const std::string p = outputs.file(args.emit_asm); !p.empty()) write_file_atomic(p, plan.assembly);
   const std::string out_path = outputs.file(args.out);
 
@@ -138,7 +137,7 @@ int gemm(const GemmArgs& args) {
   std::cout << fmt::format("GEMM {}x{}x{} on a {}x{} array: {} instructions, {} output\n", plan.m,
                            plan.k, plan.n_out, cfg.array_n, cfg.array_n, plan.program.code.size(),
                            plan.int8_output ? "int8" : "int32");
-  const model::RunLog log = simulate(args, cfg, plan.program, mem);
+  const model::RunLog log = run::simulate(args, cfg, plan.program, mem);
   if (log.fault) return kExitFault;
   const std::vector<std::int32_t> c = compiler::extract_result(plan, mem.host.data().data(), cfg.array_n);
   if (!out_path.empty()) {
@@ -207,13 +206,16 @@ int main(int argc, char** argv) {
         std::cerr << "tpu-sim: error: --act needs --requant\n";
         return kExitUsage;
       }
-      return gemm(gemm_args);
+      return gemm_command(gemm_args);
     }
-    return run(run_args);
-  } catch (const cli::DivergenceError& e) {
+    return run_command(run_args);
+  } catch (const run::DivergenceError& e) {
     std::cerr << "tpu-sim: " << e.what() << '\n';
     return kExitDivergence;
   } catch (const CLI::ValidationError& e) {
+    std::cerr << "tpu-sim: error: " << e.what() << '\n';
+    return kExitUsage;
+  } catch (const run::OptionError& e) {  // an option the run cannot use (run/simulate.h)
     std::cerr << "tpu-sim: error: " << e.what() << '\n';
     return kExitUsage;
   } catch (const std::bad_alloc&) {

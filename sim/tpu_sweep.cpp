@@ -25,8 +25,8 @@
 
 #include "common/exit_codes.h"
 #include "common/file_io.h"
-#include "sweep_file.h"
-#include "sweep_workload.h"
+#include "run/sweep_file.h"
+#include "run/sweep_workload.h"
 
 namespace tpu::cli {
 namespace {

@@ -14,10 +14,11 @@
 #include "common/plural.h"
 #include "compiler/layer_reference.h"
 #include "compiler/topology.h"
-#include "layer_report.h"
-#include "outputs.h"
-#include "progress.h"
-#include "sim_common.h"
+#include "run/layer_report.h"
+#include "run/outputs.h"
+#include "run/progress.h"
+#include "run/stats.h"
+#include "sim_args.h"
 
 namespace tpu::cli {
 namespace {
@@ -143,7 +144,7 @@ int Topo::run() {
     const compiler::Topology topo = compiler::load_topology(path_, format);
     return run_rows(cfg, topo);
   } catch (const compiler::TopologyError& e) {
-    progress_clear();
+    run::progress_clear();
     std::cerr << e.what() << '\n';
     return kExitBadInput;
   }
@@ -169,7 +170,7 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
   opts.single_filter_depthwise = single_filter_dw_;
   for (std::size_t index : selected) compiler::check_row(topo, index, opts);  // before any output
 
-  const ProgressScope progress(ProgressScope::stderr_is_terminal());
+  const run::ProgressScope progress(run::ProgressScope::stderr_is_terminal());
   std::cout << fmt::format(
       "topology {}: {} {}, {} on a {}x{} array, each row its own network with random int8 data "
       "(seed {})\n",
@@ -182,13 +183,13 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
                            gemm ? "C (MxN)" : "ofmap", "cycles", "useful MACs", "util", "map.eff",
                            "note");
 
-  std::vector<LayerReportRow> report_rows;
+  std::vector<run::LayerReportRow> report_rows;
   nlohmann::json layers_json = nlohmann::json::array();
   std::uint64_t total_cycles = 0, total_macs = 0, total_useful = 0, total_scalesim = 0, checked = 0;
   // --report at the end; --stats at the end or at a fault (outputs.h).
-  Outputs outputs;
+  run::Outputs outputs;
   const std::string report_path = outputs.file(report_);
-  const std::string stats_path = outputs.file(args_.stats, Outputs::When::SuccessOrFault);
+  const std::string stats_path = outputs.file(args_.stats, run::Outputs::When::SuccessOrFault);
   // The rows run so far (all of them at the end).
   const auto stats_json_so_far = [&] {
     const double seconds = static_cast<double>(total_cycles) / (static_cast<double>(cfg.clock_mhz) * 1e6);
@@ -202,7 +203,7 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
                       {"macs", total_macs},
                       {"useful_macs", total_useful},
                       {"scalesim_macs", total_scalesim},
-                      {"utilization", layer_utilization(total_macs, total_cycles, cfg.array_n)},
+                      {"utilization", run::layer_utilization(total_macs, total_cycles, cfg.array_n)},
                       {"clock_mhz", cfg.clock_mhz},
                       {"seconds", seconds},
                       {"useful_tops", seconds > 0 ? 2.0 * static_cast<double>(total_useful) / seconds / 1e12 : 0.0}};
@@ -212,7 +213,7 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
     const std::size_t index = selected[k];
     const compiler::TopologyRow& row = topo.rows[index];
     const auto status = [&](const std::string& step) {
-      progress_show(fmt::format("tpu-sim topo: row {}/{} '{}': {}", k + 1, selected.size(), row.name, step));
+      run::progress_show(fmt::format("tpu-sim topo: row {}/{} '{}': {}", k + 1, selected.size(), row.name, step));
     };
     status("building");
     compiler::RowNetwork rn = compiler::build_row_network(topo, index, opts);
@@ -276,14 +277,14 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
         if (!args_.fst.empty()) per.fst = indexed_path(args_.fst, program_index, program_count);
         if (!args_.timeline.empty()) per.timeline = indexed_path(args_.timeline, program_index, program_count);
         ++program_index;
-        return simulate(per, cfg, seg.program, mem);
+        return run::simulate(per, cfg, seg.program, mem);
       };
       const compiler::Tensor& input = pieces.empty() ? rn.input : pieces[piece].input;
       const compiler::NetworkRun result = compiler::run_network(plan, input, cfg, runner);
       if (result.fault) {
         // The rows before, and this row's programs up to the fault (the last has its "fault").
         if (!stats_path.empty()) {
-          for (const model::RunLog& log : result.logs) programs_json.push_back(stats_json(cfg, log));
+          for (const model::RunLog& log : result.logs) programs_json.push_back(run::stats_json(cfg, log));
           nlohmann::json stats = stats_json_so_far();
           const model::RunLog& last = result.logs.back();
           stats["fault"] = {{"line", row.line},
@@ -299,7 +300,7 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
       for (const model::RunLog& log : result.logs) {
         cycles += log.stats.cycles;
         macs += log.stats.macs;
-        programs_json.push_back(stats_json(cfg, log));
+        programs_json.push_back(run::stats_json(cfg, log));
       }
       if (pieces.empty()) {
         output = result.output;
@@ -324,7 +325,7 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
       const compiler::Tensor want = compiler::reference_network(rn.net, rn.input);
       for (std::size_t i = 0; i < want.data.size(); ++i)
         if (output.data[i] != want.data[i]) {
-          progress_clear();
+          run::progress_clear();
           std::cerr << fmt::format(
               "tpu-sim: check failed: {}:{}: row '{}': output element {} = {} but the int8 reference "
               "gives {}\n",
@@ -342,7 +343,7 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
     const compiler::Layer& layer = rn.net.layers[0];
     const std::vector<std::size_t> out_shape(output.shape.begin() + 1, output.shape.end());
     const std::string scalesim_ofmap = fmt::format("{}x{}", rn.scalesim_h, rn.scalesim_w);
-    LayerReportRow rr;
+    run::LayerReportRow rr;
     rr.name = row.name;
     rr.type = rn.depthwise ? "depthwise_conv2d" : compiler::layer_kind_name(layer.kind);
     rr.batch = rn.batch;
@@ -350,20 +351,20 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
     rr.stats = ls;
     // Useful MACs over cycles x N^2: SCALE-Sim's "Overall Util %".
     rr.extra = {std::to_string(row.line), scalesim_ofmap, std::to_string(scalesim),
-                fmt::format("{:.3f}", 100.0 * layer_utilization(ls.useful_macs, ls.cycles, cfg.array_n)),
+                fmt::format("{:.3f}", 100.0 * run::layer_utilization(ls.useful_macs, ls.cycles, cfg.array_n)),
                 rn.note};
-    nlohmann::json lj = layer_report_json(rr, cfg.array_n);
+    nlohmann::json lj = run::layer_report_json(rr, cfg.array_n);
     lj["line"] = row.line;
     lj["batch"] = rn.batch;
     lj["scalesim_ofmap"] = {rn.scalesim_h, rn.scalesim_w};
     lj["scalesim_macs"] = scalesim;
-    lj["useful_utilization"] = layer_utilization(ls.useful_macs, ls.cycles, cfg.array_n);
+    lj["useful_utilization"] = run::layer_utilization(ls.useful_macs, ls.cycles, cfg.array_n);
     lj["note"] = rn.note;
     lj["programs"] = programs_json;
     layers_json.push_back(lj);
     report_rows.push_back(std::move(rr));
 
-    progress_clear();
+    run::progress_clear();
     const std::string a = row.gemm ? fmt::format("{}x{}", row.m, row.k)
                                    : fmt::format("{}x{}x{}", row.ifmap_h, row.ifmap_w, row.channels);
     const std::string b =
@@ -377,14 +378,14 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
     std::cout << fmt::format(
         "{:>4} {:<14} {:<7} {:<14} {:<12} {:<14} {:>11} {:>14} {:>7.2f}% {:>7.2f}%  {}\n", row.line,
         row.name, rn.depthwise ? "dwconv" : row.gemm ? "dense" : "conv", a, b, c, cycles, ls.useful_macs,
-        100.0 * layer_utilization(ls.array_macs, cycles, cfg.array_n),
+        100.0 * run::layer_utilization(ls.array_macs, cycles, cfg.array_n),
         ls.array_macs ? 100.0 * static_cast<double>(ls.useful_macs) / static_cast<double>(ls.array_macs) : 0.0,
         rn.note);
   }
-  progress_clear();
+  run::progress_clear();
 
   if (!report_path.empty())
-    write_file_atomic(report_path, layer_report_csv(report_rows, cfg.array_n,
+    write_file_atomic(report_path, run::layer_report_csv(report_rows, cfg.array_n,
                                                 {"line", "scalesim_ofmap_hxw", "scalesim_macs",
                                                  "useful_utilization_percent", "note"}));
   const double seconds = static_cast<double>(total_cycles) / (static_cast<double>(cfg.clock_mhz) * 1e6);
@@ -392,7 +393,7 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
   std::cout << fmt::format(
       "total: {} cycles, {} MACs, utilization {:.2f}% of {}x{} MACs per cycle; {} useful MACs "
       "(SCALE-Sim's count: {})\n",
-      total_cycles, total_macs, 100.0 * layer_utilization(total_macs, total_cycles, cfg.array_n), cfg.array_n,
+      total_cycles, total_macs, 100.0 * run::layer_utilization(total_macs, total_cycles, cfg.array_n), cfg.array_n,
       cfg.array_n, total_useful, total_scalesim);
   std::cout << fmt::format("time: {:.6g} s at {} MHz, {:.4g} TOPS of useful work (2 ops per useful MAC)\n",
                            seconds, cfg.clock_mhz, useful_tops);

@@ -65,8 +65,8 @@ class UsageError : public std::invalid_argument {
 };
 
 // The exit status the tools give for `e` (common/exit_codes.h): AsmError 1,
-// UsageError, std::invalid_argument and CLI11's validation errors 2, file,
-// configuration and compile errors 3, FaultError 4, cli::DivergenceError 5,
+// UsageError and std::invalid_argument (run::OptionError) 2, file,
+// configuration and compile errors 3, FaultError 4, run::DivergenceError 5,
 // CheckError 6; anything else 3, as the tools' catch-all.
 int exit_status_of(const std::exception& e);
 // The message the tools print for `e` (std::bad_alloc gets theirs).
@@ -103,7 +103,7 @@ void check_engine(const std::string& engine);
 model::Detail parse_detail(const std::string& detail);
 
 // Runs `prog` as `tpu-sim run` does, without printing: with --engine both
-// compares the two runs and throws cli::DivergenceError. A fault is not
+// compares the two runs and throws run::DivergenceError. A fault is not
 // thrown: the log has it. Runs one simulation at a time per process
 // (SystemC's kernel is process-global): callers on other threads wait.
 model::RunLog run_engine(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,

@@ -1,6 +1,5 @@
-#include "sweep_workload.h"
+#include "run/sweep_workload.h"
 
-#include <CLI/Error.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -22,10 +21,11 @@
 #include "compiler/layer_reference.h"
 #include "compiler/model_file.h"
 #include "compiler/reference.h"
-#include "layer_report.h"
 #include "rtl/rtl_engine.h"
 #include "rtl/wave_files.h"
-#include "sim_common.h"
+#include "run/layer_report.h"
+#include "run/simulate.h"
+#include "run/stats.h"
 
 namespace tpu::sweep {
 namespace {
@@ -96,10 +96,9 @@ void flatten_into(const nlohmann::json& j, const std::string& prefix, nlohmann::
 int exit_status_of(const std::exception& e) {
   if (dynamic_cast<const AsmError*>(&e)) return kExitAsmError;
   if (dynamic_cast<const FaultError*>(&e)) return kExitFault;
-  if (dynamic_cast<const cli::DivergenceError*>(&e)) return kExitDivergence;
+  if (dynamic_cast<const run::DivergenceError*>(&e)) return kExitDivergence;
   if (dynamic_cast<const CheckError*>(&e)) return kExitCheckFailed;
-  if (dynamic_cast<const std::invalid_argument*>(&e) || dynamic_cast<const CLI::Error*>(&e))
-    return kExitUsage;
+  if (dynamic_cast<const std::invalid_argument*>(&e)) return kExitUsage;
   return kExitBadInput;
 }
 
@@ -165,7 +164,7 @@ model::RunLog run_engine(const ArchConfig& cfg, const isa::Program& prog, model:
   if (!opts.vcd.empty()) ropts.vcd_path = wave::strip_extension(opts.vcd, ".vcd") + ".rtl.vcd";
   model::RunLog log = checked(rtl::run_program(cfg, prog, mem, ropts));
   if (const auto d = rtl::compare(prog, systemc_log, systemc_mem, log, mem))
-    throw cli::DivergenceError(d->message());
+    throw run::DivergenceError(d->message());
   return log;
 }
 
@@ -215,13 +214,13 @@ nlohmann::json net_stats_json(const ArchConfig& cfg, const compiler::NetworkPlan
   nlohmann::json layers = nlohmann::json::array();
   std::uint64_t useful = 0;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
-    cli::LayerReportRow row;
+    run::LayerReportRow row;
     row.name = layer_name(i);
     row.type = compiler::layer_kind_name(net.layers[i].kind);
     row.batch = batch;
     row.shape = plan.infos[i + 1].shape;
     row.stats = run.layers[i];
-    layers.push_back(cli::layer_report_json(row, cfg.array_n));
+    layers.push_back(run::layer_report_json(row, cfg.array_n));
     useful += row.stats.useful_macs;
   }
   std::uint64_t total_cycles = 0, total_macs = 0;
@@ -230,7 +229,7 @@ nlohmann::json net_stats_json(const ArchConfig& cfg, const compiler::NetworkPlan
     const model::RunLog& log = run.logs[k];
     total_cycles += log.stats.cycles;
     total_macs += log.stats.macs;
-    nlohmann::json pj = cli::stats_json(cfg, log);
+    nlohmann::json pj = run::stats_json(cfg, log);
     pj["layers"] = nlohmann::json::array();
     for (std::size_t id : plan.segments[k].layers) pj["layers"].push_back(layer_name(id));
     programs_json.push_back(pj);
@@ -244,7 +243,7 @@ nlohmann::json net_stats_json(const ArchConfig& cfg, const compiler::NetworkPlan
   stats["total"] = {{"cycles", total_cycles},
                     {"macs", total_macs},
                     {"useful_macs", useful},
-                    {"utilization", cli::layer_utilization(total_macs, total_cycles, cfg.array_n)},
+                    {"utilization", run::layer_utilization(total_macs, total_cycles, cfg.array_n)},
                     {"clock_mhz", cfg.clock_mhz},
                     {"seconds", seconds},
                     {"useful_tops", seconds > 0 ? 2.0 * static_cast<double>(useful) / seconds / 1e12 : 0.0}};
@@ -361,8 +360,8 @@ nlohmann::json run_workload(const ArchConfig& cfg, const nlohmann::json& w, cons
   if (kind == "gemm") {
     compiler::MatrixI8 a, b;
     if (w.contains("a") || w.contains("b")) {
-      a = cli::read_matrix(path_in(base_dir, field<std::string>(w, "a", what)), "A");
-      b = cli::read_matrix(path_in(base_dir, field<std::string>(w, "b", what)), "B");
+      a = run::read_matrix(path_in(base_dir, field<std::string>(w, "a", what)), "A");
+      b = run::read_matrix(path_in(base_dir, field<std::string>(w, "b", what)), "B");
     } else {
       std::mt19937_64 gen(field_or<std::uint64_t>(w, "seed", 0, what));
       const auto m = field<std::size_t>(w, "m", what), k = field<std::size_t>(w, "k", what),
@@ -373,7 +372,7 @@ nlohmann::json run_workload(const ArchConfig& cfg, const nlohmann::json& w, cons
     const GemmOutcome g = run_gemm(cfg, a, b, field_or<std::string>(w, "requant", "", what),
                                    field_or<std::string>(w, "act", "none", what),
                                    field_or<bool>(w, "check", false, what), opts);
-    nlohmann::json row = flatten(cli::stats_json(cfg, g.log));
+    nlohmann::json row = flatten(run::stats_json(cfg, g.log));
     row["m"] = g.m;
     row["k"] = g.k;
     row["n"] = g.n_out;
@@ -457,7 +456,7 @@ nlohmann::json run_workload(const ArchConfig& cfg, const nlohmann::json& w, cons
     load("weights", 3, mem.weights.data().data(), mem.weights.data().size());
     model::RunLog log = run_engine(cfg, prog, mem, opts);
     if (log.fault) throw FaultError(std::move(log));
-    return flatten(cli::stats_json(cfg, log));
+    return flatten(run::stats_json(cfg, log));
   }
   throw FileError(fmt::format("{}: unknown kind \"{}\" (gemm, net, run)", what, kind));
 }
