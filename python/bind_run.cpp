@@ -291,7 +291,8 @@ NetResult net(py::handle model, py::handle x_obj, py::handle labels, py::handle 
   return r;
 }
 
-void bind_results(py::module_& m) {
+// tpusim.RunResult: views of the final memories, the statistics, the records.
+void bind_run_result(py::module_& m) {
   py::class_<RunResult>(m, "RunResult", "The outcome of tpusim.run: final memories, statistics, retire records.")
       .def_property_readonly("host",
                              [](const RunResult& r) {
@@ -362,7 +363,10 @@ void bind_results(py::module_& m) {
         return fmt::format("<tpusim.RunResult {} cycles, {} instructions{}>", r.s->log.stats.cycles,
                            r.s->log.stats.instructions, r.s->log.fault ? ", faulted" : "");
       });
+}
 
+// tpusim.GemmResult, tpusim.NetResult and tpusim.Model (with load_model).
+void bind_gemm_net_results(py::module_& m) {
   py::class_<GemmResult>(m, "GemmResult", "The outcome of tpusim.gemm.")
       .def_readonly("c", &GemmResult::c, "C = A . B: int32 M x Nout, or int8 with requant.")
       .def_readonly("stats", &GemmResult::stats, "The statistics as `tpu-sim gemm --stats` writes them.")
@@ -455,7 +459,8 @@ with the int8 reference (CheckError).)doc");
 }  // namespace
 
 void bind_run(py::module_& m) {
-  bind_results(m);
+  bind_run_result(m);
+  bind_gemm_net_results(m);
   bind_simulation(m);
 }
 

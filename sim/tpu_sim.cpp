@@ -21,6 +21,7 @@
 #include <new>
 #include <nlohmann/json.hpp>
 
+#include "run/gemm_run.h"
 #include "run/outputs.h"
 #include "run/simulate.h"
 #include "sim_args.h"
@@ -32,7 +33,6 @@
 #include "common/plural.h"
 #include "common/npy.h"
 #include "compiler/gemm.h"
-#include "compiler/reference.h"
 #include "isa/program.h"
 #include "model/tpu.h"
 
@@ -125,39 +125,39 @@ int gemm_command(const GemmArgs& args) {
   compiler::GemmSpec spec;
   if (!args.requant.empty()) spec.requant = parse_requant(args.requant);
   spec.act = model::parse_act_function(args.act).value();  // checked by the option
-  const compiler::GemmPlan plan = compiler::compile_gemm(a, b, spec, cfg);
   // --emit-asm and --out only on success (outputs.h); run::simulate() writes --stats.
   run::Outputs outputs;
-  if (const std::string p = outputs.file(args.emit_asm); !p.empty()) write_file_atomic(p, plan.assembly);
-  const std::string out_path = outputs.file(args.out);
-
-  model::Memories mem(cfg);
-  std::copy(plan.host.begin(), plan.host.end(), mem.host.data().begin());
-  std::copy(plan.weights.begin(), plan.weights.end(), mem.weights.data().begin());
-  std::cout << fmt::format("GEMM {}x{}x{} on a {}x{} array: {} instructions, {} output\n", plan.m,
-                           plan.k, plan.n_out, cfg.array_n, cfg.array_n, plan.program.code.size(),
-                           plan.int8_output ? "int8" : "int32");
-  const model::RunLog log = run::simulate(args, cfg, plan.program, mem);
-  if (log.fault) return kExitFault;
-  const std::vector<std::int32_t> c = compiler::extract_result(plan, mem.host.data().data(), cfg.array_n);
+  std::string out_path;
+  std::string description;  // printed once the memories are loaded, before the run
+  const auto compiled = [&](const compiler::GemmPlan& plan) {
+    if (const std::string p = outputs.file(args.emit_asm); !p.empty()) write_file_atomic(p, plan.assembly);
+    out_path = outputs.file(args.out);
+    description = fmt::format("GEMM {}x{}x{} on a {}x{} array: {} instructions, {} output\n", plan.m, plan.k,
+                              plan.n_out, cfg.array_n, cfg.array_n, plan.program.code.size(),
+                              plan.int8_output ? "int8" : "int32");
+  };
+  const auto sim = [&](const isa::Program& prog, model::Memories& mem) {
+    std::cout << description;
+    return run::simulate(args, cfg, prog, mem);
+  };
+  const run::GemmRun g = run::compile_and_run_gemm(cfg, a, b, spec, sim, compiled);
+  if (g.log.fault) return kExitFault;
+  const compiler::GemmPlan& plan = g.plan;
   if (!out_path.empty()) {
     if (plan.int8_output)
       write_npy(out_path, NpyArray::of<std::int8_t>({plan.m, plan.n_out},
-                                                    std::vector<std::int8_t>(c.begin(), c.end())));
+                                                    std::vector<std::int8_t>(g.c.begin(), g.c.end())));
     else
-      write_npy(out_path, NpyArray::of<std::int32_t>({plan.m, plan.n_out}, c));
+      write_npy(out_path, NpyArray::of<std::int32_t>({plan.m, plan.n_out}, g.c));
   }
   outputs.commit();
   if (args.check) {
-    const std::vector<std::int32_t> ref = compiler::reference_gemm(a, b, spec);
-    for (std::size_t i = 0; i < c.size(); ++i)
-      if (c[i] != ref[i]) {
-        std::cerr << fmt::format("tpu-sim: check failed: C[{}][{}] = {} but the reference gives {}\n",
-                                 i / plan.n_out, i % plan.n_out, c[i], ref[i]);
-        return kExitCheckFailed;
-      }
-    std::cout << fmt::format("check: {}{} {} the reference GEMM (Eigen)\n", agree(c.size(), "", "all "),
-                             plural(c.size(), "element"), agree(c.size(), "equals", "equal"));
+    if (const auto mismatch = run::gemm_mismatch(a, b, spec, g.c, plan.n_out)) {
+      std::cerr << "tpu-sim: check failed: " << *mismatch << '\n';
+      return kExitCheckFailed;
+    }
+    std::cout << fmt::format("check: {}{} {} the reference GEMM (Eigen)\n", agree(g.c.size(), "", "all "),
+                             plural(g.c.size(), "element"), agree(g.c.size(), "equals", "equal"));
   }
   return kExitOk;
 }

@@ -133,14 +133,6 @@ struct NetOutcome {
   // array_n, programs (each stats_json and its layers), layers, total.
   nlohmann::json stats;
 };
-// The statistics of a network run, as `tpu-sim net --stats` writes them
-// (docs/quantization.md): network (its name, else `model_path`), batch,
-// array_n, programs (each stats_json and its layers), layers, total. For a
-// run that faulted: the programs run so far, the last with its "fault", the
-// layers' counts so far, and "fault" (the message) at the top.
-nlohmann::json net_stats_json(const ArchConfig& cfg, const compiler::NetworkPlan& plan,
-                              const compiler::NetworkRun& run, const std::string& model_path);
-
 // Throws FaultError on a fault and, with `check`, CheckError when the output
 // differs from the int8 reference.
 // `model_path` names the network in the statistics when it has no name.
