@@ -88,6 +88,13 @@ struct RunResult {
   std::shared_ptr<RunState> s;
 };
 
+// A whole memory of the run, rows x width (a view).
+template <typename Memory>
+py::array rows_view(const std::shared_ptr<RunState>& s, Memory& mem) {
+  return view(s, mem.data().data(),
+              {static_cast<py::ssize_t>(mem.rows()), static_cast<py::ssize_t>(mem.width())});
+}
+
 py::array retired_array(const std::shared_ptr<RunState>& s) {
   return view(s, s->log.retired.data(), {static_cast<py::ssize_t>(s->log.retired.size())});
 }
@@ -295,11 +302,7 @@ NetResult net(py::handle model, py::handle x_obj, py::handle labels, py::handle 
 void bind_run_result(py::module_& m) {
   py::class_<RunResult>(m, "RunResult", "The outcome of tpusim.run: final memories, statistics, retire records.")
       .def_property_readonly("host",
-                             [](const RunResult& r) {
-                               auto& mem = r.s->mem->host;
-                               return view(r.s, mem.data().data(), {static_cast<py::ssize_t>(mem.rows()),
-                                                                    static_cast<py::ssize_t>(mem.width())});
-                             },
+                             [](const RunResult& r) { return rows_view(r.s, r.s->mem->host); },
                              "The whole final host memory, int8 rows x N (a view, no copy).")
       .def_property_readonly("out",
                              [](const RunResult& r) {
@@ -320,18 +323,10 @@ void bind_run_result(py::module_& m) {
                              "Weight memory, int8 tiles x N x N (a view of all of it: 8 GiB at tpuv1, held sparsely; "
                              "index the tiles you need, since reading all of it costs that much host memory).")
       .def_property_readonly("ub",
-                             [](const RunResult& r) {
-                               auto& mem = r.s->mem->ub;
-                               return view(r.s, mem.data().data(), {static_cast<py::ssize_t>(mem.rows()),
-                                                                    static_cast<py::ssize_t>(mem.width())});
-                             },
+                             [](const RunResult& r) { return rows_view(r.s, r.s->mem->ub); },
                              "The final unified buffer, int8 rows x N (a view).")
       .def_property_readonly("acc",
-                             [](const RunResult& r) {
-                               auto& mem = r.s->mem->acc;
-                               return view(r.s, mem.data().data(), {static_cast<py::ssize_t>(mem.rows()),
-                                                                    static_cast<py::ssize_t>(mem.width())});
-                             },
+                             [](const RunResult& r) { return rows_view(r.s, r.s->mem->acc); },
                              "The final accumulators, int32 rows x N (a view).")
       .def_property_readonly("stats", [](const RunResult& r) { return to_python(run::stats_json(r.s->cfg, r.s->log)); },
                              "The statistics as `tpu-sim run --stats` writes them (a dict).")

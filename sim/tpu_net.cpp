@@ -1,4 +1,7 @@
-#include "tpu_net.h"
+// tpu-sim net (subcommand.h): its options, and its run through the run layer
+// (run/network_run.h): the listing, per-program output, the per-layer table,
+// totals, accuracy and the check.
+#include "subcommand.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -117,7 +120,7 @@ struct NetInput {
   compiler::Tensor x;
 };
 
-class Net final : public NetCommand {
+class Net final : public Subcommand {
  public:
   explicit Net(CLI::App& app) {
     cmd_ = app.add_subcommand("net", "compile and run a quantized network (model file) on the model");
@@ -415,6 +418,6 @@ int Net::check(const compiler::Network& net, const compiler::Tensor& x, const co
 
 }  // namespace
 
-std::unique_ptr<NetCommand> add_net_command(CLI::App& app) { return std::make_unique<Net>(app); }
+std::unique_ptr<Subcommand> add_net_command(CLI::App& app) { return std::make_unique<Net>(app); }
 
 }  // namespace tpu::cli

@@ -1,6 +1,9 @@
-// tpu-sim: runs programs on the cycle-accurate SystemC model, the Verilated
-// RTL core or both in lock step (--engine). This file holds `main`, `run`
-// and `gemm`; the other subcommands have files of their own.
+// tpu-sim, the simulator's command line: main() declares every subcommand's
+// options and maps errors to exit statuses (common/exit_codes.h). This file
+// holds `run` (a program on the engine of --engine: the SystemC model, the
+// Verilated RTL core or both in lock step) and `gemm` (C = A . B compiled and
+// run); net, topo and sweep have files of their own (subcommand.h). Running
+// and reporting is the run layer's (src/run).
 //
 //   tpu-sim run PROGRAM --hostmem H.npy --weights W.npy [--out O.npy]
 //               [--stats S.json] [--vcd T.vcd | --fst T.fst] [--trace]
@@ -8,8 +11,7 @@
 //               [--preset P] [--config F] [--array N]
 //   tpu-sim gemm --a A.npy --b B.npy --out C.npy [--requant M,S,Z] [--act F]
 //               [--emit-asm F.s] [--check] [--stats S.json] [--trace] ...
-//   tpu-sim net MODEL ... (tpu_net.h), tpu-sim topo FILE.csv ... (tpu_topo.h),
-//   tpu-sim sweep SWEEP.json ... (tpu_sweep.h)
+//   tpu-sim net MODEL ..., tpu-sim topo FILE.csv ..., tpu-sim sweep SWEEP.json ...
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -25,9 +27,7 @@
 #include "run/outputs.h"
 #include "run/simulate.h"
 #include "sim_args.h"
-#include "tpu_net.h"
-#include "tpu_sweep.h"
-#include "tpu_topo.h"
+#include "subcommand.h"
 #include "common/exit_codes.h"
 #include "common/file_io.h"
 #include "common/plural.h"
@@ -192,15 +192,13 @@ int main(int argc, char** argv) {
   gemm_cmd->add_option("--emit-asm", gemm_args.emit_asm, "write the generated program here (.s)");
   gemm_cmd->add_flag("--check", gemm_args.check, "compare C with the reference GEMM (Eigen)");
   gemm_args.add_to(*gemm_cmd);
-  const auto net_cmd = cli::add_net_command(app);
-  const auto sweep_cmd = cli::add_sweep_command(app);
-  const auto topo_cmd = cli::add_topo_command(app);
+  const std::unique_ptr<cli::Subcommand> commands[] = {cli::add_net_command(app), cli::add_sweep_command(app),
+                                                        cli::add_topo_command(app)};
 
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   try {
-    if (net_cmd->parsed()) return net_cmd->run();
-    if (sweep_cmd->parsed()) return sweep_cmd->run();
-    if (topo_cmd->parsed()) return topo_cmd->run();
+    for (const auto& command : commands)
+      if (command->parsed()) return command->run();
     if (gemm_cmd->parsed()) {
       if (gemm_args.act != "none" && gemm_args.requant.empty()) {
         std::cerr << "tpu-sim: error: --act needs --requant\n";

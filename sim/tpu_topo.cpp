@@ -1,4 +1,7 @@
-#include "tpu_topo.h"
+// tpu-sim topo (subcommand.h): its options, and each selected row of the
+// topology run through the run layer (run/network_run.h), in bands when its
+// maps do not fit; a line per row, the report, totals and the check.
+#include "subcommand.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -64,18 +67,12 @@ std::size_t elements(const std::vector<std::size_t>& shape) {
 
 // A band's figures added to its row's (every count of compiler::LayerStats).
 void add_layer_stats(compiler::LayerStats& to, const compiler::LayerStats& from) {
-  to.cycles += from.cycles;
-  to.instructions += from.instructions;
-  to.array_macs += from.array_macs;
-  to.useful_macs += from.useful_macs;
-  to.mmc_rows += from.mmc_rows;
-  to.host_read_bytes += from.host_read_bytes;
-  to.host_write_bytes += from.host_write_bytes;
-  to.weight_bytes += from.weight_bytes;
-  to.weight_stall_cycles += from.weight_stall_cycles;
-  to.weight_shift_cycles += from.weight_shift_cycles;
-  to.raw_stall_cycles += from.raw_stall_cycles;
-  to.input_data_stall_cycles += from.input_data_stall_cycles;
+  using S = compiler::LayerStats;
+  static constexpr std::uint64_t S::*kCounts[] = {
+      &S::cycles, &S::instructions, &S::array_macs, &S::useful_macs, &S::mmc_rows, &S::host_read_bytes,
+      &S::host_write_bytes, &S::weight_bytes, &S::weight_stall_cycles, &S::weight_shift_cycles,
+      &S::raw_stall_cycles, &S::input_data_stall_cycles};
+  for (const auto count : kCounts) to.*count += from.*count;
 }
 
 // A row's network compiled: as one network, or, when a convolution's maps do
@@ -160,7 +157,7 @@ struct RowsRun {
   std::string report_path, stats_path;
 };
 
-class Topo final : public TopoCommand {
+class Topo final : public Subcommand {
  public:
   explicit Topo(CLI::App& app) {
     cmd_ = app.add_subcommand(
@@ -437,6 +434,6 @@ void Topo::report_row(const ArchConfig& cfg, const compiler::TopologyRow& row, c
 
 }  // namespace
 
-std::unique_ptr<TopoCommand> add_topo_command(CLI::App& app) { return std::make_unique<Topo>(app); }
+std::unique_ptr<Subcommand> add_topo_command(CLI::App& app) { return std::make_unique<Topo>(app); }
 
 }  // namespace tpu::cli
