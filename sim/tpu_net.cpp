@@ -1,28 +1,34 @@
-#include "tpu_net.h"
+// tpu-sim net (subcommand.h): its options, and its run through the run layer
+// (run/network_run.h): the listing, per-program output, the per-layer table,
+// totals, accuracy and the check.
+#include "subcommand.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "common/exit_codes.h"
 #include "common/file_io.h"
-#include "common/plural.h"
 #include "common/npy.h"
-#include "compiler/layer_reference.h"
-#include "compiler/network.h"
+#include "common/plural.h"
 #include "formats/model_file.h"
-#include "layer_report.h"
-#include "timeline.h"
+#include "compiler/network.h"
+#include "runtime/host_ops.h"
+#include "runtime/layer_stats.h"
 #include "onnx/net_fit.h"
 #include "onnx/onnx_net.h"
-#include "outputs.h"
-#include "progress.h"
-#include "runtime/run_network.h"
-#include "sim_common.h"
-#include "sweep_workload.h"
+#include "run/layer_report.h"
+#include "run/network_run.h"
+#include "run/outputs.h"
+#include "run/progress.h"
+#include "run/simulate.h"
+#include "run/timeline.h"
+#include "sim_args.h"
 
 namespace tpu::cli {
 namespace {
@@ -41,15 +47,6 @@ struct NetArgs : SimArgs {
   std::string float_out;
   bool progress = false;
 };
-
-// PATH for a one-program network, else PATH with ".K" before its extension.
-std::string indexed_path(const std::string& path, std::size_t k, std::size_t count) {
-  if (count == 1) return path;
-  const std::filesystem::path p(path);
-  std::filesystem::path out = p.parent_path() / p.stem();
-  out += fmt::format(".{}{}", k, p.extension().string());
-  return out.string();
-}
 
 std::string shape_text(const std::vector<std::size_t>& shape) {
   std::string s;
@@ -116,7 +113,16 @@ compiler::Tensor read_input(const std::string& path, const compiler::Network& ne
   }
 }
 
-class Net final : public NetCommand {
+// The network's input: an ONNX model is imported, calibrated and quantized
+// first (docs/onnx.md; its input and output are float32 in the model's
+// layout), a model file read as it is.
+struct NetInput {
+  onnximport::OnnxRun onnx;
+  compiler::Network net;
+  compiler::Tensor x;
+};
+
+class Net final : public Subcommand {
  public:
   explicit Net(CLI::App& app) {
     cmd_ = app.add_subcommand("net", "compile and run a quantized network (model file) on the model");
@@ -156,7 +162,11 @@ class Net final : public NetCommand {
   int run() override;
 
  private:
-  compiler::NetworkPlan compile(const compiler::Network& net, std::size_t batch, const ArchConfig& cfg) const;
+  NetInput prepare(const ArchConfig& cfg, bool is_onnx, run::Outputs& outputs) const;
+  run::NetworkRunSpec run_spec(const ArchConfig& cfg, const compiler::Network& net, std::size_t batch,
+                               run::Outputs& outputs) const;
+  // --check: the output against the int8 reference; returns the exit status.
+  int check(const compiler::Network& net, const compiler::Tensor& x, const compiler::Tensor& y) const;
 
   CLI::App* cmd_ = nullptr;
   NetArgs args_;
@@ -164,73 +174,17 @@ class Net final : public NetCommand {
   std::string report_;
 };
 
-// A refusal says which --config field would make the network fit, and how
-// large, when one does (net_fit.h).
-compiler::NetworkPlan Net::compile(const compiler::Network& net, std::size_t batch, const ArchConfig& cfg) const {
-  if (host_steps_) return compiler::compile_network(net, batch, cfg, compiler::CompileMode::Segments);
-  return onnximport::compile_with_fit_advice(net, batch, cfg);
-}
-
-int Net::run() {
-  const ArchConfig cfg = args_.cfg.resolve();
-  // An ONNX model is imported, calibrated and quantized (docs/onnx.md); its
-  // input and output are float32 in the model's layout.
-  const bool is_onnx = std::filesystem::path(args_.model).extension() == ".onnx";
-  if (!is_onnx && !(args_.calibrate.empty() && args_.save_model.empty() && args_.float_out.empty()))
-    throw CLI::ValidationError("--calibrate, --save-model and --float-out", "only for an .onnx model");
-  if (is_onnx && args_.calibrate.empty() && onnximport::onnx_needs_calibration(args_.model))  // not QDQ
-    throw CLI::ValidationError("--calibrate", "an .onnx model needs a calibration set");
-  // Every output goes to a temporary name first and is put in place at the
-  // end: a run that fails leaves none behind, a fault only --stats (outputs.h).
-  Outputs outputs;
-  const std::string out_path = outputs.file(args_.out);
-  const std::string stats_path = outputs.file(args_.stats, Outputs::When::SuccessOrFault);
-  const std::string report_path = outputs.file(report_);
-  const std::string timeline_path = outputs.file(args_.timeline, Outputs::When::SuccessOrFault);
-  // stderr only (progress.h); with --progress also when it is not a terminal.
-  const ProgressScope progress(args_.progress || ProgressScope::stderr_is_terminal());
-  onnximport::OnnxRun onnx_run;
-  if (is_onnx) {
-    onnximport::PrepareOptions prep;
-    // The fit check compiles as below: not for --host-steps, which forces the mode.
-    if (!host_steps_) prep.fit_config = &cfg;
-    prep.progress = [](const std::string& s) {
-      if (s.empty()) progress_clear();
-      else progress_show("tpu-sim net: " + s);
-    };
-    onnx_run = onnximport::prepare_onnx(args_.model, args_.calibrate, args_.input,
-                                        outputs.folder(args_.save_model), outputs.file(args_.float_out), prep);
-  }
-  const compiler::Network net = is_onnx ? onnx_run.net : compiler::load_network(args_.model);
-  const compiler::Tensor x = is_onnx ? onnx_run.input : read_input(args_.input, net);
-  const std::size_t batch = x.batch();
-  std::vector<std::int64_t> labels;
-  if (!args_.labels.empty()) labels = read_labels(args_.labels, batch);
-  progress_show(fmt::format("tpu-sim net: compiling {} for {}", plural(net.layers.size(), "layer"),
-                            plural(batch, "sample")));
-  const compiler::NetworkPlan plan = compile(net, batch, cfg);
-  progress_clear();
-  const std::size_t programs = plan.program_count();
-  if (!args_.emit_asm.empty())
-    for (std::size_t k = 0; k < programs; ++k)
-      write_file_atomic(outputs.file(indexed_path(args_.emit_asm, k, programs)), plan.program(k).assembly);
-
-  const std::string name = net.name.empty() ? args_.model : net.name;
-  std::cout << fmt::format("network {}: {}, batch {}, on a {}x{} array: {}\n", name,
-                           plural(net.layers.size(), "layer"), batch, cfg.array_n, cfg.array_n,
-                           plural(programs, "program"));
-  const auto layer_name = [&](std::size_t i) {
-    return net.layers[i].name.empty() ? fmt::format("#{}", i) : net.layers[i].name;
-  };
+// The plan as a listing: each host step, and each program with its layers.
+void print_plan(const compiler::Network& net, const compiler::NetworkPlan& plan) {
   for (const compiler::NetworkStep& step : plan.steps) {
     if (step.on_host) {
-      std::cout << fmt::format("  host       {} ({})\n", layer_name(step.layer),
+      std::cout << fmt::format("  host       {} ({})\n", run::layer_name(net, step.layer),
                                compiler::layer_kind_name(net.layers[step.layer].kind));
       continue;
     }
     const compiler::ProgramPlan& seg = plan.program(step.segment);
     std::string names;
-    for (std::size_t id : seg.layers) names += (names.empty() ? "" : ", ") + layer_name(id);
+    for (std::size_t id : seg.layers) names += (names.empty() ? "" : ", ") + run::layer_name(net, id);
     if (plan.on_chip_plan) {
       std::cout << fmt::format("  program {}  all layers on chip: {}, {} of {}; {}\n", step.segment,
                                plural(seg.program.code.size(), "instruction"),
@@ -245,100 +199,159 @@ int Net::run() {
         plural((seg.units + seg.chunk_units - 1) / seg.chunk_units, "chunk"),
         plural(seg.chunk_units, seg.unit_is_sample ? "sample" : "row"));
   }
+}
 
-  // Each program runs as `tpu-sim run` would: the engine of --engine, its
-  // trace and statistics summary; --vcd per program; --stats written below.
-  const compiler::ProgramRunner runner = [&](std::size_t k, const compiler::ProgramPlan& seg,
-                                             model::Memories& mem) {
-    SimArgs per = args_;
-    per.out.clear();
-    per.stats.clear();
-    per.timeline.clear();  // one timeline for all programs, written below
-    if (!args_.vcd.empty()) per.vcd = indexed_path(args_.vcd, k, programs);
-    if (!args_.fst.empty()) per.fst = indexed_path(args_.fst, k, programs);
-    progress_clear();
-    std::cout << fmt::format("== program {} ==\n", k);
-    progress_show(fmt::format("tpu-sim net: program {}/{}: simulating {} ({})", k + 1, programs,
-                              plural(batch, "sample"), plural(seg.layers.size(), "layer")));
-    return simulate(per, cfg, seg.program, mem);
-  };
-  // The programs one after the other on one timeline, each instruction with its layer.
-  const auto write_timeline = [&](const compiler::NetworkRun& run) {
-    if (timeline_path.empty()) return;
-    Timeline timeline(cfg);
-    std::uint64_t offset = 0;
-    for (std::size_t k = 0; k < run.logs.size(); ++k) {
-      const compiler::ProgramPlan& seg = plan.program(k);
-      timeline.add_run(fmt::format("program {}", k), seg.program, run.logs[k], offset,
-                       [&](std::uint32_t pc) { return layer_name(seg.instruction_layer.at(pc)); });
-      offset += run.logs[k].stats.cycles;
-    }
-    write_file_atomic(timeline_path, timeline.json());
-  };
-  const compiler::NetworkRun result = compiler::run_network(plan, x, cfg, runner);
-  if (result.fault) {
-    // The statistics and the timeline up to the fault, as `tpu-sim run` writes them.
-    if (!stats_path.empty())
-      write_file_atomic(stats_path, sweep::net_stats_json(cfg, plan, result, args_.model).dump(2) + "\n");
-    write_timeline(result);
-    outputs.commit_fault();
-    return kExitFault;
+// The programs one after the other on one timeline, each instruction with its layer.
+void write_timeline(const std::string& path, const ArchConfig& cfg, const compiler::NetworkPlan& plan,
+                    const compiler::NetworkRun& result) {
+  if (path.empty()) return;
+  run::Timeline timeline(cfg);
+  std::uint64_t offset = 0;
+  for (std::size_t k = 0; k < result.logs.size(); ++k) {
+    const compiler::ProgramPlan& seg = plan.program(k);
+    timeline.add_run(fmt::format("program {}", k), seg.program, result.logs[k], offset,
+                     [&](std::uint32_t pc) { return run::layer_name(plan.net, seg.instruction_layer.at(pc)); });
+    offset += result.logs[k].stats.cycles;
   }
+  write_file_atomic(path, timeline.json());
+}
 
-  // Per-layer report.
-  const double nn = static_cast<double>(cfg.array_n * cfg.array_n);
-  const auto util = [&](std::uint64_t macs, std::uint64_t cycles) {
-    return cycles ? static_cast<double>(macs) / (static_cast<double>(cycles) * nn) : 0.0;
-  };
+// The per-layer table on stdout; returns its rows for --report.
+std::vector<run::LayerReportRow> print_layers(const ArchConfig& cfg, const compiler::NetworkPlan& plan,
+                                              const compiler::NetworkRun& result) {
+  const compiler::Network& net = plan.net;
+  const std::size_t batch = plan.batch;
   std::cout << fmt::format("{:<12} {:<10} {:<14} {:<8} {:>10} {:>12} {:>12} {:>12}\n", "layer",
                            "type", "output", "where", "cycles", "array MACs", "utilization",
                            "useful MACs");
-  std::vector<LayerReportRow> report_rows;
+  std::vector<run::LayerReportRow> report_rows;
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     const compiler::LayerStats& ls = result.layers[i];
     const std::string where = ls.segment ? fmt::format("prog {}", *ls.segment) : "host";
     const std::string out_shape = fmt::format("{}x{}", batch, shape_text(plan.infos[i + 1].shape));
     const bool gemm = ls.array_macs > 0;
+    const double util = run::layer_utilization(ls.array_macs, ls.cycles, cfg.array_n);
     std::cout << fmt::format("{:<12} {:<10} {:<14} {:<8} {:>10} {:>12} {:>12} {:>12}\n",
-                             layer_name(i), compiler::layer_kind_name(net.layers[i].kind), out_shape,
+                             run::layer_name(net, i), compiler::layer_kind_name(net.layers[i].kind), out_shape,
                              where, ls.segment ? fmt::to_string(ls.cycles) : "-",
                              gemm ? fmt::to_string(ls.array_macs) : "-",
-                             gemm ? fmt::format("{:.2f}%", 100.0 * util(ls.array_macs, ls.cycles)) : "-",
+                             gemm ? fmt::format("{:.2f}%", 100.0 * util) : "-",
                              gemm ? fmt::to_string(ls.useful_macs) : "-");
-    LayerReportRow row;
-    row.name = layer_name(i);
+    run::LayerReportRow row;
+    row.name = run::layer_name(net, i);
     row.type = compiler::layer_kind_name(net.layers[i].kind);
     row.batch = batch;
     row.shape = plan.infos[i + 1].shape;
     row.stats = ls;
     report_rows.push_back(std::move(row));
   }
-  // One row per layer; units in the header (layer_report.h).
-  if (!report_path.empty()) write_file_atomic(report_path, layer_report_csv(report_rows, cfg.array_n));
-  std::uint64_t total_cycles = 0, total_macs = 0, useful = 0;
+  return report_rows;
+}
+
+// Each program's line and the totals.
+void print_totals(const ArchConfig& cfg, const compiler::NetworkRun& result) {
+  run::RunTotals totals;
   for (std::size_t k = 0; k < result.logs.size(); ++k) {
     const model::RunLog& log = result.logs[k];
-    total_cycles += log.stats.cycles;
-    total_macs += log.stats.macs;
+    totals.add(log);
     std::cout << fmt::format("program {}: {} cycles, {} instructions, utilization {:.2f}%\n", k,
                              log.stats.cycles, log.stats.instructions,
-                             100.0 * util(log.stats.macs, log.stats.cycles));
+                             100.0 * run::layer_utilization(log.stats.macs, log.stats.cycles, cfg.array_n));
   }
-  write_timeline(result);
-  for (const auto& ls : result.layers) useful += ls.useful_macs;
+  for (const auto& ls : result.layers) totals.useful_macs += ls.useful_macs;
   std::cout << fmt::format(
       "total: {} cycles, {} MACs, utilization {:.2f}% of {}x{} MACs per cycle ({:.2f}% useful)\n",
-      total_cycles, total_macs, 100.0 * util(total_macs, total_cycles), cfg.array_n, cfg.array_n,
-      100.0 * util(useful, total_cycles));
+      totals.cycles, totals.macs, 100.0 * run::layer_utilization(totals.macs, totals.cycles, cfg.array_n),
+      cfg.array_n, cfg.array_n, 100.0 * run::layer_utilization(totals.useful_macs, totals.cycles, cfg.array_n));
   // At the configured clock, 2 operations per useful MAC (the layers' own).
-  const double seconds = static_cast<double>(total_cycles) / (static_cast<double>(cfg.clock_mhz) * 1e6);
-  const double useful_tops = seconds > 0 ? 2.0 * static_cast<double>(useful) / seconds / 1e12 : 0.0;
   std::cout << fmt::format("time: {:.6g} s at {} MHz, {:.4g} TOPS of useful work (2 ops per useful MAC)\n",
-                           seconds, cfg.clock_mhz, useful_tops);
+                           totals.seconds(cfg), cfg.clock_mhz, totals.useful_tops(cfg));
+}
+
+// The argmax accuracy of `y` against `labels`, printed and added to `stats`.
+void report_accuracy(const compiler::Tensor& y, const std::vector<std::int64_t>& labels,
+                     const std::string& labels_path, nlohmann::json& stats) {
+  if (y.shape.size() != 2)
+    throw FileError(fmt::format("{}: labels need a 2-D output (batch x classes), the output is {}",
+                                labels_path, shape_text(y.shape)));
+  const std::size_t batch = labels.size();
+  const std::size_t classes = y.shape[1];
+  std::size_t correct = 0;
+  for (std::size_t s = 0; s < batch; ++s) {
+    const auto* row = &y.data[s * classes];
+    const auto best = static_cast<std::int64_t>(std::max_element(row, row + classes) - row);
+    correct += best == labels[s];
+  }
+  std::cout << fmt::format("accuracy: {}/{} = {:.2f}% (argmax of the output against {})\n",
+                           correct, batch, 100.0 * static_cast<double>(correct) / batch, labels_path);
+  stats["accuracy"] = {{"correct", correct},
+                       {"total", batch},
+                       {"accuracy", static_cast<double>(correct) / batch}};
+}
+
+NetInput Net::prepare(const ArchConfig& cfg, bool is_onnx, run::Outputs& outputs) const {
+  NetInput in;
+  if (is_onnx) {
+    onnximport::PrepareOptions prep;
+    // The fit check compiles as below: not for --host-steps, which forces the mode.
+    if (!host_steps_) prep.fit_config = &cfg;
+    prep.progress = [](const std::string& s) {
+      if (s.empty()) run::progress_clear();
+      else run::progress_show("tpu-sim net: " + s);
+    };
+    in.onnx = onnximport::prepare_onnx(args_.model, args_.calibrate, args_.input,
+                                       outputs.folder(args_.save_model), outputs.file(args_.float_out), prep);
+  }
+  in.net = is_onnx ? in.onnx.net : compiler::load_network(args_.model);
+  in.x = is_onnx ? in.onnx.input : read_input(args_.input, in.net);
+  return in;
+}
+
+int Net::run() {
+  const ArchConfig cfg = args_.cfg.resolve();
+  const bool is_onnx = std::filesystem::path(args_.model).extension() == ".onnx";
+  if (!is_onnx && !(args_.calibrate.empty() && args_.save_model.empty() && args_.float_out.empty()))
+    throw CLI::ValidationError("--calibrate, --save-model and --float-out", "only for an .onnx model");
+  if (is_onnx && args_.calibrate.empty() && onnximport::onnx_needs_calibration(args_.model))  // not QDQ
+    throw CLI::ValidationError("--calibrate", "an .onnx model needs a calibration set");
+  // Every output goes to a temporary name first and is put in place at the
+  // end: a run that fails leaves none behind, a fault only --stats (outputs.h).
+  run::Outputs outputs;
+  const std::string out_path = outputs.file(args_.out);
+  const std::string stats_path = outputs.file(args_.stats, run::Outputs::When::SuccessOrFault);
+  const std::string report_path = outputs.file(report_);
+  const std::string timeline_path = outputs.file(args_.timeline, run::Outputs::When::SuccessOrFault);
+  // stderr only (progress.h); with --progress also when it is not a terminal.
+  const run::ProgressScope progress(args_.progress || run::ProgressScope::stderr_is_terminal());
+  const NetInput in = prepare(cfg, is_onnx, outputs);
+  const compiler::Network& net = in.net;
+  const compiler::Tensor& x = in.x;
+  const std::size_t batch = x.batch();
+  std::vector<std::int64_t> labels;
+  if (!args_.labels.empty()) labels = read_labels(args_.labels, batch);
+  run::progress_show(fmt::format("tpu-sim net: compiling {} for {}", plural(net.layers.size(), "layer"),
+                                 plural(batch, "sample")));
+  const run::NetworkOutcome o = run::compile_and_run(cfg, net, x, run_spec(cfg, net, batch, outputs));
+  const compiler::NetworkPlan& plan = o.plan;
+  const compiler::NetworkRun& result = o.run;
+  if (result.fault) {
+    // The statistics and the timeline up to the fault, as `tpu-sim run` writes them.
+    if (!stats_path.empty())
+      write_file_atomic(stats_path, run::net_stats_json(cfg, plan, result, args_.model).dump(2) + "\n");
+    write_timeline(timeline_path, cfg, plan, result);
+    outputs.commit_fault();
+    return kExitFault;
+  }
+
+  const std::vector<run::LayerReportRow> report_rows = print_layers(cfg, plan, result);
+  // One row per layer; units in the header (layer_report.h).
+  if (!report_path.empty()) write_file_atomic(report_path, run::layer_report_csv(report_rows, cfg.array_n));
+  print_totals(cfg, result);
+  write_timeline(timeline_path, cfg, plan, result);
 
   const compiler::Tensor& y = result.output;
   if (!out_path.empty() && is_onnx) {
-    onnximport::write_onnx_output(onnx_run, y, out_path);
+    onnximport::write_onnx_output(in.onnx, y, out_path);
   } else if (!out_path.empty()) {
     if (y.int32)
       write_npy(out_path, NpyArray::of<std::int32_t>(y.shape, y.data));
@@ -346,47 +359,67 @@ int Net::run() {
       write_npy(out_path, NpyArray::of<std::int8_t>(
                               y.shape, std::vector<std::int8_t>(y.data.begin(), y.data.end())));
   }
-  nlohmann::json stats = sweep::net_stats_json(cfg, plan, result, args_.model);
-  if (!labels.empty()) {
-    if (y.shape.size() != 2)
-      throw FileError(fmt::format("{}: labels need a 2-D output (batch x classes), the output is {}",
-                                  args_.labels, shape_text(y.shape)));
-    const std::size_t classes = y.shape[1];
-    std::size_t correct = 0;
-    for (std::size_t s = 0; s < batch; ++s) {
-      const auto* row = &y.data[s * classes];
-      const auto best = static_cast<std::int64_t>(std::max_element(row, row + classes) - row);
-      correct += best == labels[s];
-    }
-    std::cout << fmt::format("accuracy: {}/{} = {:.2f}% (argmax of the output against {})\n",
-                             correct, batch, 100.0 * static_cast<double>(correct) / batch,
-                             args_.labels);
-    stats["accuracy"] = {{"correct", correct},
-                         {"total", batch},
-                         {"accuracy", static_cast<double>(correct) / batch}};
-  }
+  nlohmann::json stats = run::net_stats_json(cfg, plan, result, args_.model);
+  if (!labels.empty()) report_accuracy(y, labels, args_.labels, stats);
   if (!stats_path.empty()) write_file_atomic(stats_path, stats.dump(2) + "\n");
   outputs.commit();
-  if (args_.check) {
-    progress_show(fmt::format("tpu-sim net: checking {} against the int8 reference", plural(batch, "sample")));
-    const compiler::Tensor want = compiler::reference_network(net, x);
-    progress_clear();
-    for (std::size_t i = 0; i < want.data.size(); ++i)
-      if (y.data[i] != want.data[i]) {
-        std::cerr << fmt::format(
-            "tpu-sim: check failed: output element {} = {} but the int8 reference gives {}\n", i,
-            y.data[i], want.data[i]);
-        return kExitCheckFailed;
-      }
-    std::cout << fmt::format("check: {}{} {} the int8 reference\n", agree(want.data.size(), "", "all "),
-                             plural(want.data.size(), "output element"),
-                             agree(want.data.size(), "equals", "equal"));
+  return args_.check ? check(net, x, y) : kExitOk;
+}
+
+// How the network compiles and runs: the listing and --emit-asm once it is
+// compiled, then each program as `tpu-sim run` would run it (the engine of
+// --engine, its trace and statistics summary; --vcd per program; --stats and
+// --timeline are the network's, written by run()).
+run::NetworkRunSpec Net::run_spec(const ArchConfig& cfg, const compiler::Network& net, std::size_t batch,
+                                  run::Outputs& outputs) const {
+  run::NetworkRunSpec spec;
+  // A refusal says which --config field would make the network fit, and how
+  // large, when one does (net_fit.h).
+  spec.compile = [this](const compiler::Network& n, std::size_t b, const ArchConfig& c) {
+    if (host_steps_) return compiler::compile_network(n, b, c, compiler::CompileMode::Segments);
+    return onnximport::compile_with_fit_advice(n, b, c);
+  };
+  spec.compiled = [&, batch](const compiler::NetworkPlan& plan) {
+    run::progress_clear();
+    const std::size_t programs = plan.program_count();
+    if (!args_.emit_asm.empty())
+      for (std::size_t k = 0; k < programs; ++k)
+        write_file_atomic(outputs.file(run::indexed_path(args_.emit_asm, k, programs)), plan.program(k).assembly);
+    std::cout << fmt::format("network {}: {}, batch {}, on a {}x{} array: {}\n",
+                             net.name.empty() ? args_.model : net.name, plural(net.layers.size(), "layer"), batch,
+                             cfg.array_n, cfg.array_n, plural(programs, "program"));
+    print_plan(net, plan);
+  };
+  spec.sim = [this, &cfg, batch](std::size_t k, std::size_t programs, const compiler::ProgramPlan& seg,
+                                 model::Memories& mem) {
+    run::SimulateOptions per = run::program_options(args_, k, programs);
+    per.timeline.clear();  // one timeline for all programs, written by run()
+    run::progress_clear();
+    std::cout << fmt::format("== program {} ==\n", k);
+    run::progress_show(fmt::format("tpu-sim net: program {}/{}: simulating {} ({})", k + 1, programs,
+                                   plural(batch, "sample"), plural(seg.layers.size(), "layer")));
+    return run::simulate(per, cfg, seg.program, mem);
+  };
+  return spec;
+}
+
+int Net::check(const compiler::Network& net, const compiler::Tensor& x, const compiler::Tensor& y) const {
+  const std::size_t batch = x.batch();
+  run::progress_show(fmt::format("tpu-sim net: checking {} against the int8 reference", plural(batch, "sample")));
+  std::size_t compared = 0;
+  const std::optional<std::string> mismatch = run::reference_mismatch(net, x, y, &compared);
+  run::progress_clear();
+  if (mismatch) {
+    std::cerr << "tpu-sim: check failed: " << *mismatch << '\n';
+    return kExitCheckFailed;
   }
+  std::cout << fmt::format("check: {}{} {} the int8 reference\n", agree(compared, "", "all "),
+                           plural(compared, "output element"), agree(compared, "equals", "equal"));
   return kExitOk;
 }
 
 }  // namespace
 
-std::unique_ptr<NetCommand> add_net_command(CLI::App& app) { return std::make_unique<Net>(app); }
+std::unique_ptr<Subcommand> add_net_command(CLI::App& app) { return std::make_unique<Net>(app); }
 
 }  // namespace tpu::cli

@@ -1,6 +1,9 @@
-// tpu-sim: runs programs on the cycle-accurate SystemC model, the Verilated
-// RTL core or both in lock step (--engine). This file holds `main`, `run`
-// and `gemm`; the other subcommands have files of their own.
+// tpu-sim, the simulator's command line: main() declares every subcommand's
+// options and maps errors to exit statuses (common/exit_codes.h). This file
+// holds `run` (a program on the engine of --engine: the SystemC model, the
+// Verilated RTL core or both in lock step) and `gemm` (C = A . B compiled and
+// run); net, topo and sweep have files of their own (subcommand.h). Running
+// and reporting is the run layer's (src/run).
 //
 //   tpu-sim run PROGRAM --hostmem H.npy --weights W.npy [--out O.npy]
 //               [--stats S.json] [--vcd T.vcd | --fst T.fst] [--trace]
@@ -8,8 +11,7 @@
 //               [--preset P] [--config F] [--array N]
 //   tpu-sim gemm --a A.npy --b B.npy --out C.npy [--requant M,S,Z] [--act F]
 //               [--emit-asm F.s] [--check] [--stats S.json] [--trace] ...
-//   tpu-sim net MODEL ... (tpu_net.h), tpu-sim topo FILE.csv ... (tpu_topo.h),
-//   tpu-sim sweep SWEEP.json ... (tpu_sweep.h)
+//   tpu-sim net MODEL ..., tpu-sim topo FILE.csv ..., tpu-sim sweep SWEEP.json ...
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -21,25 +23,22 @@
 #include <new>
 #include <nlohmann/json.hpp>
 
-#include "outputs.h"
-#include "sim_common.h"
-#include "tpu_net.h"
-#include "tpu_sweep.h"
-#include "tpu_topo.h"
+#include "run/gemm_run.h"
+#include "run/outputs.h"
+#include "run/simulate.h"
+#include "sim_args.h"
+#include "subcommand.h"
 #include "common/exit_codes.h"
 #include "common/file_io.h"
 #include "common/plural.h"
 #include "common/npy.h"
 #include "compiler/gemm.h"
-#include "compiler/reference.h"
 #include "isa/program.h"
 #include "model/tpu.h"
 
 namespace {
 
 using namespace tpu;
-using cli::output_rows;
-using cli::read_matrix;
 using cli::SimArgs;
 
 struct RunArgs : SimArgs {
@@ -84,7 +83,7 @@ void load_memories(const RunArgs& args, const ArchConfig& cfg, model::Memories& 
   }
 }
 
-int run(const RunArgs& args) {
+int run_command(const RunArgs& args) {
   const isa::Program prog = isa::load_program(args.program);
   cli::ConfigOptions opts = args.cfg;
   if (opts.array_n && *opts.array_n != prog.array_n)
@@ -95,13 +94,13 @@ int run(const RunArgs& args) {
   model::Memories mem(cfg);
   std::uint64_t host_input_rows = 0;
   load_memories(args, cfg, mem, host_input_rows);
-  cli::Outputs outputs;  // --out only on success (outputs.h); simulate() writes --stats
+  run::Outputs outputs;  // --out only on success (outputs.h); run::simulate() writes --stats
   const std::string out_path = outputs.file(args.out);
-  const model::RunLog log = simulate(args, cfg, prog, mem);
+  const model::RunLog log = run::simulate(args, cfg, prog, mem);
   if (log.fault) return kExitFault;
   if (!out_path.empty()) {
     // A WHM never executed (after HLT) may name rows past the end of host memory.
-    const std::uint64_t rows = std::min(output_rows(prog, host_input_rows), cfg.host_rows);
+    const std::uint64_t rows = std::min(run::output_rows(prog, host_input_rows), cfg.host_rows);
     std::vector<std::int8_t> host(mem.host.data().begin(),
                                   mem.host.data().begin() + static_cast<std::ptrdiff_t>(rows * cfg.array_n));
     write_npy(out_path, NpyArray::of<std::int8_t>({rows, cfg.array_n}, host));
@@ -119,46 +118,46 @@ model::Requant parse_requant(const std::string& text) {
   }
 }
 
-int gemm(const GemmArgs& args) {
+int gemm_command(const GemmArgs& args) {
   const ArchConfig cfg = args.cfg.resolve();
-  const compiler::MatrixI8 a = read_matrix(args.a, "A");
-  const compiler::MatrixI8 b = read_matrix(args.b, "B");
+  const compiler::MatrixI8 a = run::read_matrix(args.a, "A");
+  const compiler::MatrixI8 b = run::read_matrix(args.b, "B");
   compiler::GemmSpec spec;
   if (!args.requant.empty()) spec.requant = parse_requant(args.requant);
   spec.act = model::parse_act_function(args.act).value();  // checked by the option
-  const compiler::GemmPlan plan = compiler::compile_gemm(a, b, spec, cfg);
-  // --emit-asm and --out only on success (outputs.h); simulate() writes --stats.
-  cli::Outputs outputs;
-  if (const std::string p = outputs.file(args.emit_asm); !p.empty()) write_file_atomic(p, plan.assembly);
-  const std::string out_path = outputs.file(args.out);
-
-  model::Memories mem(cfg);
-  std::copy(plan.host.begin(), plan.host.end(), mem.host.data().begin());
-  std::copy(plan.weights.begin(), plan.weights.end(), mem.weights.data().begin());
-  std::cout << fmt::format("GEMM {}x{}x{} on a {}x{} array: {} instructions, {} output\n", plan.m,
-                           plan.k, plan.n_out, cfg.array_n, cfg.array_n, plan.program.code.size(),
-                           plan.int8_output ? "int8" : "int32");
-  const model::RunLog log = simulate(args, cfg, plan.program, mem);
-  if (log.fault) return kExitFault;
-  const std::vector<std::int32_t> c = compiler::extract_result(plan, mem.host.data().data(), cfg.array_n);
+  // --emit-asm and --out only on success (outputs.h); run::simulate() writes --stats.
+  run::Outputs outputs;
+  std::string out_path;
+  std::string description;  // printed once the memories are loaded, before the run
+  const auto compiled = [&](const compiler::GemmPlan& plan) {
+    if (const std::string p = outputs.file(args.emit_asm); !p.empty()) write_file_atomic(p, plan.assembly);
+    out_path = outputs.file(args.out);
+    description = fmt::format("GEMM {}x{}x{} on a {}x{} array: {} instructions, {} output\n", plan.m, plan.k,
+                              plan.n_out, cfg.array_n, cfg.array_n, plan.program.code.size(),
+                              plan.int8_output ? "int8" : "int32");
+  };
+  const auto sim = [&](const isa::Program& prog, model::Memories& mem) {
+    std::cout << description;
+    return run::simulate(args, cfg, prog, mem);
+  };
+  const run::GemmRun g = run::compile_and_run_gemm(cfg, a, b, spec, sim, compiled);
+  if (g.log.fault) return kExitFault;
+  const compiler::GemmPlan& plan = g.plan;
   if (!out_path.empty()) {
     if (plan.int8_output)
       write_npy(out_path, NpyArray::of<std::int8_t>({plan.m, plan.n_out},
-                                                    std::vector<std::int8_t>(c.begin(), c.end())));
+                                                    std::vector<std::int8_t>(g.c.begin(), g.c.end())));
     else
-      write_npy(out_path, NpyArray::of<std::int32_t>({plan.m, plan.n_out}, c));
+      write_npy(out_path, NpyArray::of<std::int32_t>({plan.m, plan.n_out}, g.c));
   }
   outputs.commit();
   if (args.check) {
-    const std::vector<std::int32_t> ref = compiler::reference_gemm(a, b, spec);
-    for (std::size_t i = 0; i < c.size(); ++i)
-      if (c[i] != ref[i]) {
-        std::cerr << fmt::format("tpu-sim: check failed: C[{}][{}] = {} but the reference gives {}\n",
-                                 i / plan.n_out, i % plan.n_out, c[i], ref[i]);
-        return kExitCheckFailed;
-      }
-    std::cout << fmt::format("check: {}{} {} the reference GEMM (Eigen)\n", agree(c.size(), "", "all "),
-                             plural(c.size(), "element"), agree(c.size(), "equals", "equal"));
+    if (const auto mismatch = run::gemm_mismatch(a, b, spec, g.c, plan.n_out)) {
+      std::cerr << "tpu-sim: check failed: " << *mismatch << '\n';
+      return kExitCheckFailed;
+    }
+    std::cout << fmt::format("check: {}{} {} the reference GEMM (Eigen)\n", agree(g.c.size(), "", "all "),
+                             plural(g.c.size(), "element"), agree(g.c.size(), "equals", "equal"));
   }
   return kExitOk;
 }
@@ -193,27 +192,28 @@ int main(int argc, char** argv) {
   gemm_cmd->add_option("--emit-asm", gemm_args.emit_asm, "write the generated program here (.s)");
   gemm_cmd->add_flag("--check", gemm_args.check, "compare C with the reference GEMM (Eigen)");
   gemm_args.add_to(*gemm_cmd);
-  const auto net_cmd = cli::add_net_command(app);
-  const auto sweep_cmd = cli::add_sweep_command(app);
-  const auto topo_cmd = cli::add_topo_command(app);
+  const std::unique_ptr<cli::Subcommand> commands[] = {cli::add_net_command(app), cli::add_sweep_command(app),
+                                                        cli::add_topo_command(app)};
 
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   try {
-    if (net_cmd->parsed()) return net_cmd->run();
-    if (sweep_cmd->parsed()) return sweep_cmd->run();
-    if (topo_cmd->parsed()) return topo_cmd->run();
+    for (const auto& command : commands)
+      if (command->parsed()) return command->run();
     if (gemm_cmd->parsed()) {
       if (gemm_args.act != "none" && gemm_args.requant.empty()) {
         std::cerr << "tpu-sim: error: --act needs --requant\n";
         return kExitUsage;
       }
-      return gemm(gemm_args);
+      return gemm_command(gemm_args);
     }
-    return run(run_args);
-  } catch (const cli::DivergenceError& e) {
+    return run_command(run_args);
+  } catch (const run::DivergenceError& e) {
     std::cerr << "tpu-sim: " << e.what() << '\n';
     return kExitDivergence;
   } catch (const CLI::ValidationError& e) {
+    std::cerr << "tpu-sim: error: " << e.what() << '\n';
+    return kExitUsage;
+  } catch (const run::OptionError& e) {  // an option the run cannot use (run/simulate.h)
     std::cerr << "tpu-sim: error: " << e.what() << '\n';
     return kExitUsage;
   } catch (const std::bad_alloc&) {

@@ -1,4 +1,6 @@
-#include "tpu_sweep.h"
+// tpu-sim sweep (subcommand.h): its options, the runs in child processes
+// (each a run layer workload, run/sweep_workload.h) and the results as CSV.
+#include "subcommand.h"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -25,8 +27,8 @@
 
 #include "common/exit_codes.h"
 #include "common/file_io.h"
-#include "sweep_file.h"
-#include "sweep_workload.h"
+#include "run/sweep_file.h"
+#include "run/sweep_workload.h"
 
 namespace tpu::cli {
 namespace {
@@ -160,7 +162,7 @@ pid_t start_child(const Task& task, const sweep::SweepFile& file, const std::str
 
 void kill_child(pid_t pid) { ::kill(-pid, SIGKILL); }
 
-class Sweep final : public SweepCommand {
+class Sweep final : public Subcommand {
  public:
   explicit Sweep(CLI::App& app) {
     cmd_ = app.add_subcommand(
@@ -339,6 +341,6 @@ int Sweep::run() {
 
 }  // namespace
 
-std::unique_ptr<SweepCommand> add_sweep_command(CLI::App& app) { return std::make_unique<Sweep>(app); }
+std::unique_ptr<Subcommand> add_sweep_command(CLI::App& app) { return std::make_unique<Sweep>(app); }
 
 }  // namespace tpu::cli

@@ -1,5 +1,5 @@
 // Fuzz target: sweep files (`tpu-sim sweep FILE`, tpusim.sweep_file), through
-// the functions of sim/sweep_workload.h that such a file reaches.
+// the functions of run/sweep_workload.h that such a file reaches.
 //
 // The bytes are a JSON text. One that parses is read as a sweep file is: its
 // "base" configuration, its "grid" expanded into points (expand_grid), a
@@ -34,7 +34,7 @@
 
 #include "common/exit_codes.h"
 #include "fuzz_check.h"
-#include "sweep_workload.h"
+#include "run/sweep_workload.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// SCALE-Sim topology files (compiler/topology.h): both formats as SCALE-Sim
+// SCALE-Sim topology files (formats/topology.h): both formats as SCALE-Sim
 // v2's topology_utils.py reads them (header skipped, trailing comma, one or
 // two stride columns, 'DP' depthwise rows, the GEMM header Layer, M, N, K),
 // the output sizes of its ceil rule against a valid convolution, the row

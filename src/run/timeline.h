@@ -33,7 +33,7 @@
 #include "isa/program.h"
 #include "model/run_log.h"
 
-namespace tpu::cli {
+namespace tpu::run {
 
 class Timeline {
  public:
@@ -55,4 +55,4 @@ class Timeline {
   unsigned processes_ = 0;
 };
 
-}  // namespace tpu::cli
+}  // namespace tpu::run

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sweep_workload.h"
+#include "run/sweep_workload.h"
 
 namespace tpu::sweep {
 

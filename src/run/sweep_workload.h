@@ -26,6 +26,7 @@
 
 #include "asm/diagnostics.h"
 #include "compiler/network.h"
+#include "runtime/run_network.h"
 #include "config/arch_config.h"
 #include "isa/program.h"
 #include "model/memories.h"
@@ -66,8 +67,8 @@ class UsageError : public std::invalid_argument {
 };
 
 // The exit status the tools give for `e` (common/exit_codes.h): AsmError 1,
-// UsageError, std::invalid_argument and CLI11's validation errors 2, file,
-// configuration and compile errors 3, FaultError 4, cli::DivergenceError 5,
+// UsageError and std::invalid_argument (run::OptionError) 2, file,
+// configuration and compile errors 3, FaultError 4, run::DivergenceError 5,
 // CheckError 6; anything else 3, as the tools' catch-all.
 int exit_status_of(const std::exception& e);
 // The message the tools print for `e` (std::bad_alloc gets theirs).
@@ -104,7 +105,7 @@ void check_engine(const std::string& engine);
 model::Detail parse_detail(const std::string& detail);
 
 // Runs `prog` as `tpu-sim run` does, without printing: with --engine both
-// compares the two runs and throws cli::DivergenceError. A fault is not
+// compares the two runs and throws run::DivergenceError. A fault is not
 // thrown: the log has it. Runs one simulation at a time per process
 // (SystemC's kernel is process-global): callers on other threads wait.
 model::RunLog run_engine(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,
@@ -134,14 +135,6 @@ struct NetOutcome {
   // array_n, programs (each stats_json and its layers), layers, total.
   nlohmann::json stats;
 };
-// The statistics of a network run, as `tpu-sim net --stats` writes them
-// (docs/quantization.md): network (its name, else `model_path`), batch,
-// array_n, programs (each stats_json and its layers), layers, total. For a
-// run that faulted: the programs run so far, the last with its "fault", the
-// layers' counts so far, and "fault" (the message) at the top.
-nlohmann::json net_stats_json(const ArchConfig& cfg, const compiler::NetworkPlan& plan,
-                              const compiler::NetworkRun& run, const std::string& model_path);
-
 // Throws FaultError on a fault and, with `check`, CheckError when the output
 // differs from the int8 reference.
 // `model_path` names the network in the statistics when it has no name.

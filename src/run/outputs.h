@@ -14,7 +14,7 @@
 
 #include "common/file_io.h"
 
-namespace tpu::cli {
+namespace tpu::run {
 
 class Outputs {
  public:
@@ -34,4 +34,4 @@ class Outputs {
   std::vector<std::unique_ptr<PendingFolder>> folders_;
 };
 
-}  // namespace tpu::cli
+}  // namespace tpu::run

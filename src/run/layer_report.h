@@ -10,8 +10,9 @@
 
 #include "compiler/network.h"
 #include "runtime/layer_stats.h"
+#include "runtime/layer_stats.h"
 
-namespace tpu::cli {
+namespace tpu::run {
 
 struct LayerReportRow {
   std::string name;
@@ -36,4 +37,4 @@ std::string layer_report_csv(const std::vector<LayerReportRow>& rows, std::uint6
 // host_read_bytes, host_write_bytes, weight_bytes).
 nlohmann::json layer_report_json(const LayerReportRow& row, std::uint64_t array_n);
 
-}  // namespace tpu::cli
+}  // namespace tpu::run

@@ -1,4 +1,4 @@
-#include "timeline.h"
+#include "run/timeline.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include "isa/isa.h"
 #include "model/weight_fifo.h"
 
-namespace tpu::cli {
+namespace tpu::run {
 namespace {
 
 // Track order in a process: the controller, then the units in data-flow order.
@@ -123,4 +123,4 @@ std::string Timeline::json() const {
   return j.dump() + "\n";
 }
 
-}  // namespace tpu::cli
+}  // namespace tpu::run

@@ -1,8 +1,8 @@
-#include "layer_report.h"
+#include "run/layer_report.h"
 
 #include <fmt/format.h>
 
-namespace tpu::cli {
+namespace tpu::run {
 namespace {
 
 std::string shape_text(std::uint64_t batch, const std::vector<std::size_t>& shape) {
@@ -95,4 +95,4 @@ nlohmann::json layer_report_json(const LayerReportRow& row, std::uint64_t array_
   return lj;
 }
 
-}  // namespace tpu::cli
+}  // namespace tpu::run

@@ -1,6 +1,6 @@
-#include "outputs.h"
+#include "run/outputs.h"
 
-namespace tpu::cli {
+namespace tpu::run {
 
 std::string Outputs::file(const std::string& target, When when) {
   if (target.empty()) return target;
@@ -28,4 +28,4 @@ void Outputs::commit_fault() {
   files_.clear();
 }
 
-}  // namespace tpu::cli
+}  // namespace tpu::run

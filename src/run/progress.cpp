@@ -1,4 +1,4 @@
-#include "progress.h"
+#include "run/progress.h"
 
 #include <fmt/format.h>
 #include <sys/ioctl.h>
@@ -10,7 +10,7 @@
 #include <mutex>
 #include <thread>
 
-namespace tpu::cli {
+namespace tpu::run {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -93,4 +93,4 @@ void progress_clear() {
   active->erase();
 }
 
-}  // namespace tpu::cli
+}  // namespace tpu::run

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace tpu::cli {
+namespace tpu::run {
 
 // While one exists, progress_show and progress_clear act; otherwise they do
 // nothing. The destructor erases the line.
@@ -31,4 +31,4 @@ void progress_show(const std::string& status);
 // Erases the line until the next progress_show: call before printing.
 void progress_clear();
 
-}  // namespace tpu::cli
+}  // namespace tpu::run

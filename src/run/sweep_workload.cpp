@@ -1,6 +1,5 @@
-#include "sweep_workload.h"
+#include "run/sweep_workload.h"
 
-#include <CLI/Error.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -19,13 +18,13 @@
 #include "common/npy.h"
 #include "common/plural.h"
 #include "compiler/gemm.h"
-#include "compiler/layer_reference.h"
-#include "compiler/reference.h"
 #include "formats/model_file.h"
-#include "layer_report.h"
 #include "rtl/rtl_engine.h"
 #include "rtl/wave_files.h"
-#include "sim_common.h"
+#include "run/gemm_run.h"
+#include "run/network_run.h"
+#include "run/simulate.h"
+#include "run/stats.h"
 
 namespace tpu::sweep {
 namespace {
@@ -96,10 +95,9 @@ void flatten_into(const nlohmann::json& j, const std::string& prefix, nlohmann::
 int exit_status_of(const std::exception& e) {
   if (dynamic_cast<const AsmError*>(&e)) return kExitAsmError;
   if (dynamic_cast<const FaultError*>(&e)) return kExitFault;
-  if (dynamic_cast<const cli::DivergenceError*>(&e)) return kExitDivergence;
+  if (dynamic_cast<const run::DivergenceError*>(&e)) return kExitDivergence;
   if (dynamic_cast<const CheckError*>(&e)) return kExitCheckFailed;
-  if (dynamic_cast<const std::invalid_argument*>(&e) || dynamic_cast<const CLI::Error*>(&e))
-    return kExitUsage;
+  if (dynamic_cast<const std::invalid_argument*>(&e)) return kExitUsage;
   return kExitBadInput;
 }
 
@@ -165,7 +163,7 @@ model::RunLog run_engine(const ArchConfig& cfg, const isa::Program& prog, model:
   if (!opts.vcd.empty()) ropts.vcd_path = wave::strip_extension(opts.vcd, ".vcd") + ".rtl.vcd";
   model::RunLog log = checked(rtl::run_program(cfg, prog, mem, ropts));
   if (const auto d = rtl::compare(prog, systemc_log, systemc_mem, log, mem))
-    throw cli::DivergenceError(d->message());
+    throw run::DivergenceError(d->message());
   return log;
 }
 
@@ -179,113 +177,46 @@ GemmOutcome run_gemm(const ArchConfig& cfg, const compiler::MatrixI8& a, const c
   compiler::GemmSpec spec;
   if (!requant.empty()) spec.requant = parse_requant(requant);
   spec.act = *act_fn;
-  const compiler::GemmPlan plan = compiler::compile_gemm(a, b, spec, cfg);
-  model::Memories mem(cfg);
-  std::copy(plan.host.begin(), plan.host.end(), mem.host.data().begin());
-  std::copy(plan.weights.begin(), plan.weights.end(), mem.weights.data().begin());
+  run::GemmRun g = run::compile_and_run_gemm(
+      cfg, a, b, spec, [&](const isa::Program& prog, model::Memories& mem) { return run_engine(cfg, prog, mem, opts); });
+  if (g.log.fault) throw FaultError(std::move(g.log));
+  if (check)
+    if (const auto mismatch = run::gemm_mismatch(a, b, spec, g.c, g.plan.n_out))
+      throw CheckError("check failed: " + *mismatch);
   GemmOutcome out;
-  out.log = run_engine(cfg, plan.program, mem, opts);
-  if (out.log.fault) throw FaultError(std::move(out.log));
-  out.c = compiler::extract_result(plan, mem.host.data().data(), cfg.array_n);
-  out.int8_output = plan.int8_output;
-  out.m = plan.m;
-  out.k = plan.k;
-  out.n_out = plan.n_out;
-  out.program = plan.program;
-  out.assembly = plan.assembly;
-  if (check) {
-    const std::vector<std::int32_t> ref = compiler::reference_gemm(a, b, spec);
-    for (std::size_t i = 0; i < out.c.size(); ++i)
-      if (out.c[i] != ref[i])
-        throw CheckError(fmt::format("check failed: C[{}][{}] = {} but the reference gives {}",
-                                     i / plan.n_out, i % plan.n_out, out.c[i], ref[i]));
-  }
+  out.c = std::move(g.c);
+  out.int8_output = g.plan.int8_output;
+  out.m = g.plan.m;
+  out.k = g.plan.k;
+  out.n_out = g.plan.n_out;
+  out.program = std::move(g.plan.program);
+  out.assembly = std::move(g.plan.assembly);
+  out.log = std::move(g.log);
   return out;
-}
-
-nlohmann::json net_stats_json(const ArchConfig& cfg, const compiler::NetworkPlan& plan,
-                              const compiler::NetworkRun& run, const std::string& model_path) {
-  const compiler::Network& net = plan.net;
-  const std::size_t batch = plan.batch;
-  nlohmann::json stats;
-  const auto layer_name = [&](std::size_t i) {
-    return net.layers[i].name.empty() ? fmt::format("#{}", i) : net.layers[i].name;
-  };
-  // Each layer's object as the per-layer report has it (layer_report.h).
-  nlohmann::json layers = nlohmann::json::array();
-  std::uint64_t useful = 0;
-  for (std::size_t i = 0; i < net.layers.size(); ++i) {
-    cli::LayerReportRow row;
-    row.name = layer_name(i);
-    row.type = compiler::layer_kind_name(net.layers[i].kind);
-    row.batch = batch;
-    row.shape = plan.infos[i + 1].shape;
-    row.stats = run.layers[i];
-    layers.push_back(cli::layer_report_json(row, cfg.array_n));
-    useful += row.stats.useful_macs;
-  }
-  std::uint64_t total_cycles = 0, total_macs = 0;
-  nlohmann::json programs_json = nlohmann::json::array();
-  for (std::size_t k = 0; k < run.logs.size(); ++k) {
-    const model::RunLog& log = run.logs[k];
-    total_cycles += log.stats.cycles;
-    total_macs += log.stats.macs;
-    nlohmann::json pj = cli::stats_json(cfg, log);
-    pj["layers"] = nlohmann::json::array();
-    for (std::size_t id : plan.program(k).layers) pj["layers"].push_back(layer_name(id));
-    programs_json.push_back(pj);
-  }
-  const double seconds = static_cast<double>(total_cycles) / (static_cast<double>(cfg.clock_mhz) * 1e6);
-  stats["network"] = net.name.empty() ? model_path : net.name;
-  stats["batch"] = batch;
-  stats["array_n"] = cfg.array_n;
-  stats["programs"] = programs_json;
-  stats["layers"] = layers;
-  stats["total"] = {{"cycles", total_cycles},
-                    {"macs", total_macs},
-                    {"useful_macs", useful},
-                    {"utilization", cli::layer_utilization(total_macs, total_cycles, cfg.array_n)},
-                    {"clock_mhz", cfg.clock_mhz},
-                    {"seconds", seconds},
-                    {"useful_tops", seconds > 0 ? 2.0 * static_cast<double>(useful) / seconds / 1e12 : 0.0}};
-  if (run.fault && !run.logs.empty()) {
-    const model::RunLog& last = run.logs.back();
-    stats["fault"] = last.fault ? last.fault->message() : std::string("the program did not halt");
-  }
-  return stats;
 }
 
 NetOutcome run_net(const ArchConfig& cfg, const compiler::Network& net, const compiler::Tensor& x,
                    bool host_steps, bool check, const EngineOptions& opts,
                    const std::string& model_path) {
   check_engine(opts.engine);
-  NetOutcome out;
-  const std::size_t batch = x.batch();
-  if (batch == 0) throw FileError("the input batch is empty");
-  out.plan = compiler::compile_network(
-      net, batch, cfg, host_steps ? compiler::CompileMode::Segments : compiler::CompileMode::Auto);
-  const std::size_t programs = out.plan.program_count();
-  const compiler::ProgramRunner runner = [&](std::size_t k, const compiler::ProgramPlan& seg,
-                                             model::Memories& mem) {
+  if (x.batch() == 0) throw FileError("the input batch is empty");
+  run::NetworkRunSpec spec;
+  spec.mode = host_steps ? compiler::CompileMode::Segments : compiler::CompileMode::Auto;
+  spec.sim = [&](std::size_t k, std::size_t programs, const compiler::ProgramPlan& seg, model::Memories& mem) {
     if (opts.between_programs) opts.between_programs();
     EngineOptions per = opts;
-    if (!opts.vcd.empty() && programs > 1) {
-      const std::filesystem::path p(opts.vcd);
-      per.vcd = ((p.parent_path() / p.stem()).string() + fmt::format(".{}", k)) + p.extension().string();
-    }
+    if (!opts.vcd.empty()) per.vcd = run::indexed_path(opts.vcd, k, programs);
     return run_engine(cfg, seg.program, mem, per);
   };
-  out.run = compiler::run_network(out.plan, x, cfg, runner);
-  if (out.run.fault) throw FaultError(out.run.logs.back());
-
-  out.stats = net_stats_json(cfg, out.plan, out.run, model_path);
-  if (check) {
-    const compiler::Tensor want = compiler::reference_network(net, x);
-    for (std::size_t i = 0; i < want.data.size(); ++i)
-      if (out.run.output.data[i] != want.data[i])
-        throw CheckError(fmt::format("check failed: output element {} = {} but the int8 reference gives {}",
-                                     i, out.run.output.data[i], want.data[i]));
-  }
+  run::NetworkOutcome o = run::compile_and_run(cfg, net, x, spec);
+  if (o.run.fault) throw FaultError(o.run.logs.back());
+  NetOutcome out;
+  out.stats = run::net_stats_json(cfg, o.plan, o.run, model_path);
+  if (check)
+    if (const auto mismatch = run::reference_mismatch(net, x, o.run.output))
+      throw CheckError("check failed: " + *mismatch);
+  out.plan = std::move(o.plan);
+  out.run = std::move(o.run);
   return out;
 }
 
@@ -361,8 +292,8 @@ nlohmann::json run_workload(const ArchConfig& cfg, const nlohmann::json& w, cons
   if (kind == "gemm") {
     compiler::MatrixI8 a, b;
     if (w.contains("a") || w.contains("b")) {
-      a = cli::read_matrix(path_in(base_dir, field<std::string>(w, "a", what)), "A");
-      b = cli::read_matrix(path_in(base_dir, field<std::string>(w, "b", what)), "B");
+      a = run::read_matrix(path_in(base_dir, field<std::string>(w, "a", what)), "A");
+      b = run::read_matrix(path_in(base_dir, field<std::string>(w, "b", what)), "B");
     } else {
       std::mt19937_64 gen(field_or<std::uint64_t>(w, "seed", 0, what));
       const auto m = field<std::size_t>(w, "m", what), k = field<std::size_t>(w, "k", what),
@@ -373,7 +304,7 @@ nlohmann::json run_workload(const ArchConfig& cfg, const nlohmann::json& w, cons
     const GemmOutcome g = run_gemm(cfg, a, b, field_or<std::string>(w, "requant", "", what),
                                    field_or<std::string>(w, "act", "none", what),
                                    field_or<bool>(w, "check", false, what), opts);
-    nlohmann::json row = flatten(cli::stats_json(cfg, g.log));
+    nlohmann::json row = flatten(run::stats_json(cfg, g.log));
     row["m"] = g.m;
     row["k"] = g.k;
     row["n"] = g.n_out;
@@ -457,7 +388,7 @@ nlohmann::json run_workload(const ArchConfig& cfg, const nlohmann::json& w, cons
     load("weights", 3, mem.weights.data().data(), mem.weights.data().size());
     model::RunLog log = run_engine(cfg, prog, mem, opts);
     if (log.fault) throw FaultError(std::move(log));
-    return flatten(cli::stats_json(cfg, log));
+    return flatten(run::stats_json(cfg, log));
   }
   throw FileError(fmt::format("{}: unknown kind \"{}\" (gemm, net, run)", what, kind));
 }

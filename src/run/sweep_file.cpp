@@ -1,4 +1,4 @@
-#include "sweep_file.h"
+#include "run/sweep_file.h"
 
 #include <fmt/format.h>
 

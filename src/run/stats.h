@@ -1,0 +1,18 @@
+// A run's statistics as the tools report them: the documented JSON object of
+// --stats (docs/microarchitecture.md) and the summary printed on stdout.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "config/arch_config.h"
+#include "model/run_log.h"
+
+namespace tpu::run {
+
+// The statistics as the documented JSON object (docs/microarchitecture.md).
+nlohmann::json stats_json(const ArchConfig& cfg, const model::RunLog& log);
+
+// The human-readable summary on stdout.
+void print_summary(const ArchConfig& cfg, const model::RunLog& log);
+
+}  // namespace tpu::run
