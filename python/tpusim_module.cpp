@@ -39,7 +39,7 @@
 #include "isa/program.h"
 #include "model/memories.h"
 #include "model/run_log.h"
-#include "rtl/rtl_engine.h"
+#include "rtl_engine/rtl_engine.h"
 #include "sim_common.h"
 #include "sweep_file.h"
 #include "sweep_workload.h"

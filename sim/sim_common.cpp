@@ -12,8 +12,8 @@
 #include "common/plural.h"
 #include "model/tpu.h"
 #include "progress.h"
-#include "rtl/rtl_engine.h"
-#include "rtl/wave_files.h"
+#include "rtl_engine/rtl_engine.h"
+#include "waves/wave_files.h"
 #include "timeline.h"
 
 namespace tpu::cli {

@@ -23,8 +23,8 @@
 #include "compiler/model_file.h"
 #include "compiler/reference.h"
 #include "layer_report.h"
-#include "rtl/rtl_engine.h"
-#include "rtl/wave_files.h"
+#include "rtl_engine/rtl_engine.h"
+#include "waves/wave_files.h"
 #include "sim_common.h"
 
 namespace tpu::sweep {

@@ -19,8 +19,8 @@
 #include "common/file_io.h"
 #include "common/plural.h"
 #include "common/npy.h"
-#include "rtl/random_program.h"
-#include "rtl/rtl_engine.h"
+#include "random_program/random_program.h"
+#include "rtl_engine/rtl_engine.h"
 
 namespace {
 

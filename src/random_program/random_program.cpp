@@ -1,4 +1,4 @@
-#include "random_program.h"
+#include "random_program/random_program.h"
 
 #include <algorithm>
 #include <random>
