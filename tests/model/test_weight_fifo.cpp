@@ -18,7 +18,7 @@
 #include "model/tpu.h"
 #include "model/weight_fifo.h"
 #include "model_test_support.h"
-#include "random_program.h"
+#include "random_program/random_program.h"
 
 namespace {
 
