@@ -8,7 +8,6 @@
 
 #include "config/arch_config.h"
 #include "isa/instruction.h"
-#include "isa/isa.h"
 #include "isa/program.h"
 
 namespace tpu::testing {
@@ -19,16 +18,13 @@ class ProgramDraw {
   static constexpr std::uint8_t kActivations[] = {0, isa::kFlagActRelu, isa::kFlagActSigmoid,
                                                   isa::kFlagActTanh};
 
-  // An instruction with the operands its opcode has (the rest left 0).
+  // An instruction; the mixes pass only the operands its opcode has.
   static isa::Instruction make(isa::Opcode op, std::uint8_t flags, std::int64_t a = 0,
                                std::int64_t b = 0, std::int64_t c = 0) {
     isa::Instruction in;
     in.opcode = op;
     in.flags = flags;
-    const unsigned n = isa::spec_of(op).num_operands;
-    if (n > 0) in.operands[0] = a;
-    if (n > 1) in.operands[1] = b;
-    if (n > 2) in.operands[2] = c;
+    in.operands = {a, b, c};
     return in;
   }
 
