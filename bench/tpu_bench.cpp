@@ -51,7 +51,7 @@
 #include "config/arch_config.h"
 #include "model/int8_gemm.h"
 #include "model/tpu.h"
-#include "rtl_engine.h"
+#include "rtl_engine/rtl_engine.h"
 
 namespace {
 

@@ -8,7 +8,7 @@
 
 #include "config/arch_config.h"
 #include "module.h"
-#include "rtl/rtl_engine.h"
+#include "rtl_engine/rtl_engine.h"
 
 namespace tpu::python {
 

@@ -1,5 +1,5 @@
 // The sources of tpu_core in compile order (packages first), for every tool
-// that reads the RTL: the Verilator builds (sim/rtl/CMakeLists.txt), lint
+// that reads the RTL: the Verilator builds (src/rtl_engine/CMakeLists.txt), lint
 // (tests/cli/cli_test.sh, `verilator -F rtl/tpu_core.f`) and Yosys
 // (tools/synth.sh). A configuration package, rtl/config/NAME/tpu_config_pkg.sv,
 // comes before them on the command line. Other lines are Verilator options.

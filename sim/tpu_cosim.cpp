@@ -4,7 +4,7 @@
 // reproducer, written as assembly next to its memory images and timing.
 //
 // Each program runs with the memory channels' latencies and bandwidths drawn
-// from its seed (rtl::random_timing, within what the RTL build's ports take),
+// from its seed (testing::random_timing, within what the RTL build's ports take),
 // unless --fixed-timing keeps the configuration's.
 //
 //   tpu-cosim --seed S [--count K] [--preset P] [--fixed-timing] [--out-dir D]
@@ -19,8 +19,8 @@
 #include "common/file_io.h"
 #include "common/plural.h"
 #include "common/npy.h"
-#include "rtl/random_program.h"
-#include "rtl/rtl_engine.h"
+#include "random_program/random_program.h"
+#include "rtl_engine/rtl_engine.h"
 
 namespace {
 
@@ -76,7 +76,7 @@ void write_reproducer(const std::string& dir, std::uint64_t seed, const ArchConf
                                  seed, d.message(), cfg.preset, timing_json(cfg), stem, prog.array_n);
   for (const isa::Instruction& in : prog.code) text += isa::disassemble(in) + "\n";
   // The windows random programs use; the rest of each memory is zero.
-  const rtl::Windows w;
+  const testing::Windows w;
   const std::size_t n = prog.array_n;
   const auto head = [](const auto& span, std::size_t count) {
     return std::vector<std::int8_t>(span.begin(), span.begin() + count);
@@ -119,10 +119,10 @@ int main(int argc, char** argv) {
     for (std::uint64_t s = seed; s < seed + count; ++s) {
       const ArchConfig cfg =
           fixed_timing ? base
-                       : rtl::random_timing(base, ports.host_bytes_per_cycle, ports.weight_bytes_per_cycle, s);
-      const isa::Program prog = rtl::random_program(cfg, s);
+                       : testing::random_timing(base, ports.host_bytes_per_cycle, ports.weight_bytes_per_cycle, s);
+      const isa::Program prog = testing::random_program(cfg, s);
       model::Memories init(cfg);
-      rtl::random_memories(init, s);
+      testing::random_memories(init, s);
       const Outcome out = cosimulate(cfg, prog, init);
       total_cycles += out.cycles;
       if (out.divergence) {

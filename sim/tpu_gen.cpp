@@ -20,7 +20,7 @@
 #include "isa/program.h"
 #include "model/activation.h"
 #include "model/run_log.h"
-#include "model/timing.h"
+#include "rtl_engine/port_widths.h"
 
 namespace {
 
@@ -206,12 +206,12 @@ std::string config_package(const tpu::ArchConfig& cfg) {
                        p.description);
   // Computed here rather than in tpu_core_pkg, whose parameters cannot refer
   // to another package's in Yosys.
-  s += "\n  // The memory ports' widths (src/model/timing.h): the latencies and bandwidths\n";
+  s += "\n  // The memory ports' widths (src/rtl_engine/port_widths.h): the latencies and bandwidths\n";
   s += "  // are tpu_core's inputs, bandwidths up to these many rows' bytes a cycle.\n";
   s += fmt::format("  localparam int unsigned HostRowsPerCycle = {};  // most host rows the host DMA moves in a cycle\n",
-                   tpu::model::rtl_host_rows_per_cycle(cfg));
+                   tpu::rtl::host_rows_per_cycle(cfg));
   s += fmt::format("  localparam int unsigned WeightRowsPerCycle = {};  // most tile rows the weight channel completes in a cycle\n",
-                   tpu::model::rtl_weight_rows_per_cycle(cfg));
+                   tpu::rtl::weight_rows_per_cycle(cfg));
   s += "\nendpackage\n";
   return s;
 }

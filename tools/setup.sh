@@ -130,7 +130,7 @@ fuzz_build() {
 }
 
 # The ASan/UBSan build takes the plain build's Verilated engines (not
-# instrumented in either build: sim/rtl/CMakeLists.txt) instead of compiling
+# instrumented in either build: src/rtl_engine/CMakeLists.txt) instead of compiling
 # them a second time.
 # Line tables only (-g1): the sanitizers' reports keep file and line, and the
 # build is some 10-15% faster than with full debug information.

@@ -21,10 +21,10 @@
 
 #include "config/arch_config.h"
 #include "isa/program.h"
+#include "model/fifo_occupancy.h"
 #include "model/memory_ports.h"
 #include "model/run_log.h"
 #include "model/signals.h"
-#include "model/weight_fifo.h"
 
 namespace tpu::model {
 
@@ -94,7 +94,7 @@ SC_MODULE(Controller) {
   std::uint32_t switches_issued_ = 0;
   // The weights' timeline, for MMC starts: each RW's tile arrival (its
   // reported completion), the cycle the shadow is free for the next tile,
-  // and the rows read with the active set (model/weight_fifo.h).
+  // and the rows read with the active set (model/fifo_occupancy.h).
   std::vector<Cycle> tile_arrival_;
   Cycle shadow_free_from_ = 0;
   ShadowFree shadow_;

@@ -71,7 +71,7 @@ struct GtkwSignal {
 // The text of a .gtkw that opens `dumpfile` (made absolute) with `clock` on
 // top and each signal under its group, groups in order of first appearance;
 // bits shown in binary, vectors up to 64 bits in decimal, wider ones in hex.
-// Shared by the SystemC waveform and the RTL's (sim/rtl/wave_files.h).
+// Shared by the SystemC waveform and the RTL's (waves/wave_files.h).
 std::string gtkw_save_file(const std::string& dumpfile, const std::string& clock,
                            const std::vector<GtkwSignal>& signals);
 

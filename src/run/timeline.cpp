@@ -7,7 +7,7 @@
 #include <map>
 
 #include "isa/isa.h"
-#include "model/weight_fifo.h"
+#include "model/fifo_occupancy.h"
 
 namespace tpu::run {
 namespace {
@@ -108,7 +108,7 @@ void Timeline::add_run(const std::string& name, const isa::Program& prog, const 
     }
   };
   std::vector<std::pair<model::Cycle, int>> fifo;
-  for (const model::FifoStep& s : model::weight_fifo_steps(cfg_, prog, log))
+  for (const model::FifoStep& s : model::fifo_occupancy(cfg_, prog, log))
     if (s.cycle < log.stats.cycles) fifo.emplace_back(s.cycle, s.delta);
   counter("array rows in flight", "rows", rows_in_flight);
   counter("weight FIFO occupancy", "tiles", fifo);

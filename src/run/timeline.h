@@ -17,7 +17,7 @@
 //   to the accumulators: row i of an MMC started at s is in flight in cycles
 //   s + i .. s + i + 2N), the weight FIFO's occupancy (tiles arrived from
 //   weight memory that have not started to shift into the shadow;
-//   model/weight_fifo.h) and weight tiles requested (RW issued, not yet taken
+//   model/fifo_occupancy.h) and weight tiles requested (RW issued, not yet taken
 //   by an MMC.S switch).
 // Time is the cycle at the configured clock: cycle t starts at t / clock_mhz
 // microseconds (the format's unit) and lasts 1 / clock_mhz.

@@ -26,7 +26,7 @@
 #include "model/run_log.h"
 #include "model/tpu.h"
 #include "perf_recount.h"
-#include "random_program.h"
+#include "random_program/random_program.h"
 #include "support/tier.h"
 
 namespace {

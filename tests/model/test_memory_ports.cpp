@@ -26,7 +26,7 @@
 #include "model/tpu.h"
 #include "model/weight_memory_target.h"
 #include "model_test_support.h"
-#include "random_program.h"
+#include "random_program/random_program.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include "common/npy.h"
 #include "compiler/gemm.h"
 #include "model/timing.h"
-#include "rtl_engine.h"
+#include "rtl_engine/rtl_engine.h"
 #include "support/tier.h"
 
 namespace {

@@ -11,7 +11,7 @@ package tpu_config_pkg;
   localparam int unsigned FifoDepth = 4;  // weight FIFO depth in tiles
   localparam int unsigned ActLatency = 2;  // activation unit pipeline depth in cycles
 
-  // The memory ports' widths (src/model/timing.h): the latencies and bandwidths
+  // The memory ports' widths (src/rtl_engine/port_widths.h): the latencies and bandwidths
   // are tpu_core's inputs, bandwidths up to these many rows' bytes a cycle.
   localparam int unsigned HostRowsPerCycle = 2;  // most host rows the host DMA moves in a cycle
   localparam int unsigned WeightRowsPerCycle = 2;  // most tile rows the weight channel completes in a cycle

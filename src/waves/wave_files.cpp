@@ -1,4 +1,4 @@
-#include "wave_files.h"
+#include "waves/wave_files.h"
 
 #include <fmt/format.h>
 

@@ -33,7 +33,7 @@ struct FifoStep {
 };
 
 // The shadow's side of the rule above, as MMCs start one after the other:
-// the controller predicts each MMC.S's start with it, weight_fifo_steps
+// the controller predicts each MMC.S's start with it, fifo_occupancy
 // derives the FIFO's curve from the records with it.
 class ShadowFree {
  public:
@@ -57,6 +57,6 @@ class ShadowFree {
   bool used_ = false;
 };
 
-std::vector<FifoStep> weight_fifo_steps(const ArchConfig& cfg, const isa::Program& prog, const RunLog& log);
+std::vector<FifoStep> fifo_occupancy(const ArchConfig& cfg, const isa::Program& prog, const RunLog& log);
 
 }  // namespace tpu::model

@@ -1,6 +1,6 @@
 // One Verilated build of tpu_core: TPU_RTL_VARIANT_NAME names its configuration
-// and TPU_RTL_TOP its Verilated class (set by sim/rtl/CMakeLists.txt).
-#include "rtl_harness.h"
+// and TPU_RTL_TOP its Verilated class (set by src/rtl_engine/CMakeLists.txt).
+#include "rtl_engine/rtl_harness.h"
 
 #define TPU_STR2(x) #x
 #define TPU_STR(x) TPU_STR2(x)

@@ -15,7 +15,7 @@
 #if VM_TRACE
 #include <verilated_vcd_c.h>
 
-#include "wave_files.h"
+#include "waves/wave_files.h"
 #endif
 
 #include <algorithm>
@@ -29,6 +29,7 @@
 #include "model/run_log.h"
 #include "model/timing.h"
 #include "model/tpu.h"
+#include "rtl_engine/port_widths.h"
 
 namespace tpu::rtl::detail {
 
@@ -126,7 +127,7 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
   top->host_latency_i = static_cast<std::uint32_t>(cfg.host_latency);
   top->host_bytes_per_cycle_i = static_cast<std::uint32_t>(cfg.host_bytes_per_cycle);
   top->weight_latency_i = static_cast<std::uint32_t>(cfg.weight_latency);
-  top->weight_bytes_per_cycle_i = static_cast<std::uint32_t>(model::rtl_weight_bytes_per_cycle(cfg));
+  top->weight_bytes_per_cycle_i = static_cast<std::uint32_t>(core_weight_bytes_per_cycle(cfg));
   top->rst_ni = 0;
   top->clk_i = 0;
   top->eval();

@@ -1,27 +1,28 @@
-#include "random_program.h"
-
+// random_program's mix (random_program.h): programs for a given machine,
+// every range inside fixed windows of its memories, from a 64-bit random
+// stream of the program's own seed.
 #include <algorithm>
-#include <random>
+#include <cstdint>
 #include <optional>
+#include <random>
 #include <utility>
 
-namespace tpu::rtl {
+#include "random_program/program_draw.h"
+#include "random_program/random_program.h"
+
+namespace tpu::testing {
 namespace {
 
-class Generator {
+class WindowMix : ProgramDraw {
  public:
-  Generator(const ArchConfig& cfg, std::uint64_t seed, const Windows& w)
-      : cfg_(cfg), w_(w), rng_(seed) {}
+  WindowMix(const ArchConfig& cfg, std::uint64_t seed, const Windows& w) : cfg_(cfg), w_(w), rng_(seed) {}
 
   isa::Program run() {
     isa::Program p;
-    p.array_n = static_cast<unsigned>(cfg_.array_n);
+    start(p, cfg_.array_n);
     const unsigned length = pick(1, 40);
-    for (unsigned i = 0; i < length; ++i) {
-      p.code.push_back(next());
-      geometry_.apply(p.code.back());  // as the controller sees it at the next issue
-    }
-    p.code.push_back(make(isa::Opcode::HLT, 0));
+    for (unsigned i = 0; i < length; ++i) append(p, next());
+    finish(p);
     return p;
   }
 
@@ -89,7 +90,7 @@ class Generator {
         default: return pick_signed(0, s - 1);
       }
     };
-    return make(isa::Opcode::CTAP, 0, origin(geometry_.in_h), origin(geometry_.in_w));
+    return make(isa::Opcode::CTAP, 0, origin(registers().in_h), origin(registers().in_w));
   }
 
   // CWIN win_h, win_w: mostly 1..4 each way; one in eight with one side up to
@@ -117,7 +118,7 @@ class Generator {
   // stay within a budget, so that a large window takes few rows.
   using RowRange = std::pair<std::uint64_t, std::uint64_t>;  // first, count
   std::optional<isa::Instruction> pool(const std::optional<RowRange>& over) {
-    const std::uint64_t map = geometry_.map_rows();
+    const std::uint64_t map = registers().map_rows();
     if (map > cfg_.ub_rows) return std::nullopt;
     std::uint64_t m = 0;
     if (map <= w_.ub_rows) {
@@ -129,7 +130,7 @@ class Generator {
     }
     constexpr std::uint64_t kBudget = 1024;  // rows * win_h * win_w, at least one row
     const std::uint64_t r =
-        pick(1, std::max<std::uint64_t>(1, std::min(w_.max_rows, kBudget / geometry_.window())));
+        pick(1, std::max<std::uint64_t>(1, std::min(w_.max_rows, kBudget / registers().window())));
     return make(isa::Opcode::POOL, pick(0, 1) ? isa::kFlagPoolAverage : 0,
                 static_cast<std::int64_t>(m), static_cast<std::int64_t>(base(w_.ub_rows, r)),
                 static_cast<std::int64_t>(r));
@@ -163,15 +164,6 @@ class Generator {
     return make(isa::Opcode::VSCL, 0, da, factor(), static_cast<std::int64_t>(pick(0, 4)));
   }
 
-  static isa::Instruction make(isa::Opcode op, std::uint8_t flags, std::int64_t a = 0,
-                               std::int64_t b = 0, std::int64_t c = 0) {
-    isa::Instruction in;
-    in.opcode = op;
-    in.flags = flags;
-    in.operands = {a, b, c};
-    return in;
-  }
-
   isa::Instruction next() {
     using isa::Opcode;
     const auto i64 = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
@@ -201,8 +193,8 @@ class Generator {
         case 4:
         case 5:
           // The FIFO plus the shadow hold fifo_depth + 1 tiles no switch has taken.
-          if (pending_ >= cfg_.fifo_depth + 1) continue;
-          ++pending_;
+          if (weights_full(cfg_)) continue;
+          read_weights();
           return make(Opcode::RW, 0, i64(pick(0, w_.weight_tiles - 1)));
         case 6:
         case 7:
@@ -210,12 +202,9 @@ class Generator {
           std::uint8_t flags = pick(0, 1) ? isa::kFlagMmcOverwrite : 0;
           // MMC.C reads the whole map from its ub_row: inside the window
           // when the map fits it, else inside the unified buffer.
-          const std::uint64_t map = geometry_.map_rows();
+          const std::uint64_t map = registers().map_rows();
           const bool convolve = map <= cfg_.ub_rows && pick(0, 1) != 0;
-          if (pending_ > 0 && pick(0, 2) != 0) {
-            flags |= isa::kFlagMmcSwitch;
-            --pending_;
-          }
+          if (can_switch() && pick(0, 2) != 0) flags |= take_switch();
           const std::uint64_t r = rows();
           if (!convolve)
             return make(Opcode::MMC, flags, i64(base(w_.ub_rows, r)), i64(base(w_.acc_rows, r)), i64(r));
@@ -226,12 +215,10 @@ class Generator {
         }
         case 9:
         case 10: {
-          static constexpr std::uint8_t kFunctions[] = {0, isa::kFlagActRelu, isa::kFlagActSigmoid,
-                                                        isa::kFlagActTanh};
           const std::uint64_t r = rows();
           const std::uint64_t ub = base(w_.ub_rows, r);
           if (pick(0, 3) == 0) act_rows_.emplace(ub, r);
-          return make(Opcode::ACT, kFunctions[pick(0, 3)], i64(base(w_.acc_rows, r)), i64(ub), i64(r));
+          return make(Opcode::ACT, kActivations[pick(0, 3)], i64(base(w_.acc_rows, r)), i64(ub), i64(r));
         }
         case 11: {
           const auto m = static_cast<std::int32_t>(static_cast<std::uint32_t>(rng_()));
@@ -254,12 +241,10 @@ class Generator {
         case 23: {
           // Operand B from the vector registers: its rows must fit the UB
           // window (with broadcast, its one row does).
-          static constexpr std::uint8_t kFunctions[] = {0, isa::kFlagActRelu, isa::kFlagActSigmoid,
-                                                        isa::kFlagActTanh};
           const std::uint64_t room =
-              geometry_.vec.broadcast ? w_.max_rows : w_.ub_rows - geometry_.vec.b_row;
+              registers().vec.broadcast ? w_.max_rows : w_.ub_rows - registers().vec.b_row;
           const std::uint64_t r = std::min(rows(), room);
-          return make(Opcode::VEC, kFunctions[pick(0, 3)], i64(base(w_.ub_rows, r)),
+          return make(Opcode::VEC, kActivations[pick(0, 3)], i64(base(w_.ub_rows, r)),
                       i64(base(w_.ub_rows, r)), i64(r));
         }
         default: return make(Opcode::NOP, 0);
@@ -270,8 +255,6 @@ class Generator {
   const ArchConfig& cfg_;
   const Windows& w_;
   std::mt19937_64 rng_;
-  std::uint64_t pending_ = 0;  // RWs no switch has taken yet
-  isa::ConvGeometry geometry_;  // the convolution registers after the instructions so far
   // The UB rows (first, count) of the ACT just emitted, when a POOL over them follows.
   std::optional<RowRange> act_rows_;
 };
@@ -279,43 +262,7 @@ class Generator {
 }  // namespace
 
 isa::Program random_program(const ArchConfig& cfg, std::uint64_t seed, const Windows& w) {
-  return Generator(cfg, seed, w).run();
+  return WindowMix(cfg, seed, w).run();
 }
 
-ArchConfig random_timing(const ArchConfig& cfg, std::uint64_t host_max, std::uint64_t weight_max,
-                         std::uint64_t seed) {
-  // A stream of its own, apart from the program's and the memories'.
-  std::mt19937_64 rng(seed ^ 0x7469'6d69'6e67ull);
-  const auto pick = [&](std::uint64_t own, std::uint64_t lo, std::uint64_t hi) {
-    own = std::clamp(own, lo, hi);
-    switch (std::uniform_int_distribution<int>(0, 7)(rng)) {
-      case 0: return own;
-      case 1: return lo;
-      case 2: return hi;
-      default: return std::uniform_int_distribution<std::uint64_t>(lo, hi)(rng);
-    }
-  };
-  ArchConfig out = cfg;
-  const std::uint64_t narrow = std::max<std::uint64_t>(1, cfg.array_n / 4);
-  out.host_latency = pick(cfg.host_latency, 0, std::max<std::uint64_t>(8, 2 * cfg.host_latency));
-  out.host_bytes_per_cycle = pick(cfg.host_bytes_per_cycle, std::min(narrow, host_max), host_max);
-  out.weight_latency = pick(cfg.weight_latency, 0, std::max<std::uint64_t>(8, 2 * cfg.weight_latency));
-  out.weight_bytes_per_cycle = pick(cfg.weight_bytes_per_cycle, std::min(narrow, weight_max), weight_max);
-  return out;
-}
-
-void random_memories(model::Memories& mem, std::uint64_t seed, const Windows& w) {
-  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
-  const auto fill = [&](auto* data, std::size_t count) {
-    for (std::size_t i = 0; i < count; ++i)
-      data[i] = static_cast<std::remove_reference_t<decltype(data[0])>>(rng());
-  };
-  fill(mem.host.data().data(), w.host_rows * mem.host.width());
-  fill(mem.weights.data().data(), w.weight_tiles * mem.weights.width());
-  fill(mem.ub.data().data(), w.ub_rows * mem.ub.width());
-  // Small accumulators, so that requantized values are not all saturated.
-  for (std::size_t i = 0; i < w.acc_rows * mem.acc.width(); ++i)
-    mem.acc.data()[i] = static_cast<std::int32_t>(rng() % 20001) - 10000;
-}
-
-}  // namespace tpu::rtl
+}  // namespace tpu::testing

@@ -1,5 +1,5 @@
 // The weight FIFO's occupancy derived from a run's retire records
-// (model/weight_fifo.h, the rules of docs/microarchitecture.md) against the
+// (model/fifo_occupancy.h, the rules of docs/microarchitecture.md) against the
 // SystemC model's own FIFO: the systolic array's fifo_count signal in the
 // detailed path's waveform, cycle by cycle, on random programs.
 #include <catch2/catch.hpp>
@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "isa/isa.h"
+#include "model/fifo_occupancy.h"
 #include "model/tpu.h"
-#include "model/weight_fifo.h"
 #include "model_test_support.h"
-#include "random_program.h"
+#include "random_program/random_program.h"
 
 namespace {
 
@@ -65,10 +65,10 @@ std::vector<std::pair<model::Cycle, std::uint64_t>> vcd_signal(const std::string
 }  // namespace
 
 TEST_CASE("The weight FIFO's occupancy from the retire records is the model's FIFO, cycle by cycle",
-          "[weight_fifo]") {
+          "[fifo_occupancy]") {
   testing::RandomProgramGenerator gen(20261203);
   const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("tpu_weight_fifo_" + std::to_string(::getpid()));
+                                    ("tpu_fifo_occupancy_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   unsigned with_tiles = 0, waited = 0;
   for (unsigned p = 0; p < 150; ++p) {
@@ -81,7 +81,7 @@ TEST_CASE("The weight FIFO's occupancy from the retire records is the model's FI
     opts.vcd_path = (dir / "run.vcd").string();
     const model::RunLog log = model::run_program(rp.cfg, rp.program, mem, opts);
     const auto model_fifo = vcd_signal(opts.vcd_path, "fifo_count");
-    const std::vector<model::FifoStep> steps = model::weight_fifo_steps(rp.cfg, rp.program, log);
+    const std::vector<model::FifoStep> steps = model::fifo_occupancy(rp.cfg, rp.program, log);
     // Both as the value in every cycle of the run.
     std::vector<std::int64_t> derived(log.stats.cycles + 1, 0), dumped(log.stats.cycles + 1, 0);
     for (const model::FifoStep& s : steps)
@@ -124,7 +124,7 @@ TEST_CASE("The weight FIFO's occupancy from the retire records is the model's FI
 
 // Issue 25: the simulation stops inside the run's last cycle, before SystemC
 // samples the values written in it, so the waveform ended one cycle early.
-TEST_CASE("The waveform holds the run's last cycle", "[weight_fifo][waveform]") {
+TEST_CASE("The waveform holds the run's last cycle", "[fifo_occupancy][waveform]") {
   // RW then HLT: the weight DMA's command and the controller's pc change in
   // HLT's cycle, the run's last (cycles - 1).
   ArchConfig cfg = preset_config("small4");

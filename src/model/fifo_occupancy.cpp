@@ -1,4 +1,4 @@
-#include "model/weight_fifo.h"
+#include "model/fifo_occupancy.h"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 
 namespace tpu::model {
 
-std::vector<FifoStep> weight_fifo_steps(const ArchConfig& cfg, const isa::Program& prog, const RunLog& log) {
+std::vector<FifoStep> fifo_occupancy(const ArchConfig& cfg, const isa::Program& prog, const RunLog& log) {
   const Cycle n = cfg.array_n;
   std::vector<Cycle> arrival;    // per RW, in issue order: in the FIFO from then (kNever: not arrived)
   std::vector<Cycle> shadow_free;  // per switch k: the shadow is free for tile k + 1 from then

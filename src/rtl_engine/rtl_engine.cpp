@@ -1,4 +1,4 @@
-#include "rtl_engine.h"
+#include "rtl_engine/rtl_engine.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -6,7 +6,8 @@
 #include <map>
 #include <stdexcept>
 
-#include "rtl_harness.h"
+#include "rtl_engine/port_widths.h"
+#include "rtl_engine/rtl_harness.h"
 
 namespace tpu::rtl {
 
@@ -131,8 +132,8 @@ std::optional<PortWidths> port_widths(const ArchConfig& cfg) {
   const Build* build = find_build(cfg);
   if (build == nullptr) return std::nullopt;
   const ArchConfig built = build->config();
-  return PortWidths{model::rtl_host_rows_per_cycle(built) * cfg.array_n,
-                    model::rtl_weight_rows_per_cycle(built) * cfg.array_n};
+  return PortWidths{host_rows_per_cycle(built) * cfg.array_n,
+                    weight_rows_per_cycle(built) * cfg.array_n};
 }
 
 namespace {
@@ -183,7 +184,7 @@ std::string unavailable(const ArchConfig& cfg) {
   if (cfg.host_bytes_per_cycle > ports->host_bytes_per_cycle)
     why.push_back(fmt::format("host_bytes_per_cycle {} > {}", cfg.host_bytes_per_cycle,
                               ports->host_bytes_per_cycle));
-  if (model::rtl_weight_bytes_per_cycle(cfg) > ports->weight_bytes_per_cycle)
+  if (core_weight_bytes_per_cycle(cfg) > ports->weight_bytes_per_cycle)
     why.push_back(fmt::format("weight_bytes_per_cycle {} > {}", cfg.weight_bytes_per_cycle,
                               ports->weight_bytes_per_cycle));
   if (why.empty()) return {};

@@ -5,8 +5,8 @@
 // (CMake); a configuration matches a build when every parameter fixed in the
 // RTL (ArchParam::fixed_in_rtl) is equal. The memory channels' latencies and
 // bandwidths are inputs of the core, so a build runs any of them its memory
-// ports are wide enough for (model::rtl_host_rows_per_cycle and
-// rtl_weight_rows_per_cycle of the build's configuration).
+// ports are wide enough for (host_rows_per_cycle and weight_rows_per_cycle
+// of the build's configuration, port_widths.h).
 #pragma once
 
 #include <optional>
@@ -57,7 +57,7 @@ std::string no_waveforms_reason(const ArchConfig& cfg);
 // Runs on the RTL; throws std::runtime_error when no build matches `cfg`.
 // With opts.vcd_path set, writes the waveform of every signal of tpu_core
 // there (.vcd appended if missing) and a GTKWave save file (.gtkw) beside
-// it, whole or not at all (wave_files.h); needs has_waveforms(cfg).
+// it, whole or not at all (waves/wave_files.h); needs has_waveforms(cfg).
 model::RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,
                           const model::RunOptions& opts = {});
 
