@@ -9,17 +9,6 @@
 
 namespace tpu::compiler::onchip {
 
-std::vector<std::int64_t> folded_bias(const Layer& l, std::int32_t zin) {
-  const std::uint64_t nout = l.weight_shape.back(), k_rows = l.weights.size() / nout;
-  std::vector<std::int64_t> bias(nout, 0);
-  for (std::uint64_t o = 0; o < nout; ++o) {
-    std::int64_t sum = 0;
-    for (std::uint64_t k = 0; k < k_rows; ++k) sum += weight_at(l, k, o);
-    bias[o] = wrap32((l.bias.empty() ? 0 : l.bias[o]) - std::int64_t{zin} * sum);
-  }
-  return bias;
-}
-
 std::uint64_t OnChip::tile(std::vector<std::int8_t> t) { return tiles_.add(t); }
 
 // The tiles of the passes over the constant plane (lanes 1, 127, ..., 127)

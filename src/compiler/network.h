@@ -74,6 +74,16 @@ struct Layer {
 };
 
 
+// Conv2d or dense weights as a K x Nout matrix: row k, column o.
+inline std::int8_t weight_at(const Layer& l, std::uint64_t k, std::uint64_t o) {
+  return l.weights[k * l.weight_shape.back() + o];
+}
+
+// A conv2d's or dense layer's folded bias per output: b - z_in * (the sum of
+// the weights feeding it), wrapped to int32 (docs/quantization.md); both
+// network compilers' (quant.cpp).
+std::vector<std::int64_t> folded_bias(const Layer& l, std::int32_t zin);
+
 struct Network {
   std::string name;
   std::vector<std::size_t> input_shape;  // one sample: {features} or {H, W, C}

@@ -59,15 +59,6 @@ struct Job {
   Band band;
 };
 
-// Conv2d or dense weights as a K x Nout matrix: row k, column o.
-inline std::int8_t weight_at(const Layer& l, std::uint64_t k, std::uint64_t o) {
-  return l.weights[k * l.weight_shape.back() + o];
-}
-
-// A conv2d's or dense layer's folded bias per output: b - z_in * (the sum of
-// the weights feeding it), wrapped to int32 (docs/quantization.md).
-std::vector<std::int64_t> folded_bias(const Layer& l, std::int32_t zin);
-
 // A band of a layer that reads or writes a spilled map: output rows
 // [y0, y0 + rows) and the input rows [r0, r1) it reads (those of the map).
 struct SpillBand {

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "compiler/gemm.h"
+#include "compiler/network.h"
 
 namespace tpu::compiler {
 
@@ -140,6 +141,17 @@ VecParams affine_vec(const QuantParams& x, double alpha, double beta, const Quan
   p.da = static_cast<std::int32_t>(d_real) - p.db;
   p.requant = requant_from_multiplier(s / t.scale, t.zero_point);
   return p;
+}
+
+std::vector<std::int64_t> folded_bias(const Layer& l, std::int32_t zin) {
+  const std::uint64_t nout = l.weight_shape.back(), k_rows = l.weights.size() / nout;
+  std::vector<std::int64_t> bias(nout, 0);
+  for (std::uint64_t o = 0; o < nout; ++o) {
+    std::int64_t sum = 0;
+    for (std::uint64_t k = 0; k < k_rows; ++k) sum += weight_at(l, k, o);
+    bias[o] = wrap32((l.bias.empty() ? 0 : l.bias[o]) - std::int64_t{zin} * sum);
+  }
+  return bias;
 }
 
 }  // namespace tpu::compiler

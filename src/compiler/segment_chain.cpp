@@ -19,17 +19,9 @@ namespace {
 //   sum_f (x_f - z) w_fo + b_o = sum_f x_f w_fo + (b_o - z sum_f w_fo);
 // empty when it is zero everywhere.
 std::vector<std::int32_t> folded_bias(const ChainLayer& cl, std::int64_t z_in) {
-  const Layer& l = *cl.layer;
-  std::vector<std::int32_t> total(cl.n_out);
-  bool any = false;
-  for (std::uint64_t o = 0; o < cl.n_out; ++o) {
-    std::int64_t colsum = 0;
-    for (std::uint64_t f = 0; f < cl.k; ++f) colsum += weight_at(l, f, o, cl.n_out);
-    const std::int64_t b = l.bias.empty() ? 0 : l.bias[o];
-    total[o] = wrap32(b - z_in * colsum);
-    any = any || total[o] != 0;
-  }
-  if (!any) total.clear();
+  const std::vector<std::int64_t> folded = compiler::folded_bias(*cl.layer, static_cast<std::int32_t>(z_in));
+  std::vector<std::int32_t> total(folded.begin(), folded.end());  // each already wrapped to int32
+  if (std::all_of(total.begin(), total.end(), [](std::int32_t b) { return b == 0; })) total.clear();
   return total;
 }
 

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 
-#include "compiler/batch_tensor.h"
 #include "compiler/host_layout.h"
 #include "compiler/shapes.h"
 
@@ -92,7 +91,7 @@ std::vector<std::int8_t> segments_host_image(const NetworkPlan& plan, const Segm
 
 Tensor segments_output(const NetworkPlan& plan, const SegmentPlan& seg, const std::int8_t* host) {
   const std::uint64_t n = seg.array_n;
-  Tensor y = zero_batch(plan.batch, seg.out_shape, seg.out_int32);  // out_rows x out_cols values
+  Tensor y = output_tensor(plan, seg, plan.batch * element_count(seg.out_shape));  // out_rows x out_cols values
   const std::uint64_t per = seg.out_int32 ? isa::kHostRowsPerAccRow : 1;
   for (std::uint64_t m = 0; m < seg.out_rows; ++m)
     for (std::uint64_t o = 0; o < seg.out_cols; ++o) {

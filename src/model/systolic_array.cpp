@@ -302,17 +302,8 @@ void SystolicArray::tick_fast(Cycle now) {
     jobs_.pop_front();
     retired_now_ = true;
   }
-  if (tile_push.read().valid) {
-    const std::int8_t* t = tile_push.read().data;
-    fifo_.emplace_back(t, t + n_ * n_);
-  }
-  handle_command(now);
-  try_start(now);
-  run_loader(now);
-  if (retired_now_ || !jobs_.empty()) ++stats_.busy_cycles;
-  tiles_popped.write(popped_);
-  tiles_loaded.write(loaded_);
-  fifo_count.write(static_cast<std::uint32_t>(fifo_.size()));
+  accept_and_load(now);
+  count_busy_and_publish();
   counters_changed_ = popped_ != popped || loaded_ != loaded;
 }
 
@@ -321,6 +312,15 @@ void SystolicArray::tick() {
   if (fast_) return tick_fast(now);
   if (traced_) sample_edges(now);
   write_accumulators(now);
+  accept_and_load(now);
+  read_row(now);
+  step_pes(now);
+  count_busy_and_publish();
+}
+
+// Both paths, each cycle: take the tile the weight DMA pushes into the FIFO,
+// the controller's command, start an MMC and run the weight loader.
+void SystolicArray::accept_and_load(Cycle now) {
   if (tile_push.read().valid) {
     const std::int8_t* t = tile_push.read().data;
     fifo_.emplace_back(t, t + n_ * n_);
@@ -328,9 +328,11 @@ void SystolicArray::tick() {
   handle_command(now);
   try_start(now);
   run_loader(now);
-  read_row(now);
-  step_pes(now);
-  // Busy from an MMC's start to its completion cycle, as every unit.
+}
+
+// Busy from an MMC's start to its completion cycle, as every unit; the tile
+// counters and the FIFO's occupancy to the controller.
+void SystolicArray::count_busy_and_publish() {
   if (retired_now_ || !jobs_.empty()) ++stats_.busy_cycles;
   tiles_popped.write(popped_);
   tiles_loaded.write(loaded_);

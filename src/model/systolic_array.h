@@ -101,6 +101,8 @@ SC_MODULE(SystolicArray) {
 
   void tick();
   void tick_fast(Cycle now);
+  void accept_and_load(Cycle now);
+  void count_busy_and_publish();
   void compute_mmc(const Job& job);
   // Row i of an MMC: UB[ub_row + i]; for MMC.C the UB row or the padding row
   // (in pad_row_) that the convolution geometry names for output pixel i.
