@@ -11,6 +11,13 @@ namespace tpu::compiler::onchip {
 
 std::uint64_t OnChip::tile(std::vector<std::int8_t> t) { return tiles_.add(t); }
 
+const std::vector<std::int64_t>& OnChip::layer_bias(std::size_t i, std::int32_t zin) {
+  const auto key = std::make_pair(i, zin);
+  auto it = bias_cache_.find(key);
+  if (it == bias_cache_.end()) it = bias_cache_.emplace(key, folded_bias(net_.layers[i], zin)).first;
+  return it->second;
+}
+
 // The tiles of the passes over the constant plane (lanes 1, 127, ..., 127)
 // that put bias[go*N + j] into accumulator column j: each pass carries up to
 // 127 + 127*127*(N-1) per column, as one digit on the lane of 1 and the rest

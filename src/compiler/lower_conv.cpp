@@ -67,7 +67,7 @@ void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {
   const bool depthwise = s.depthwise, host_im2col = s.host_im2col, pointwise = s.pointwise;
   const std::uint64_t taps = s.taps, gin = s.gin, rounds = s.rounds;
   const std::int32_t zin = in.quant.zero_point;
-  const std::vector<std::int64_t> bias = folded_bias(l, zin);
+  const std::vector<std::int64_t>& bias = layer_bias(i, zin);
   const std::uint64_t op_pixels = yp.pixels;
   const std::uint64_t per = samples_per_piece(op_pixels);
   std::vector<std::uint64_t> tiles;

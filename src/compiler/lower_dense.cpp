@@ -14,7 +14,7 @@ void OnChip::lower_dense(std::size_t i, std::uint64_t bc) {
   const Place& xp = places_[base_of(x)];
   const Place& yp = places_[i + 1];
   const std::uint64_t nout = l.weight_shape[1];
-  const std::vector<std::int64_t> bias = folded_bias(l, infos_[x].quant.zero_point);
+  const std::vector<std::int64_t>& bias = layer_bias(i, infos_[x].quant.zero_point);
   const bool gather = flattened_map(x);
   const std::uint64_t per = samples_per_piece(1);
   for (std::uint64_t go = 0; go < yp.groups; ++go) {

@@ -201,7 +201,7 @@ void OnChip::lower_conv_spill(std::size_t i) {
   const ConvShape s = conv_shape(i);
   const bool flat = s.host_im2col || s.pointwise;
   const std::int32_t zin = infos_[x].quant.zero_point;
-  const std::vector<std::int64_t> bias = folded_bias(l, zin);
+  const std::vector<std::int64_t>& bias = layer_bias(i, zin);
   const std::vector<SpillBand> bands = spill_bands(i);
   const std::uint64_t out_off = slot_rows(i, bands[0].rows) - (yp.host ? bands[0].rows * yp.w : 0);
   std::vector<std::uint64_t> tiles;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -147,6 +148,9 @@ class OnChip {
   // --- lowering: biases and the constant plane (lower_bias.cpp) ---
   std::uint64_t tile(std::vector<std::int8_t> t);
   std::vector<std::uint64_t> bias_tiles(const std::vector<std::int64_t>& bias, std::uint64_t go);
+  // Layer i's folded bias with input zero point zin (folded_bias), computed
+  // once: every chunk and band of the layer lowers with it.
+  const std::vector<std::int64_t>& layer_bias(std::size_t i, std::int32_t zin);
   void bias_passes(const std::vector<std::uint64_t>& tiles, std::uint64_t acc, std::uint64_t samples,
                    std::uint64_t pixels, std::size_t layer);
   void lower_const();
@@ -194,6 +198,7 @@ class OnChip {
   std::vector<TensorInfo> infos_;
   std::vector<Place> places_;
   std::vector<std::vector<std::size_t>> readers_;  // per base tensor: the layers that read it
+  std::map<std::pair<std::size_t, std::int32_t>, std::vector<std::int64_t>> bias_cache_;  // layer_bias
   std::optional<std::size_t> im2col_;               // the layer whose im2col the host lays out
   bool needs_const_ = false;
   std::uint64_t const_ub_ = 0, const_rows_ = 0;

@@ -24,26 +24,41 @@ std::vector<std::int8_t> on_chip_host_image(const NetworkPlan& plan, const OnChi
   const std::int32_t zin = info.quant.zero_point;
   const Layer* conv = seg.in_im2col ? &plan.net.layers[seg.in_im2col_layer] : nullptr;
   const std::uint64_t ow = conv ? plan.infos[seg.in_im2col_layer + 1].shape[1] : w;
-  const auto value = [&](std::uint64_t s, std::uint64_t p, std::uint64_t f) -> std::int8_t {
-    if (!conv) return static_cast<std::int8_t>(input.data[(s * h * w + p) * c + f]);
-    const std::uint64_t ci = f % c, tap = f / c;
-    const std::int64_t y = static_cast<std::int64_t>((p / ow) * conv->stride_h + tap / conv->kernel_w) - conv->pad_top;
-    const std::int64_t x = static_cast<std::int64_t>((p % ow) * conv->stride_w + tap % conv->kernel_w) - conv->pad_left;
-    if (y < 0 || x < 0 || y >= static_cast<std::int64_t>(h) || x >= static_cast<std::int64_t>(w))
-      return static_cast<std::int8_t>(zin);
-    return static_cast<std::int8_t>(input.data[((s * h + static_cast<std::uint64_t>(y)) * w + static_cast<std::uint64_t>(x)) * c + ci]);
-  };
   const std::uint64_t lanes = conv ? std::uint64_t{conv->kernel_h} * conv->kernel_w * c : c;
+  // Lanes [g * n, g * n + n) of pixel p of sample s: the input's channels,
+  // or the im2col of the first convolution (lane f: tap f / c, channel f % c;
+  // the input's zero point outside the map).
+  const auto fill_row = [&](std::int8_t* row, std::uint64_t s, std::uint64_t p, std::uint64_t g) {
+    const std::uint64_t f0 = g * n, count = std::min(n, lanes - f0);
+    if (!conv) {
+      const std::int32_t* x = &input.data[(s * h * w + p) * c + f0];
+      for (std::uint64_t j = 0; j < count; ++j) row[j] = static_cast<std::int8_t>(x[j]);
+      return;
+    }
+    const std::int64_t y0 = static_cast<std::int64_t>((p / ow) * conv->stride_h) - conv->pad_top;
+    const std::int64_t x0 = static_cast<std::int64_t>((p % ow) * conv->stride_w) - conv->pad_left;
+    std::uint64_t tap = f0 / c, ci = f0 % c;
+    for (std::uint64_t j = 0; j < count; ++j) {
+      const std::int64_t y = y0 + static_cast<std::int64_t>(tap / conv->kernel_w);
+      const std::int64_t x = x0 + static_cast<std::int64_t>(tap % conv->kernel_w);
+      row[j] = y < 0 || x < 0 || y >= static_cast<std::int64_t>(h) || x >= static_cast<std::int64_t>(w)
+                   ? static_cast<std::int8_t>(zin)
+                   : static_cast<std::int8_t>(input.data[((s * h + static_cast<std::uint64_t>(y)) * w +
+                                                          static_cast<std::uint64_t>(x)) * c + ci]);
+      if (++ci == c) {
+        ci = 0;
+        ++tap;
+      }
+    }
+  };
   const std::uint64_t b = seg.chunk_units;
   for (std::uint64_t ch = 0; ch * b < seg.units; ++ch) {
     const std::uint64_t bc = std::min(b, seg.units - ch * b);
     const std::uint64_t base = ch * b * seg.in_groups * seg.in_pixels;
-    for (std::uint64_t g = 0; g < seg.in_groups; ++g)
+    for (std::uint64_t g = 0; g < seg.in_groups && g * n < lanes; ++g)
       for (std::uint64_t s = 0; s < bc; ++s)
-        for (std::uint64_t p = 0; p < seg.in_pixels; ++p) {
-          std::int8_t* row = &host[(base + (g * bc + s) * seg.in_pixels + p) * n];
-          for (std::uint64_t j = 0; j < n && g * n + j < lanes; ++j) row[j] = value(ch * b + s, p, g * n + j);
-        }
+        for (std::uint64_t p = 0; p < seg.in_pixels; ++p)
+          fill_row(&host[(base + (g * bc + s) * seg.in_pixels + p) * n], ch * b + s, p, g);
   }
   return host;
 }
