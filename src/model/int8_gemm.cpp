@@ -262,7 +262,7 @@ PackedWeights pack_weights(const std::int8_t* w, std::size_t n, GemmKernel kerne
         for (std::size_t j = 0; j < nu; ++j)
           v[((j / 16) * pairs + k / 2) * 32 + (j % 16) * 2 + k % 2] = w[k * n + j];
       p.bytes.resize(v.size() * 2);
-      std::memcpy(p.bytes.data(), v.data(), p.bytes.size());
+      if (!v.empty()) std::memcpy(p.bytes.data(), v.data(), p.bytes.size());  // none for an all-zero tile
       break;
     }
     case GemmKernel::Avx512Vnni: {
