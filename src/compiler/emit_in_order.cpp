@@ -9,10 +9,6 @@ using isa::Opcode;
 
 namespace {
 
-bool same_requant(const model::Requant& x, const model::Requant& y) {
-  return x.multiplier == y.multiplier && x.shift == y.shift && x.zero_point == y.zero_point;
-}
-
 bool is_switch(const onchip::Op& op) {
   return op.opcode == Opcode::MMC && (op.flags & isa::kFlagMmcSwitch);
 }
@@ -25,6 +21,7 @@ void emit_in_order(const OpList& ops, const ArchConfig& cfg, std::optional<model
   for (const OpList::Line& line : ops.lines())
     if (line.op && is_switch(*line.op)) order.push_back(line.op->tile);
   WeightPrefetcher prefetch(e, std::move(order), cfg.fifo_depth);
+  RequantRegister q(e, requant);
   std::size_t switches = 0, layer = 0;
   for (const OpList::Line& line : ops.lines()) {
     if (!line.op) {
@@ -38,10 +35,7 @@ void emit_in_order(const OpList& ops, const ArchConfig& cfg, std::optional<model
     layer = op.layer;
     e.set_layer(layer);
     if (is_switch(op)) prefetch.before_use(switches++);
-    if (op.requant && (!requant || !same_requant(*requant, *op.requant))) {
-      e.emit(Opcode::SETQ, 0, op.requant->multiplier, op.requant->shift, op.requant->zero_point);
-      requant = *op.requant;
-    }
+    if (op.requant) q.set(*op.requant);
     if (op.opcode != Opcode::SETQ) e.emit(op.opcode, op.flags, op.a, op.b, op.c);
   }
   e.set_layer(layer);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,25 @@ class WeightPrefetcher {
   std::vector<std::uint64_t> order_;
   std::uint64_t ahead_;
   std::size_t next_ = 0;
+};
+
+// The requantization register as a program sets it: SETQ only where an
+// ACT, VEC or POOL.A needs other values than the register holds (`held`: what
+// it holds at the program's start, if known).
+class RequantRegister {
+ public:
+  explicit RequantRegister(Emitter& e, std::optional<model::Requant> held = std::nullopt)
+      : e_(e), held_(held) {}
+  void set(const model::Requant& q) {
+    if (held_ && held_->multiplier == q.multiplier && held_->shift == q.shift && held_->zero_point == q.zero_point)
+      return;
+    e_.emit(isa::Opcode::SETQ, 0, q.multiplier, q.shift, q.zero_point);
+    held_ = q;
+  }
+
+ private:
+  Emitter& e_;
+  std::optional<model::Requant> held_;
 };
 
 // The ACT instruction's flags for an activation function.

@@ -158,13 +158,6 @@ class Scheduler {
     geo_ = next;
   }
 
-  void set_requant(const model::Requant& q) {
-    if (q_ && q_->multiplier == q.multiplier && q_->shift == q.shift && q_->zero_point == q.zero_point)
-      return;
-    e_.emit(Opcode::SETQ, 0, q.multiplier, q.shift, q.zero_point);
-    q_ = q;
-  }
-
   // VSRC and VSCL where the vector registers differ from what the VEC needs.
   void set_vec(const isa::VecRegs& v) {
     if (!vec_ || vec_->b_row != v.b_row || vec_->broadcast != v.broadcast || vec_->za != v.za || vec_->zb != v.zb)
@@ -184,12 +177,12 @@ class Scheduler {
         break;
       case Opcode::POOL:
         set_geometry(*op.geometry, true);
-        if (op.flags & isa::kFlagPoolAverage) set_requant(*op.requant);
+        if (op.flags & isa::kFlagPoolAverage) q_.set(*op.requant);
         break;
-      case Opcode::ACT: set_requant(*op.requant); break;
+      case Opcode::ACT: q_.set(*op.requant); break;
       case Opcode::VEC:
         set_vec(op.geometry->vec);
-        set_requant(*op.requant);
+        q_.set(*op.requant);
         break;
       case Opcode::RHM:
       case Opcode::WHM: host_free_ = std::max(host_free_, clock_) + duration_of(op); break;
@@ -227,7 +220,7 @@ class Scheduler {
   std::vector<std::pair<std::size_t, std::uint64_t>> band_loads_;  // emitted band loads, their completion
   std::optional<isa::ConvGeometry> geo_;
   std::optional<std::pair<std::uint32_t, std::uint32_t>> win_;
-  std::optional<model::Requant> q_;
+  RequantRegister q_{e_};
   std::optional<isa::VecRegs> vec_;
 };
 
