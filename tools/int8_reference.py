@@ -9,7 +9,8 @@ point (no im2col, no bias folding), then the int32 wrap of the accumulators,
 the requantization q(a) and the activation tables of the ISA (docs/isa.md,
 taken from tools/make_program_data.py, the reference of the example
 programs), with the multiplier and shift derived from the scales as
-docs/quantization.md says. Max-pool and flatten act on the int8 values;
+docs/quantization.md says; a dense layer of several inputs (a recurrent
+layer's gate) takes them side by side as its K features. Max-pool and flatten act on the int8 values;
 average pooling requantizes the window sums of x - z_in; add requantizes a
 weighted sum of its two inputs; concat requantizes each input's weighted
 x - z; mul and affine (the vector unit) requantize (a - z_a)(b - z_b) and
@@ -109,12 +110,22 @@ def pair(v, default=None):
     return (v, v) if isinstance(v, int) else tuple(v)
 
 
-def dense(x, layer, base, zin, in_scale):
+def dense(inputs, layer, base):
+    """Every input's (x - z) side by side as the K features (the first input's pixel
+    `pixel` only when the layer has one: a map's pixels are row-major), times W: the
+    accumulators of all inputs at the first input's scale (docs/quantization.md,
+    "Recurrent layers")."""
     w = load_npy(base, layer["weights"], np.int8, 2).astype(np.int64)
-    acc = (x.astype(np.int64) - zin) @ w
+    parts = []
+    for j, x in enumerate(inputs):
+        v = x.values.astype(np.int64) - x.zero_point
+        if j == 0 and "pixel" in layer:
+            v = v.reshape(v.shape[0], -1, v.shape[-1])[:, layer["pixel"], :]
+        parts.append(v.reshape(v.shape[0], -1))
+    acc = np.concatenate(parts, axis=1) @ w
     if "bias" in layer:
         acc = acc + load_npy(base, layer["bias"], np.int32, 1).astype(np.int64)
-    return finish(acc, in_scale, layer)
+    return finish(acc, inputs[0].scale, layer)
 
 
 def window(xp, dy, dx, oh, ow, sh, sw):
@@ -343,7 +354,7 @@ def apply(layer, inputs, base):
     t = layer["type"]
     x = inputs[0]
     if t == "dense":
-        return weighted(dense(x.values, layer, base, x.zero_point, x.scale), layer, x)
+        return weighted(dense(inputs, layer, base), layer, x)
     if t == "conv2d":
         return weighted(conv2d(x.values, layer, base, x.zero_point, x.scale), layer, x)
     if t == "maxpool2d":
@@ -399,7 +410,7 @@ def run(model_path, x):
         arity = 2 if t in ("add", "mul") else 1
         if t == "concat" and len(sources) < 2:
             raise ValueError(f"{where}: concat takes 2 inputs or more, not {len(sources)}")
-        if t != "concat" and len(sources) != arity:
+        if t not in ("concat", "dense") and len(sources) != arity:
             takes = "2 inputs" if arity == 2 else "1 input"
             raise ValueError(f"{where}: {t} takes {takes}, not {len(sources)}")
         for name in sources:

@@ -26,12 +26,36 @@ void need_map(const TensorInfo& in, const std::string& what, const char* kind) {
                                    shape_text(in.shape)));
 }
 
-TensorInfo infer_gemm(const Layer& l, const TensorInfo& cur, const std::string& what) {
+// The K rows a dense layer reads: its inputs' features in order, of the
+// first input's pixel `l.pixel` only when it is set (docs/quantization.md,
+// "Recurrent layers").
+std::size_t dense_k(const Layer& l, const std::vector<std::size_t>& ids, const std::vector<TensorInfo>& infos,
+                    const std::string& what) {
+  std::size_t k = 0;
+  for (std::size_t j = 0; j < ids.size(); ++j) {
+    const TensorInfo& in = infos[ids[j]];
+    if (j == 0 && l.pixel >= 0) {
+      if (in.shape.size() != 3)
+        throw CompileError(fmt::format("{}: a dense layer reading pixel {} needs an HxWxC input, got {}", what,
+                                       l.pixel, shape_text(in.shape)));
+      if (static_cast<std::uint64_t>(l.pixel) >= std::uint64_t{in.shape[0]} * in.shape[1])
+        throw CompileError(fmt::format("{}: pixel {} is outside the {} input", what, l.pixel,
+                                       shape_text(in.shape)));
+      k += in.shape[2];
+      continue;
+    }
+    if (in.shape.size() != 1)
+      throw CompileError(fmt::format("{}: a dense layer needs a 1-D input (add a flatten), got {}",
+                                     what, shape_text(in.shape)));
+    k += in.shape[0];
+  }
+  return k;
+}
+
+// `dense_in`: a dense layer's K (dense_k); conv2d reads `cur`.
+TensorInfo infer_gemm(const Layer& l, const TensorInfo& cur, std::size_t dense_in, const std::string& what) {
   TensorInfo out;
   const bool dense = l.kind == LayerKind::Dense;
-  if (dense && cur.shape.size() != 1)
-    throw CompileError(fmt::format("{}: a dense layer needs a 1-D input (add a flatten), got {}",
-                                   what, shape_text(cur.shape)));
   if (!dense) need_map(cur, what, "a conv2d layer");
   const std::size_t rank = dense ? 2 : 4;
   if (l.weight_shape.size() != rank)
@@ -43,7 +67,7 @@ TensorInfo infer_gemm(const Layer& l, const TensorInfo& cur, const std::string& 
   if (l.weights.size() != element_count(l.weight_shape))
     throw CompileError(fmt::format("{}: {} for shape {}", what, plural(l.weights.size(), "weight"),
                                    shape_text(l.weight_shape)));
-  const std::size_t have = dense ? cur.shape[0] : cur.shape[2];
+  const std::size_t have = dense ? dense_in : cur.shape[2];
   if (!dense && l.groups != 1) {
     if (l.groups != have)
       throw CompileError(fmt::format(
@@ -236,7 +260,9 @@ void check_reads(const Layer& l, std::size_t i, const std::vector<std::size_t>& 
   const std::size_t want = l.kind == LayerKind::Add || l.kind == LayerKind::Mul ? 2 : 1;
   if (l.kind == LayerKind::Concat && ids.size() < 2)
     throw CompileError(fmt::format("{}: concat reads 2 inputs or more, not {}", what, ids.size()));
-  if (l.kind != LayerKind::Concat && ids.size() != want)
+  if (l.pixel != -1 && (l.kind != LayerKind::Dense || l.pixel < 0))
+    throw CompileError(fmt::format("{}: pixel {}: only a dense layer reads one pixel (or -1: none)", what, l.pixel));
+  if (l.kind != LayerKind::Concat && l.kind != LayerKind::Dense && ids.size() != want)
     throw CompileError(fmt::format("{}: {} reads {}, not {}", what, layer_kind_name(l.kind),
                                    plural(want, "input"), ids.size()));
   for (std::size_t id : ids) {
@@ -316,8 +342,8 @@ std::vector<TensorInfo> infer_network(const Network& net, bool check_unread) {
     const TensorInfo& cur = infos[ids[0]];
     TensorInfo out;
     switch (l.kind) {
-      case LayerKind::Dense:
-      case LayerKind::Conv2d: out = infer_gemm(l, cur, what); break;
+      case LayerKind::Dense: out = infer_gemm(l, cur, dense_k(l, ids, infos, what), what); break;
+      case LayerKind::Conv2d: out = infer_gemm(l, cur, 0, what); break;
       case LayerKind::MaxPool2d:
       case LayerKind::AvgPool2d:
       case LayerKind::GlobalAvgPool2d: out = infer_pool(l, cur, what); break;

@@ -27,8 +27,12 @@ std::int32_t finish(std::int64_t acc, const Layer& l, double in_scale) {
   return reference_activate(reference_requantize(a, q), l.act, q.zero_point);
 }
 
-Tensor dense(const Layer& l, const TensorInfo& in, const Tensor& x) {
-  const std::size_t k = l.weight_shape[0], n_out = l.weight_shape[1], batch = x.batch();
+// A dense layer of one input or more: its K rows are the inputs' features in
+// order, of the first input's pixel `l.pixel` only when that is set, each
+// input read at its own zero point; the requantization is the first input's
+// (docs/quantization.md, "Recurrent layers").
+Tensor dense(const Layer& l, const std::vector<const TensorInfo*>& ins, const std::vector<const Tensor*>& xs) {
+  const std::size_t n_out = l.weight_shape[1], batch = xs[0]->batch();
   Tensor y;
   y.shape = {batch, n_out};
   y.int32 = l.int32_output;
@@ -36,9 +40,18 @@ Tensor dense(const Layer& l, const TensorInfo& in, const Tensor& x) {
   for (std::size_t s = 0; s < batch; ++s)
     for (std::size_t o = 0; o < n_out; ++o) {
       std::int64_t acc = l.bias.empty() ? 0 : l.bias[o];
-      for (std::size_t f = 0; f < k; ++f)
-        acc += (std::int64_t{x.data[s * k + f]} - in.quant.zero_point) * l.weights[f * n_out + o];
-      y.data[s * n_out + o] = finish(acc, l, in.quant.scale);
+      std::size_t row = 0;  // the weight row of the part's first feature
+      for (std::size_t j = 0; j < xs.size(); ++j) {
+        const TensorInfo& in = *ins[j];
+        const bool one_pixel = j == 0 && l.pixel >= 0;
+        const std::size_t k = one_pixel ? in.shape[2] : in.shape[0];
+        const std::size_t sample = xs[j]->data.size() / batch;
+        const std::size_t first = s * sample + (one_pixel ? static_cast<std::size_t>(l.pixel) * k : 0);
+        for (std::size_t f = 0; f < k; ++f)
+          acc += (std::int64_t{xs[j]->data[first + f]} - in.quant.zero_point) * l.weights[(row + f) * n_out + o];
+        row += k;
+      }
+      y.data[s * n_out + o] = finish(acc, l, ins[0]->quant.scale);
     }
   return y;
 }
@@ -294,7 +307,16 @@ std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x) {
     const TensorInfo& in = infos[ids[0]];
     const TensorInfo& out = infos[i + 1];
     switch (l.kind) {
-      case LayerKind::Dense: outs.push_back(dense(l, in, cur)); break;
+      case LayerKind::Dense: {
+        std::vector<const Tensor*> xs;
+        std::vector<const TensorInfo*> ins;
+        for (std::size_t id : ids) {
+          xs.push_back(&tensor(id));
+          ins.push_back(&infos[id]);
+        }
+        outs.push_back(dense(l, ins, xs));
+        break;
+      }
       case LayerKind::Conv2d: outs.push_back(conv2d(l, in, out, cur)); break;
       case LayerKind::MaxPool2d:
       case LayerKind::AvgPool2d:

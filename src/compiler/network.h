@@ -65,8 +65,14 @@ struct Layer {
   // The tensors the layer reads, as tensor ids: 0 is the network input, i + 1
   // the output of layer i (the indices of infer_network's result). Empty:
   // the previous tensor (i for layer i). Add reads two, concat two or more
-  // (along the channels, docs/quantization.md), every other layer one.
+  // (along the channels, docs/quantization.md), dense one or more (its K rows
+  // the inputs' features in order: docs/quantization.md, "Recurrent layers"),
+  // every other layer one.
   std::vector<std::size_t> inputs;
+  // Dense: -1, or the pixel (row-major) of its first input, an HxWxC map, that
+  // it reads (that pixel's C channels are its first K rows): one time step of a
+  // sequence held as a 1 x L x D map.
+  std::int64_t pixel = -1;
   // Affine (on the vector unit): y = act(alpha * x + beta) in real terms
   // (docs/quantization.md, "Layers on the vector unit"). Mul reads two
   // tensors: the same shape, or a map and a 1 x 1 x C vector (the second).
@@ -83,6 +89,13 @@ inline std::int8_t weight_at(const Layer& l, std::uint64_t k, std::uint64_t o) {
 // the weights feeding it), wrapped to int32 (docs/quantization.md); both
 // network compilers' (quant.cpp).
 std::vector<std::int64_t> folded_bias(const Layer& l, std::int32_t zin);
+// The same for a dense layer of several inputs: part j is `rows` K rows read
+// at zero point `zin` (in order; docs/quantization.md, "Recurrent layers").
+struct KPart {
+  std::uint64_t rows = 0;
+  std::int32_t zin = 0;
+};
+std::vector<std::int64_t> folded_bias(const Layer& l, const std::vector<KPart>& parts);
 
 struct Network {
   std::string name;

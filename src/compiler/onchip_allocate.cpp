@@ -143,7 +143,7 @@ std::string OnChip::fits(std::uint64_t b, bool two_inputs) {
     if (l.kind == LayerKind::GlobalAvgPool2d && in.h * b > 65535)
       return fmt::format("{}: a global pool of {} samples of {} rows exceeds in_h", layer_label(l, i),
                          b, in.h);
-    if (l.kind == LayerKind::Dense && flattened_map(layer_inputs(net_, i)[0]) && b > 65535)
+    if (l.kind == LayerKind::Dense && (l.pixel >= 0 || flattened_map(layer_inputs(net_, i)[0])) && b > 65535)
       return "a flattened map's gather exceeds in_h";
   }
   return "";

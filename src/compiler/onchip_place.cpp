@@ -79,9 +79,12 @@ void OnChip::place() {
     for (std::size_t t : layer_inputs(net_, i))
       if (flattened_map(t) && l.kind != LayerKind::Dense && l.kind != LayerKind::Flatten)
         throw CompileError(fmt::format("{}: on chip, a flattened map can only feed dense layers", what));
+    const auto ids = layer_inputs(net_, i);
+    const bool zero_point = std::any_of(ids.begin(), l.kind == LayerKind::Dense ? ids.end() : ids.begin() + 1,
+                                        [&](std::size_t t) { return infos_[t].quant.zero_point != 0; });
     const bool has_bias = l.kind == LayerKind::Add || l.kind == LayerKind::Concat ||
                           ((l.kind == LayerKind::Conv2d || l.kind == LayerKind::Dense) &&
-                           (!l.bias.empty() || infos_[layer_inputs(net_, i)[0]].quant.zero_point != 0));
+                           (!l.bias.empty() || zero_point));
     needs_const_ = needs_const_ || has_bias;
   }
 }

@@ -144,12 +144,22 @@ VecParams affine_vec(const QuantParams& x, double alpha, double beta, const Quan
 }
 
 std::vector<std::int64_t> folded_bias(const Layer& l, std::int32_t zin) {
-  const std::uint64_t nout = l.weight_shape.back(), k_rows = l.weights.size() / nout;
+  return folded_bias(l, {KPart{l.weights.size() / l.weight_shape.back(), zin}});
+}
+
+std::vector<std::int64_t> folded_bias(const Layer& l, const std::vector<KPart>& parts) {
+  const std::uint64_t nout = l.weight_shape.back();
   std::vector<std::int64_t> bias(nout, 0);
   for (std::uint64_t o = 0; o < nout; ++o) {
-    std::int64_t sum = 0;
-    for (std::uint64_t k = 0; k < k_rows; ++k) sum += weight_at(l, k, o);
-    bias[o] = wrap32((l.bias.empty() ? 0 : l.bias[o]) - std::int64_t{zin} * sum);
+    std::int64_t b = l.bias.empty() ? 0 : l.bias[o];
+    std::uint64_t k0 = 0;
+    for (const KPart& part : parts) {
+      std::int64_t sum = 0;
+      for (std::uint64_t k = k0; k < k0 + part.rows; ++k) sum += weight_at(l, k, o);
+      b -= std::int64_t{part.zin} * sum;
+      k0 += part.rows;
+    }
+    bias[o] = wrap32(b);
   }
   return bias;
 }

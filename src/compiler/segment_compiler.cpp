@@ -60,6 +60,9 @@ void check_host_step_layers(const Network& net) {
       throw CompileError(fmt::format("{}: runs only on chip (the host-step compiler has no {})",
                                      layer_label(l, i),
                                      padded_pool ? "padded max-pool" : layer_kind_name(l.kind)));
+    if (l.pixel >= 0)
+      throw CompileError(fmt::format("{}: runs only on chip (the host-step compiler has no dense layer of one pixel)",
+                                     layer_label(l, i)));
   }
 }
 

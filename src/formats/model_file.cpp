@@ -195,9 +195,12 @@ void parse_window(const Reader& r, const json& j, const std::string& where, Laye
 // ---- One parser per layer type: its keys, then its fields. ----
 
 void parse_dense(const Reader& r, const json& j, const std::string& where, Layer& l) {
-  r.only_keys(j, where, {"type", "name", "inputs", "weights", "bias", "weight_scale", "activation", "output"});
+  r.only_keys(j, where, {"type", "name", "inputs", "weights", "bias", "weight_scale", "activation", "output", "pixel"});
   l.kind = LayerKind::Dense;
   parse_gemm_layer(r, j, where, l, 2);
+  // One pixel of a map input (a time step of a sequence); the graph check
+  // then needs that input to be a map holding it.
+  if (j.contains("pixel")) l.pixel = r.integer(j.at("pixel"), where, "pixel", 0, (std::int64_t{1} << 31) - 1);
 }
 
 void parse_conv2d(const Reader& r, const json& j, const std::string& where, Layer& l) {

@@ -62,6 +62,7 @@ void save_network(const compiler::Network& net, const std::string& dir) {
           j["padding"] = pads;
           if (l.groups != 1) j["groups"] = l.groups;
         }
+        if (l.pixel >= 0) j["pixel"] = l.pixel;
         break;
       }
       case LayerKind::MaxPool2d:

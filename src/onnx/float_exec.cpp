@@ -41,10 +41,18 @@ Shape float_layer_shape(const FloatLayer& l, const std::vector<Shape>& shapes) {
     if (in.size() != 3) fail(l, "needs an H x W x C input");
   };
   switch (l.kind) {
-    case LayerKind::Dense:
-      if (in.size() != 1 || l.weight_shape.size() != 2 || l.weight_shape[0] != in[0])
-        fail(l, "dense weights do not match the input");
+    case LayerKind::Dense: {
+      std::size_t k = 0;
+      for (std::size_t j = 0; j < l.inputs.size(); ++j) {
+        const Shape& s = shapes.at(l.inputs[j]);
+        const bool one_pixel = j == 0 && l.pixel >= 0;
+        if (one_pixel ? s.size() != 3 || static_cast<std::size_t>(l.pixel) >= s[0] * s[1] : s.size() != 1)
+          fail(l, "a dense layer reads 1-D inputs (or a pixel of a map)");
+        k += s.back();
+      }
+      if (l.weight_shape.size() != 2 || l.weight_shape[0] != k) fail(l, "dense weights do not match the input");
       return {l.weight_shape[1]};
+    }
     case LayerKind::Conv2d: {
       need_map();
       const std::size_t cin_w = l.groups == 1 ? in[2] : 1;
@@ -187,8 +195,23 @@ void run_layer(const FloatLayer& l, const std::vector<Shape>& shapes, const Shap
                const std::vector<const float*>& in, float* y, std::size_t n, unsigned threads) {
   const Shape& is = shapes[l.inputs[0]];
   const float* bias = l.bias.empty() ? nullptr : l.bias.data();
-  if (l.kind == LayerKind::Dense) {
+  if (l.kind == LayerKind::Dense && l.inputs.size() == 1 && l.pixel < 0) {
     dense_rows(in[0], n, l.weight_shape[0], l.weight_shape[1], l.weights.data(), bias, y, threads);
+  } else if (l.kind == LayerKind::Dense) {
+    // Several inputs, or one pixel of a map: each sample's K features gathered first.
+    const std::size_t k = l.weight_shape[0];
+    std::vector<float> rows(n * k);
+    for (std::size_t s = 0; s < n; ++s) {
+      std::size_t at = 0;
+      for (std::size_t j = 0; j < l.inputs.size(); ++j) {
+        const Shape& xs = shapes[l.inputs[j]];
+        const std::size_t kj = j == 0 && l.pixel >= 0 ? xs.back() : count(xs);
+        const float* from = in[j] + s * count(xs) + (j == 0 && l.pixel >= 0 ? static_cast<std::size_t>(l.pixel) * kj : 0);
+        std::copy(from, from + kj, rows.data() + s * k + at);
+        at += kj;
+      }
+    }
+    dense_rows(rows.data(), n, k, l.weight_shape[1], l.weights.data(), bias, y, threads);
   } else if (l.kind == LayerKind::Conv2d) {
     conv2d_nhwc(conv_geom(l, is, os), in[0], l.weights.data(), bias, y, threads, n);
   } else if (l.kind == LayerKind::Mul) {

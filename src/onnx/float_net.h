@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
@@ -32,8 +33,11 @@ struct FloatLayer {
   unsigned stride_h = 1, stride_w = 1;
   unsigned pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
   unsigned groups = 1;
-  // Tensor ids: 0 the network input, i + 1 the output of layer i.
+  // Tensor ids: 0 the network input, i + 1 the output of layer i. A dense
+  // layer may read several (its K rows their features in order, as
+  // compiler::Layer), and `pixel` (>= 0) of its first input, a map, only.
   std::vector<std::size_t> inputs;
+  std::int64_t pixel = -1;
   // A QDQ model's quantized weights (dense, conv2d): their per-tensor scale;
   // `weights` then hold the dequantized values scale * q (0: a float model's
   // weights, quantized by tpu-sim).
@@ -61,6 +65,9 @@ struct FloatNet {
   std::string name;
   std::vector<std::size_t> input_shape;        // one sample, tpu layout: {H, W, C} or {F}
   std::vector<std::size_t> model_input_shape;  // one sample, the model's: {C, H, W} or {F}
+  // A sequence input (a recurrent layer's), model_input_shape {L, D}: the
+  // model's (N, L, D), or with seq_first_input its (L, N, D); held 1 x L x D.
+  bool sequence_input = false, seq_first_input = false;
   std::vector<FloatLayer> layers;              // the output is the last layer's
   std::vector<std::size_t> model_output_shape; // one sample, the model's layout
   // For a 1-D output that came from flattening a map: output_perm[i] is the
@@ -70,6 +77,10 @@ struct FloatNet {
   // quantization: per tensor id, and needs no calibration.
   bool qdq = false;
   std::vector<TensorQuant> tensor_quant;
+  // Groups of tensor ids quantized alike (over the union of their ranges):
+  // a recurrent layer's state at every time step, so that every step's gate
+  // layers get the same int8 weights (docs/quantization.md, "Recurrent layers").
+  std::vector<std::vector<std::size_t>> tied;
   // One-line warnings of the import (what tpu-sim computes differently from
   // the model), printed by `tpu-sim net`.
   std::vector<std::string> warnings;

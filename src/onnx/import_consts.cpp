@@ -36,6 +36,7 @@ void Importer::identity(const onnx::NodeProto& n) {
 // Shape of a computed tensor: the model's layout, batch 1 (as PyTorch's
 // export traced it), a constant for the shape arithmetic that follows.
 void Importer::shape_op(const onnx::NodeProto& n) {
+  if (seq_shape(n)) return;
   only_attrs(n, {});
   const Value x = need_value(n, 0);
   const Shape& s = shape(x);
@@ -50,6 +51,7 @@ void Importer::shape_op(const onnx::NodeProto& n) {
 }
 
 void Importer::gather(const onnx::NodeProto& n) {
+  if (seq_gather(n)) return;
   only_attrs(n, {"axis"});
   const Const& data = need_const(n, 0, "the data (tpu-sim gathers only from constants, such as a Shape)");
   const Const& idx = need_const(n, 1, "the indices");
@@ -196,6 +198,65 @@ void Importer::cast_const(const onnx::NodeProto& n, std::int64_t to) {
     }
   c.type = static_cast<int>(to);
   c.dequantized = false;
+  consts_[n.output(0)] = std::move(c);
+}
+
+// Unsqueeze of a constant (shape arithmetic): the values, with size-1 axes
+// added at `axes` (input 1 from opset 13, the attribute before).
+void Importer::unsqueeze(const onnx::NodeProto& n) {
+  only_attrs(n, {"axes"});
+  const Const& x = need_const(n, 0, "the data (tpu-sim unsqueezes only constants, such as a Shape's)");
+  std::vector<double> axes;
+  if (has_input(n, 1)) axes = need_const(n, 1, "axes").values;
+  else for (std::int64_t a : attr_ints(n, "axes", {})) axes.push_back(static_cast<double>(a));
+  Const c = x;
+  const double rank = static_cast<double>(x.dims.size() + axes.size());
+  std::vector<bool> unit(static_cast<std::size_t>(rank), false);
+  for (double a : axes) {
+    const double k = a < 0 ? a + rank : a;
+    if (!(k >= 0 && k < rank) || unit[static_cast<std::size_t>(k)]) fail(n, fmt::format("axis {} is not valid", a));
+    unit[static_cast<std::size_t>(k)] = true;
+  }
+  c.dims.clear();
+  for (std::size_t k = 0, from = 0; k < unit.size(); ++k) c.dims.push_back(unit[k] ? 1 : x.dims[from++]);
+  consts_[n.output(0)] = std::move(c);
+}
+
+// Expand of a constant to a constant shape (NumPy broadcasting): the zero
+// initial state of a recurrent layer.
+void Importer::expand(const onnx::NodeProto& n) {
+  only_attrs(n, {});
+  const Const& x = need_const(n, 0, "the data (tpu-sim expands only constants)");
+  const Const& s = need_const(n, 1, "the shape");
+  const std::size_t rank = std::max(x.dims.size(), s.values.size());
+  std::vector<std::int64_t> dims(rank, 1), xd(rank, 1);
+  std::copy(x.dims.begin(), x.dims.end(), xd.begin() + static_cast<std::ptrdiff_t>(rank - x.dims.size()));
+  std::size_t count = 1;
+  for (std::size_t k = 0; k < rank; ++k) {
+    const std::size_t sk = k + s.values.size() >= rank ? k + s.values.size() - rank : rank;
+    const double want = sk < s.values.size() ? s.values[sk] : 1.0;
+    if (!(want >= 0 && want <= 16777216.0) || want != std::floor(want)) fail(n, fmt::format("dimension {} is not valid", want));
+    const auto w = static_cast<std::int64_t>(want);
+    if (xd[k] != 1 && w != 1 && w != xd[k]) fail(n, "the shapes do not broadcast");
+    dims[k] = xd[k] == 1 ? w : xd[k];
+    count *= static_cast<std::size_t>(dims[k]);
+    if (count > 16777216) fail(n, "makes a constant of more than 16777216 values");
+  }
+  Const c;
+  c.type = x.type;
+  c.dims = dims;
+  c.values.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    // Index i's coordinates, each clamped to x's size-1 axes.
+    std::size_t rest = i, from = 0, stride = 1;
+    for (std::size_t k = rank; k-- > 0;) {
+      const std::size_t coord = rest % static_cast<std::size_t>(dims[k]);
+      rest /= static_cast<std::size_t>(dims[k]);
+      if (xd[k] != 1) from += coord * stride;
+      stride *= static_cast<std::size_t>(xd[k]);
+    }
+    c.values[i] = x.values.at(from);
+  }
   consts_[n.output(0)] = std::move(c);
 }
 

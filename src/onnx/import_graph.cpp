@@ -139,6 +139,9 @@ Value Importer::need_value(const onnx::NodeProto& n, int i, bool allow_pad, bool
       fail(n, fmt::format("input '{}' is a constant; tpu-sim computes only on the network's input", n.input(i)));
     fail(n, fmt::format("input '{}' is not produced by an earlier node", n.input(i)));
   }
+  if (!it->second.seq_axes.empty())
+    fail(n, fmt::format("reads the sequence '{}' whole: only LSTM, GRU, Transpose, Squeeze and a Gather of one time "
+                        "step read sequences (docs/onnx.md, \"Recurrent layers\")", n.input(i)));
   if (it->second.shuffle_groups)
     fail(n, "reads a map reshaped to 5 dimensions: only the channel shuffle (Reshape to (N, g, C/g, H, W), "
             "Transpose (0, 2, 1, 3, 4), Reshape back to (N, C, H, W)) is supported");

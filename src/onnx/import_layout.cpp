@@ -89,6 +89,7 @@ void Importer::split(const onnx::NodeProto& n) {
 }
 
 void Importer::transpose(const onnx::NodeProto& n) {
+  if (seq_transpose(n)) return;
   only_attrs(n, {"perm"});
   const auto it = values_.find(n.input_size() > 0 ? n.input(0) : std::string());
   if (it == values_.end() || !it->second.shuffle_groups || it->second.shuffle_transposed ||

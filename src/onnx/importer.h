@@ -97,6 +97,13 @@ struct Value {
   bool shuffle_transposed = false;
   compiler::QuantParams q;  // Int, Deq: the quantization (int8 terms)
   int qtype = 0;            // Int: the integers' ONNX type (INT8 or UINT8)
+  // A sequence (import_recurrent.cpp): `seq_axes` names the model's axes ('T'
+  // time, 'N' batch, 'F' features, 'D' a recurrent layer's direction, of size
+  // 1); its time steps are the pixels of map `tensor` (1 x L x F: the network
+  // input) or, when `steps` is not empty, the vectors steps[t]. Empty: a
+  // tensor as any other.
+  std::string seq_axes;
+  std::vector<std::size_t> steps;
 };
 
 // A pending Pad's amounts become the layer's padding (import_window.cpp).
@@ -219,6 +226,28 @@ class Importer {
   bool shuffle_reshape(const onnx::NodeProto& n);
   void flatten(const onnx::NodeProto& n);
 
+  // Recurrent layers and sequences (import_recurrent.cpp; docs/onnx.md,
+  // "Recurrent layers"): LSTM and GRU unrolled over the time steps, and what
+  // reshapes a sequence (Transpose, Squeeze, Gather of one step, Shape).
+  void recurrent(const onnx::NodeProto& n);
+  void squeeze(const onnx::NodeProto& n);
+  bool seq_transpose(const onnx::NodeProto& n);
+  bool seq_gather(const onnx::NodeProto& n);
+  bool seq_shape(const onnx::NodeProto& n);
+  std::size_t seq_length(const Value& v) const { return v.steps.empty() ? shapes_.at(v.tensor)[1] : v.steps.size(); }
+  std::size_t seq_features(const Value& v) const { return shapes_.at(v.steps.empty() ? v.tensor : v.steps[0]).back(); }
+
+ public:
+  struct RecurrentUnit;  // import_recurrent.cpp's gate builders take it
+
+ private:
+  std::size_t add_part(const onnx::NodeProto& n, FloatLayer l, const std::string& part);
+  void lstm_step(const onnx::NodeProto& n, RecurrentUnit& u, std::size_t t);
+  void gru_step(const onnx::NodeProto& n, RecurrentUnit& u, std::size_t t);
+  // Unsqueeze and Expand of constants (import_consts.cpp: shape arithmetic).
+  void unsqueeze(const onnx::NodeProto& n);
+  void expand(const onnx::NodeProto& n);
+
   // Resize and Upsample (import_resize.cpp).
   void resize(const onnx::NodeProto& n);
   std::vector<double> resize_factors(const onnx::NodeProto& n, const std::vector<double>& model_in);
@@ -269,6 +298,9 @@ class Importer {
   // net; docs/onnx.md, "1-D models"). Window attributes have one entry per
   // axis of L, and pads two.
   bool one_d_ = false;
+  // The input is a sequence read by a recurrent layer (axes "TNF", or "NTF"
+  // when batch first), held as 1 x L x D per sample; empty: it is not.
+  std::string seq_input_;
   std::map<std::size_t, compiler::QuantParams> tq_;  // QDQ: per tensor id, its quantization
   std::vector<std::string> layer_op_;  // per layer, the ONNX operator that made it
 };

@@ -74,6 +74,11 @@ const std::map<std::string_view, Importer::NodeImporter>& Importer::operator_tab
       {"QuantizeLinear", &Importer::quantize_linear},
       {"DequantizeLinear", &Importer::dequantize_linear},
       {"Cast", &Importer::cast},
+      {"LSTM", &Importer::recurrent},
+      {"GRU", &Importer::recurrent},
+      {"Squeeze", &Importer::squeeze},
+      {"Unsqueeze", &Importer::unsqueeze},
+      {"Expand", &Importer::expand},
   };
   return table;
 }
@@ -119,7 +124,23 @@ const onnx::ValueInfoProto& Importer::read_input() {
   if (!within_tensor_limit(dims))
     fail(fmt::format("input '{}', of shape [{}] per sample, has more than {} elements (tpu-sim's limit)",
                      input->name(), fmt::join(dims, ", "), kMaxTensorElements));
-  if (dims.size() == 3) {
+  // A sequence read by a recurrent layer: (L, N, D), or (N, L, D) batch
+  // first (a Transpose to (L, N, D) before the layer); held as 1 x L x D.
+  for (const auto& n : g_.node())
+    if ((n.op_type() == "LSTM" || n.op_type() == "GRU") && n.input_size() > 0) {
+      seq_input_ = n.input(0) == input->name() ? "TNF" : "NTF";
+      break;
+    }
+  if (!seq_input_.empty() && tt.shape().dim_size() == 3) {
+    const auto& d0 = tt.shape().dim(0);
+    if (seq_input_ == "TNF" && (!d0.has_dim_value() || d0.dim_value() < 1))
+      fail(fmt::format("input '{}': the sequence length (dimension 0) must be a fixed size", input->name()));
+    const std::size_t L = seq_input_ == "TNF" ? static_cast<std::size_t>(d0.dim_value()) : dims[0];
+    net_.model_input_shape = {L, dims[1]};
+    net_.input_shape = {1, L, dims[1]};
+    net_.seq_first_input = seq_input_ == "TNF";
+    net_.sequence_input = true;
+  } else if (dims.size() == 3) {
     net_.model_input_shape = dims;
     net_.input_shape = {dims[1], dims[2], dims[0]};
   } else if (dims.size() == 2) {
@@ -142,6 +163,9 @@ void Importer::read_output() {
   const auto it = values_.find(out_name);
   if (it == values_.end()) fail(fmt::format("output '{}' is not computed from the input", out_name));
   const Value& out = it->second;
+  if (!out.seq_axes.empty())
+    fail(fmt::format("output '{}' is a sequence: tpu-sim's output is one step of it (such as y[:, -1] or h_n)",
+                     out_name));
   if (out.padded) fail(fmt::format("output '{}' comes from a Pad", out_name));
   if (net_.layers.empty() || out.tensor != net_.layers.size())
     fail(fmt::format("output '{}' must be the last layer's result", out_name));
@@ -158,7 +182,9 @@ FloatNet Importer::run() {
   }
   for (const auto& o : g_.output()) ++uses_[o.name()];
   first_new_tensor_ = 1;
-  bind(input.name(), Value{});
+  Value in;
+  if (net_.sequence_input) in.seq_axes = seq_input_;
+  bind(input.name(), in);
   names_.insert("input");
 
   for (const auto& n : g_.node()) {

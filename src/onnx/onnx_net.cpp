@@ -18,6 +18,20 @@ namespace tpu::onnximport {
 std::vector<float> read_model_batch(const std::string& path, const FloatNet& net, std::size_t& batch) {
   const NpyArray a = read_npy(path);
   const std::vector<std::size_t>& want = net.model_input_shape;
+  if (net.seq_first_input) {  // (L, B, D) -> (B, L, D)
+    if (a.dtype != Dtype::float32 || a.rank() != 3 || a.shape[0] != want[0] || a.shape[2] != want[1])
+      throw FileError(fmt::format("{}: expected float32 of shape ({}, B, {}) (the ONNX model's layout), got {} of "
+                                  "shape {}", path, want[0], want[1], dtype_name(a.dtype), format_shape(a.shape)));
+    batch = a.shape[1];
+    if (batch == 0) throw FileError(fmt::format("{}: the batch is empty", path));
+    const std::vector<float> v = a.values<float>();
+    std::vector<float> out(v.size());
+    for (std::size_t t = 0; t < want[0]; ++t)
+      for (std::size_t n = 0; n < batch; ++n)
+        std::copy_n(v.begin() + static_cast<std::ptrdiff_t>((t * batch + n) * want[1]), want[1],
+                    out.begin() + static_cast<std::ptrdiff_t>((n * want[0] + t) * want[1]));
+    return out;
+  }
   const bool shape_ok = a.rank() == want.size() + 1 && std::equal(want.begin(), want.end(), a.shape.begin() + 1);
   if (a.dtype != Dtype::float32 || !shape_ok)
     throw FileError(fmt::format("{}: expected float32 of shape (B, {}) (the ONNX model's layout), got {} of shape {}",
@@ -25,6 +39,7 @@ std::vector<float> read_model_batch(const std::string& path, const FloatNet& net
   batch = a.shape[0];
   if (batch == 0) throw FileError(fmt::format("{}: the batch is empty", path));
   const std::vector<float> v = a.values<float>();
+  if (net.sequence_input) return v;  // (B, L, D) is 1 x L x D per sample already
   if (want.size() != 3 && want.size() != 2) return v;
   // (B, C, H, W) -> (B, H, W, C); (B, C, L) -> (B, 1, L, C).
   const std::size_t C = want[0], H = want.size() == 3 ? want[1] : 1, W = want.back();

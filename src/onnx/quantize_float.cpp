@@ -90,8 +90,13 @@ QuantGroups::QuantGroups(const FloatNet& fnet, const std::vector<Range>& ranges)
       else if (keeps)
         unite(f.inputs.at(0), i + 1);
     }
+    for (const std::vector<std::size_t>& group : fnet.tied)
+      for (std::size_t t : group) unite(t, group.front());
   }
   std::map<std::size_t, bool> has_concat, settable;
+  if (!fnet.qdq)
+    for (const std::vector<std::size_t>& group : fnet.tied)
+      if (!group.empty()) has_concat[find(group.front())] = true;  // shared like a concat's
   for (std::size_t t = 0; t < tensors; ++t) {
     const std::size_t r = find(t);
     bool ok = t > 0;
@@ -126,6 +131,7 @@ compiler::Layer layer_fields(const FloatLayer& f) {
   l.kind = f.kind;
   l.name = f.name;
   l.inputs = f.inputs;
+  l.pixel = f.pixel;
   l.act = f.act;
   l.kernel_h = f.kernel_h;
   l.kernel_w = f.kernel_w;
@@ -144,10 +150,39 @@ compiler::Layer layer_fields(const FloatLayer& f) {
 // A dense or conv2d layer's int8 weights (a QDQ model's: its integers back
 // from scale * q) and int32 biases at the accumulator scale in.scale *
 // weight_scale; returns that scale.
-double quantize_gemm_layer(const FloatLayer& f, const QuantParams& in, compiler::Layer& l) {
+// A dense layer of several inputs (docs/quantization.md, "Recurrent layers"):
+// one accumulator scale S = max over inputs j of max|W_j| * s_j / 127, input
+// j's weight rows quantized at S / s_j (so that the largest is 127), and
+// weight_scale S / s_0. `rows` and `scales` per input; returns S.
+double quantize_joined_weights(const FloatLayer& f, const std::vector<std::size_t>& rows,
+                               const std::vector<double>& scales, compiler::Layer& l) {
+  const std::size_t nout = f.weight_shape[1];
+  double acc = 0.0;
+  for (std::size_t j = 0, k0 = 0; j < rows.size(); k0 += rows[j], ++j)
+    for (std::size_t k = k0 * nout; k < (k0 + rows[j]) * nout; ++k) {
+      if (!std::isfinite(f.weights[k])) throw compiler::CompileError("the weights are not all finite");
+      acc = std::max(acc, std::fabs(static_cast<double>(f.weights[k])) * scales[j] / 127.0);
+    }
+  if (!(acc > 0.0)) acc = scales[0];
+  l.weights.resize(f.weights.size());
+  for (std::size_t j = 0, k0 = 0; j < rows.size(); k0 += rows[j], ++j) {
+    const double wscale = acc / scales[j];
+    for (std::size_t k = k0 * nout; k < (k0 + rows[j]) * nout; ++k)
+      l.weights[k] = static_cast<std::int8_t>(
+          std::clamp(round_even(static_cast<double>(f.weights[k]) / wscale), -127.0, 127.0));
+  }
+  l.weight_scale = acc / scales[0];
+  return acc;
+}
+
+double quantize_gemm_layer(const FloatLayer& f, const QuantParams& in, compiler::Layer& l,
+                           const std::vector<std::size_t>& rows, const std::vector<double>& scales) {
   l.weight_shape = f.weight_shape;
   try {
-    if (f.weight_scale > 0.0) {
+    if (rows.size() > 1) {
+      if (f.weight_scale > 0.0) throw compiler::CompileError("a dense layer of several inputs needs float weights");
+      quantize_joined_weights(f, rows, scales, l);
+    } else if (f.weight_scale > 0.0) {
       l.weight_scale = f.weight_scale;
       l.weights.resize(f.weights.size());
       for (std::size_t k = 0; k < f.weights.size(); ++k)
@@ -186,6 +221,7 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
   };
   net.input = range_quant(0, false);
   QuantGroups groups(fnet, ranges);
+  const std::vector<std::vector<std::size_t>> shapes = float_shapes(fnet);
   std::vector<QuantParams> quant{net.input};  // per tensor id
   for (std::size_t i = 0; i < fnet.layers.size(); ++i) {
     const FloatLayer& f = fnet.layers[i];
@@ -203,7 +239,15 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
     switch (f.kind) {
       case LayerKind::Dense:
       case LayerKind::Conv2d: {
-        const double acc_scale = quantize_gemm_layer(f, in, l);
+        std::vector<std::size_t> rows;
+        std::vector<double> scales;
+        for (std::size_t j = 0; j < f.inputs.size(); ++j) {
+          const auto& shape = shapes[f.inputs[j]];
+          rows.push_back(j == 0 && f.pixel >= 0 ? shape.back() : shape[0]);
+          scales.push_back(quant.at(f.inputs[j]).scale);
+        }
+        if (f.kind == LayerKind::Conv2d) rows.resize(1);
+        const double acc_scale = quantize_gemm_layer(f, in, l, rows, scales);
         if (f.keep_quant) {
           out = in;  // 0/1 weights at scale 1/127: m = 1/127 on 127 * (x - z), an exact copy
         } else if (fnet.qdq ? !fnet.tensor_quant.at(i + 1).set
