@@ -41,7 +41,6 @@ std::size_t axis_index(double v, std::size_t len) {
 // What an unrolled LSTM or GRU keeps between its steps.
 struct Importer::RecurrentUnit {
   bool gru = false;
-  bool linear_before_reset = false;  // GRU: r * (R_n h + Rb_n), PyTorch's form
   std::size_t hidden = 0, features = 0;
   Value x;                              // the input sequence, axes "TNF"
   const Const* w = nullptr;             // W: (1, gates * H, D)
@@ -126,26 +125,18 @@ void Importer::lstm_step(const onnx::NodeProto& n, RecurrentUnit& u, std::size_t
 
 // One GRU step (ONNX gate order z, r, h): h = (1 - z) * n + z * h_prev with
 // 1 - z = sigmoid(-a_z) a gate of its own; n = tanh(W_n x + Wb_n + r * (R_n h
-// + Rb_n)) with linear_before_reset, else tanh(W_n x + R_n (r * h) + b_n).
+// + Rb_n)) (linear_before_reset 1, PyTorch's form).
 void Importer::gru_step(const onnx::NodeProto& n, RecurrentUnit& u, std::size_t t) {
   using compiler::LayerKind;
   const std::string s = fmt::format("t{}.", t);
   const std::size_t z = add_part(n, gate_layer(u, 0, t, true, true, ActFunction::Sigmoid), s + "gate_z");
   const std::size_t omz = add_part(n, gate_layer(u, 0, t, true, true, ActFunction::Sigmoid, -1.0), s + "gate_omz");
   const std::size_t r = add_part(n, gate_layer(u, 1, t, true, true, ActFunction::Sigmoid), s + "gate_r");
-  std::size_t nt = 0;
-  if (u.linear_before_reset) {
-    const std::size_t xn = add_part(n, gate_layer(u, 2, t, true, false, ActFunction::None), s + "xn");
-    const std::size_t hn = add_part(n, gate_layer(u, 2, t, false, true, ActFunction::None), s + "hn");
-    const std::size_t rhn = add_part(n, vector_layer(LayerKind::Mul, {r, hn}), s + "rhn");
-    const std::size_t pre = add_part(n, vector_layer(LayerKind::Add, {xn, rhn}), s + "n_pre");
-    nt = add_part(n, vector_layer(LayerKind::Affine, {pre}, ActFunction::Tanh), s + "gate_n");
-  } else {
-    const std::size_t rh = add_part(n, vector_layer(LayerKind::Mul, {r, u.h}), s + "rh");
-    FloatLayer l = gate_layer(u, 2, t, true, true, ActFunction::Tanh);
-    l.inputs.back() = rh;  // R_n reads r * h
-    nt = add_part(n, std::move(l), s + "gate_n");
-  }
+  const std::size_t xn = add_part(n, gate_layer(u, 2, t, true, false, ActFunction::None), s + "xn");
+  const std::size_t hn = add_part(n, gate_layer(u, 2, t, false, true, ActFunction::None), s + "hn");
+  const std::size_t rhn = add_part(n, vector_layer(LayerKind::Mul, {r, hn}), s + "rhn");
+  const std::size_t pre = add_part(n, vector_layer(LayerKind::Add, {xn, rhn}), s + "n_pre");
+  const std::size_t nt = add_part(n, vector_layer(LayerKind::Affine, {pre}, ActFunction::Tanh), s + "gate_n");
   const std::size_t zh = add_part(n, vector_layer(LayerKind::Mul, {z, u.h}), s + "zh");
   const std::size_t zn = add_part(n, vector_layer(LayerKind::Mul, {omz, nt}), s + "omz_n");
   u.h = add_part(n, vector_layer(LayerKind::Add, {zn, zh}), s + "h");
@@ -172,7 +163,8 @@ void Importer::recurrent(const onnx::NodeProto& n) {
   }
   RecurrentUnit u;
   u.gru = gru;
-  u.linear_before_reset = gru && attr_int(n, "linear_before_reset", 0) != 0;
+  if (gru && attr_int(n, "linear_before_reset", 0) != 1)
+    fail(n, "only linear_before_reset 1 (PyTorch's GRU: r * (R_n h + Rb_n)) is supported");
   u.hidden = static_cast<std::size_t>(hidden);
   const auto xi = values_.find(n.input_size() > 0 ? n.input(0) : std::string());
   if (xi == values_.end() || xi->second.seq_axes != "TNF")
