@@ -306,17 +306,19 @@ std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x) {
     const Tensor& cur = tensor(ids[0]);
     const TensorInfo& in = infos[ids[0]];
     const TensorInfo& out = infos[i + 1];
+    // Every input and its info (concat; dense of several inputs).
+    const auto all_inputs = [&] {
+      std::vector<const Tensor*> xs;
+      for (std::size_t id : ids) xs.push_back(&tensor(id));
+      return xs;
+    };
+    const auto all_infos = [&] {
+      std::vector<const TensorInfo*> ins;
+      for (std::size_t id : ids) ins.push_back(&infos[id]);
+      return ins;
+    };
     switch (l.kind) {
-      case LayerKind::Dense: {
-        std::vector<const Tensor*> xs;
-        std::vector<const TensorInfo*> ins;
-        for (std::size_t id : ids) {
-          xs.push_back(&tensor(id));
-          ins.push_back(&infos[id]);
-        }
-        outs.push_back(dense(l, ins, xs));
-        break;
-      }
+      case LayerKind::Dense: outs.push_back(dense(l, all_infos(), all_inputs())); break;
       case LayerKind::Conv2d: outs.push_back(conv2d(l, in, out, cur)); break;
       case LayerKind::MaxPool2d:
       case LayerKind::AvgPool2d:
@@ -346,16 +348,7 @@ std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x) {
         outs.push_back(std::move(y));
         break;
       }
-      case LayerKind::Concat: {
-        std::vector<const Tensor*> xs;
-        std::vector<const TensorInfo*> ins;
-        for (std::size_t id : ids) {
-          xs.push_back(&tensor(id));
-          ins.push_back(&infos[id]);
-        }
-        outs.push_back(concat(xs, ins, out));
-        break;
-      }
+      case LayerKind::Concat: outs.push_back(concat(all_inputs(), all_infos(), out)); break;
       case LayerKind::Mul: outs.push_back(mul(l, in, infos[ids[1]], cur, tensor(ids[1]))); break;
       case LayerKind::Affine: outs.push_back(affine(l, in, cur)); break;
     }

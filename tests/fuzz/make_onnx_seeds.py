@@ -10,6 +10,7 @@ for libFuzzer (which cuts its inputs at 1 MB).
   small residual network with ResNet-18's operators (Conv + BatchNormalization
   + ReLU, MaxPool, Add, GlobalAveragePool, Flatten, Gemm); the QDQ form of
   tests/onnx/check_qdq.py's MobileMini, quantized by PyTorch's FX flow;
+  tests/onnx/check_recurrent.py's LSTM, 2-layer batch-first LSTM and GRU, small;
 - built with python3-onnx's helper: the models of tests/onnx/check_small_ops.py,
   check_qdq.py's helper model, and every model of onnx_errors.py and
   qdq_errors.py (hand-made edge cases: each a valid network with one thing
@@ -65,6 +66,12 @@ def torch_seeds(out):
     model, calib, _ = check_qdq.mobile_mini()
     q = check_qdq.quantize_torch(model, calib, per_channel=False)
     export(q, torch.from_numpy(calib[:1]), "mobile_mini_qdq")
+    # Recurrent layers (check_recurrent.py's nets, shorter): LSTM time first with h_n, a 2-layer batch-first
+    # LSTM with Squeeze, Transpose, Gather of the last step and Linear, a GRU; Shape, Expand, Unsqueeze of constants.
+    import check_recurrent
+    export(check_recurrent.Net(nn.LSTM, 4, 8, last="h_n"), torch.randn(3, 1, 4), "lstm")
+    export(check_recurrent.Net(nn.LSTM, 4, 8, layers=2, batch_first=True, head=3), torch.randn(1, 3, 4), "lstm2_bf")
+    export(check_recurrent.Net(nn.GRU, 4, 8, batch_first=True, head=3, last="h_n"), torch.randn(1, 3, 4), "gru")
 
 
 def helper_seeds(out):

@@ -13,11 +13,15 @@ checked against independent references:
   path's.
 
   check_recurrent.py BIN_DIR SRC_DIR MODEL [--detailed]
+  check_recurrent.py BIN_DIR SRC_DIR errors
 
 MODEL: lstm (nn.LSTM 16 -> 32, L 8, batch 3, time first, output h_n),
 lstm2_bf (2 layers, batch_first, Linear on y[:, -1]), gru (batch_first,
 Linear on h_n), lstm_lm (a language-model-like net: LSTM 32 -> 64, L 16,
-Linear to 100 "words" on the last h). Run with /usr/bin/python3.
+Linear to 100 "words" on the last h). `errors`: what tpu-sim refuses is one
+error line naming it and exit status 3 (a bidirectional LSTM, peepholes, the
+whole sequence as the output, a model file whose dense layer reads a pixel
+its input does not have). Run with /usr/bin/python3.
 """
 import json
 import os
@@ -74,8 +78,77 @@ def run(cmd, env=None):
     return r
 
 
+def refused(cmd, want, failures):
+    """`cmd` must exit 3 with one error line holding `want`."""
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    lines = r.stderr.strip().splitlines()
+    if r.returncode != 3 or len(lines) != 1 or want not in lines[0]:
+        failures.append(f"expected status 3 and one line with {want!r}, got {r.returncode}: {r.stderr.strip()[:300]}")
+    else:
+        print("refused as expected:", lines[0])
+
+
+def errors(bin_dir):
+    import onnx
+    from onnx import numpy_helper
+
+    failures = []
+    tpu_sim = str(bin_dir / "tpu-sim")
+    torch.manual_seed(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        x = np.zeros((8, 2, 16), np.float32)
+        np.save(t / "x.npy", x)
+        common = ["--calibrate", str(t / "x.npy"), "--input", str(t / "x.npy")]
+        bi = Net(nn.LSTM, 16, 32).eval()
+        bi.rnn = nn.LSTM(16, 32, bidirectional=True)
+        bi.fc = nn.Linear(64, 10)
+        torch.onnx.export(bi.eval(), torch.from_numpy(x), str(t / "bi.onnx"), opset_version=13)
+        refused([tpu_sim, "net", str(t / "bi.onnx"), *common], "only direction \"forward\"", failures)
+
+        class Whole(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.LSTM(16, 32)
+
+            def forward(self, v):
+                return self.rnn(v)[0]
+
+        torch.onnx.export(Whole().eval(), torch.from_numpy(x), str(t / "whole.onnx"), opset_version=13)
+        refused([tpu_sim, "net", str(t / "whole.onnx"), *common], "is a sequence", failures)
+        # Peepholes: the LSTM node of a plain export given a P input.
+        m = onnx.load(str(t / "whole.onnx"))
+        lstm = next(n for n in m.graph.node if n.op_type == "LSTM")
+        m.graph.initializer.append(numpy_helper.from_array(np.zeros((1, 96), np.float32), "peep"))
+        while len(lstm.input) < 7:
+            lstm.input.append("")
+        lstm.input.append("peep")
+        onnx.save(m, str(t / "peep.onnx"))
+        refused([tpu_sim, "net", str(t / "peep.onnx"), *common], "peepholes", failures)
+        # A model file's dense layer reading a pixel past its map.
+        torch.onnx.export(make_lstm_head(), torch.from_numpy(x), str(t / "ok.onnx"), opset_version=13)
+        subprocess.run([tpu_sim, "net", str(t / "ok.onnx"), *common, "--save-model", str(t / "q")], check=True,
+                       capture_output=True)
+        saved = json.loads((t / "q/model.json").read_text())
+        gate = next(layer for layer in saved["layers"] if "pixel" in layer)
+        gate["pixel"] = 8
+        (t / "q/model.json").write_text(json.dumps(saved))
+        np.save(t / "xq.npy", np.zeros((2, 1, 8, 16), np.int8))
+        refused([tpu_sim, "net", str(t / "q/model.json"), "--input", str(t / "xq.npy")], "pixel 8 is outside",
+                failures)
+    for msg in failures:
+        print("FAIL:", msg)
+    return 1 if failures else 0
+
+
+def make_lstm_head():
+    return Net(nn.LSTM, 16, 32, head=10).eval()
+
+
 def main():
     bin_dir, src_dir, name = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    if name == "errors":
+        return errors(bin_dir)
     detailed = "--detailed" in sys.argv[4:]
     make, (length, d), batch_first, batch = MODELS[name]
     torch.manual_seed(0)
