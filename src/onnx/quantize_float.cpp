@@ -221,7 +221,8 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
   };
   net.input = range_quant(0, false);
   QuantGroups groups(fnet, ranges);
-  const std::vector<std::vector<std::size_t>> shapes = float_shapes(fnet);
+  // Every tensor's shape, for the K rows of dense layers of several inputs only.
+  std::vector<std::vector<std::size_t>> shapes;
   std::vector<QuantParams> quant{net.input};  // per tensor id
   for (std::size_t i = 0; i < fnet.layers.size(); ++i) {
     const FloatLayer& f = fnet.layers[i];
@@ -239,14 +240,18 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
     switch (f.kind) {
       case LayerKind::Dense:
       case LayerKind::Conv2d: {
-        std::vector<std::size_t> rows;
-        std::vector<double> scales;
-        for (std::size_t j = 0; j < f.inputs.size(); ++j) {
-          const auto& shape = shapes[f.inputs[j]];
-          rows.push_back(j == 0 && f.pixel >= 0 ? shape.back() : shape[0]);
-          scales.push_back(quant.at(f.inputs[j]).scale);
+        std::vector<std::size_t> rows{f.weight_shape.empty() ? 0 : f.weight_shape[0]};
+        std::vector<double> scales{in.scale};
+        if (f.kind == LayerKind::Dense && f.inputs.size() > 1) {
+          if (shapes.empty()) shapes = float_shapes(fnet);
+          rows.clear();
+          scales.clear();
+          for (std::size_t j = 0; j < f.inputs.size(); ++j) {
+            const auto& shape = shapes[f.inputs[j]];
+            rows.push_back(j == 0 && f.pixel >= 0 ? shape.back() : shape[0]);
+            scales.push_back(quant.at(f.inputs[j]).scale);
+          }
         }
-        if (f.kind == LayerKind::Conv2d) rows.resize(1);
         const double acc_scale = quantize_gemm_layer(f, in, l, rows, scales);
         if (f.keep_quant) {
           out = in;  // 0/1 weights at scale 1/127: m = 1/127 on 127 * (x - z), an exact copy

@@ -10,9 +10,10 @@ checked against independent references:
 - the int8 output's correlation with PyTorch's float output (at least 0.95);
 - the per-layer report names every step's gates (NAME.t3.gate_i);
 - with --detailed: the detailed path's cycles and output equal the fast
-  path's.
+  path's; --preset runs on another preset than tpuv1 (small8: K and the
+  outputs in several tiles of the array).
 
-  check_recurrent.py BIN_DIR SRC_DIR MODEL [--detailed]
+  check_recurrent.py BIN_DIR SRC_DIR MODEL [--detailed] [--preset P]
   check_recurrent.py BIN_DIR SRC_DIR errors
 
 MODEL: lstm (nn.LSTM 16 -> 32, L 8, batch 3, time first, output h_n),
@@ -150,6 +151,7 @@ def main():
     if name == "errors":
         return errors(bin_dir)
     detailed = "--detailed" in sys.argv[4:]
+    preset = sys.argv[sys.argv.index("--preset") + 1] if "--preset" in sys.argv else "tpuv1"
     make, (length, d), batch_first, batch = MODELS[name]
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
@@ -166,8 +168,8 @@ def main():
         with torch.no_grad():
             torch_y = model(torch.from_numpy(x)).numpy()
         base = [tpu_sim, "net", str(t / "m.onnx"), "--calibrate", str(t / "calib.npy"), "--input", str(t / "x.npy"),
-                "--preset", "tpuv1"]
-        r = run(base + ["--out", str(t / "y.npy"), "--float-out", str(t / "f.npy"), "--save-model", str(t / "q"),
+                "--preset", preset]
+        run(base + ["--out", str(t / "y.npy"), "--float-out", str(t / "f.npy"), "--save-model", str(t / "q"),
                         "--report", str(t / "r.csv"), "--stats", str(t / "s.json"), "--check"])
         cycles = json.loads((t / "s.json").read_text())["total"]["cycles"]
         # The NumPy reference reads the saved model's input layout: (B, 1, L, D).
@@ -176,7 +178,7 @@ def main():
         run([sys.executable, str(src_dir / "tools/int8_reference.py"), str(t / "q/model.json"), "--input",
              str(t / "x_nhwc.npy"), "--out", str(t / "ref.npy")])
         run([tpu_sim, "net", str(t / "q/model.json"), "--input", str(t / "x_nhwc.npy"), "--out", str(t / "yq.npy"),
-             "--preset", "tpuv1"])
+             "--preset", preset])
         ref, yq = np.load(t / "ref.npy"), np.load(t / "yq.npy")
         if not np.array_equal(ref, yq):
             failures.append("tpu-sim net q/model.json differs from int8_reference.py")
@@ -191,7 +193,7 @@ def main():
         corr = float(np.corrcoef(y.ravel(), torch_y.ravel())[0, 1])
         quant_err = float(np.max(np.abs(y - torch_y))) / peak
         layers = len(saved["layers"])
-        print(f"{name}: batch {batch}, L {length}: {layers} layers, {cycles} cycles on tpuv1; bit for bit against "
+        print(f"{name}: batch {batch}, L {length}: {layers} layers, {cycles} cycles on {preset}; bit for bit against "
               f"both int8 references: {not failures}; float pass vs PyTorch {float_err:.2e} of max|y|; int8 vs "
               f"PyTorch: correlation {corr:.5f}, max error {quant_err:.4f} of max|y|")
         if float_err > 1e-4:
