@@ -82,7 +82,7 @@ TEST_CASE("SMAX and LNRM of T tokens of G rows complete at c + 3GT + A, GELU at 
         }
 }
 
-TEST_CASE("SMAX, LNRM and GELU wait for the unit's earlier instructions; an ACT follows SMAX at d",
+TEST_CASE("SMAX, LNRM and GELU wait for the unit's earlier instructions, and an ACT follows SMAX at d",
           "[norm][timing]") {
   const Cycle a_lat = 3;
   const ArchConfig cfg = make_config(8, a_lat);
@@ -171,7 +171,7 @@ TEST_CASE("NGEO, NCON and SETQ after an SMAX, LNRM or GELU change neither its va
   }
 }
 
-TEST_CASE("SMAX of a token of equal values is 1/D; GELU of the zero point is the output zero",
+TEST_CASE("SMAX of a token of equal values is 1/D, and GELU of the zero point is the output zero",
           "[norm]") {
   // Closed forms: all lanes equal give p = 0, the same e in every lane, and
   // v = (e * (2^62 // (D e))) >> 32, which is 2^30 / D for D a power of two
