@@ -498,6 +498,7 @@ def isqrt_newton(n):
 def i_exp(p, k0, k1, k2):
     """SMAX's exponential of p <= 0 (int64 array): z = -p // k0 halvings, r = p + z k0 in (-k0, 0],
     L = sat32(r + k1)^2 + k2, e = min(max(L, 0) >> z, 2^39 - 1) (0 for z >= 63)."""
+    p = np.minimum(p, 0)  # p > 0 only if the instruction changed its own input between passes
     k = max(k0, 1)
     z = (-p) // k
     r = p + z * k
@@ -514,7 +515,7 @@ def softmax_int(x, regs):
     e = i_exp(p, regs.k0, regs.k1, regs.k2)
     total = e.sum(axis=-1, keepdims=True)  # < 2^24 lanes x 2^39: no int64 overflow
     recip = np.where(total == 0, 0, (1 << 62) // np.maximum(total, 1))
-    v = (e * recip) >> 32  # e <= total, so e * recip <= 2^62
+    v = np.minimum((e * recip) >> 32, (1 << 31) - 1)  # e <= total, so e * recip <= 2^62
     return isa.requantize(v, regs.m, regs.s, regs.z)
 
 

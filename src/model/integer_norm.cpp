@@ -20,6 +20,9 @@ std::int64_t shifted(std::int64_t v, std::uint32_t sh) { return v * (std::int64_
 }  // namespace
 
 std::int64_t norm_exp(std::int64_t p, const isa::NormRegs& r) {
+  // p > 0 only when the instruction's own writes changed a row between its
+  // passes (docs/quantization.md): taken as 0.
+  p = std::min<std::int64_t>(p, 0);
   const std::int64_t k = std::max<std::int64_t>(r.k0, 1);
   const std::int64_t z = -p / k;  // p <= 0: truncation is the floor of -p / k
   const std::int64_t rest = p + z * k;
@@ -34,7 +37,10 @@ std::int64_t softmax_recip(std::int64_t sum) {
 }
 
 std::int32_t softmax_value(std::int64_t e, std::int64_t recip) {
-  return static_cast<std::int32_t>((e * recip) >> 32);
+  // e <= sum unless the instruction's own writes changed a row between its
+  // passes: the product is exact in 128 bits and v saturates at int32's top.
+  const __int128 v = (static_cast<__int128>(e) * recip) >> 32;
+  return static_cast<std::int32_t>(std::min<__int128>(v, std::numeric_limits<std::int32_t>::max()));
 }
 
 std::int64_t layernorm_mean(std::int64_t sum, std::uint64_t lanes) {

@@ -13,11 +13,11 @@
 
 namespace tpu::model {
 
-// An SMAX lane's exponential of p = (x - max) << sh <= 0, in [0, 2^39 - 1].
+// An SMAX lane's exponential of p = (x - max) << sh (p > 0 taken as 0), in [0, 2^39 - 1].
 std::int64_t norm_exp(std::int64_t p, const isa::NormRegs& r);
 // SMAX's per-token reciprocal 2^62 // sum (0 for sum 0).
 std::int64_t softmax_recip(std::int64_t sum);
-// SMAX's v = (e * recip) >> 32, in [0, 2^30] when e <= sum.
+// SMAX's v = min((e * recip) >> 32, 2^31 - 1), in [0, 2^30] when e <= sum.
 std::int32_t softmax_value(std::int64_t e, std::int64_t recip);
 
 // LNRM's mean with 4 fractional bits: round(16 * sum / lanes), ties up.

@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "model/integer_norm.h"
 #include "model/tpu.h"
 #include "model_test_support.h"
 
@@ -191,4 +192,28 @@ TEST_CASE("SMAX of a token of equal values is 1/D, and GELU of the zero point is
       CHECK(int{mem.ub.row(100 + g)[j]} == 256 / 32);
       CHECK(int{mem.ub.row(200 + g)[j]} == 37);
     }
+}
+
+TEST_CASE("The lane arithmetic stays defined when an SMAX changes its own input between passes",
+          "[norm]") {
+  // Pass 3 may read a value above pass 1's maximum (p > 0: taken as 0) or an
+  // exponential above pass 2's sum (v saturates at 2^31 - 1): the closed
+  // forms of docs/quantization.md with those minima.
+  isa::NormRegs r;
+  r.k0 = 1000;
+  r.k1 = 3000;
+  r.k2 = 7;
+  CHECK(model::norm_exp(0, r) == 3000 * 3000 + 7);
+  CHECK(model::norm_exp(12345, r) == 3000 * 3000 + 7);
+  CHECK(model::norm_exp(-2500, r) == ((2500 * 2500 + 7) >> 2));  // z = 2, r + k1 = -500 + 3000
+  const std::int64_t e_max = (std::int64_t{1} << 39) - 1;
+  CHECK(model::softmax_value(e_max, std::int64_t{1} << 62) == INT32_MAX);
+  CHECK(model::softmax_value(1, model::softmax_recip(1)) == (std::int64_t{1} << 30));
+  // The requantization of GELU's 64-bit v keeps the whole product: v * M =
+  // 3 * 2^63 here, past int64; (3 * 2^63 + 2^61) >> 62 = 6, and -6 for -v.
+  model::Requant q;
+  q.multiplier = 1 << 30;
+  q.shift = 62;
+  CHECK(int{model::requantize_wide(std::int64_t{3} << 33, q)} == 6);
+  CHECK(int{model::requantize_wide(-(std::int64_t{3} << 33), q)} == -6);
 }

@@ -37,7 +37,7 @@ def spec_softmax(token, regs):
     mx = max(token)
     es = []
     for x in token:
-        p = (x - mx) * 2 ** regs.sh
+        p = min((x - mx) * 2 ** regs.sh, 0)
         k = max(regs.k0, 1)
         z = (-p) // k
         t = sat32(p + z * k + regs.k1)
@@ -45,7 +45,7 @@ def spec_softmax(token, regs):
         es.append(0 if z >= 63 else min(big >> z, 2 ** 39 - 1))
     total = sum(es)
     recip = 0 if total == 0 else 2 ** 62 // total
-    return [q((e * recip) >> 32, regs) for e in es]
+    return [q(min((e * recip) >> 32, 2 ** 31 - 1), regs) for e in es]
 
 
 def spec_isqrt(n):
