@@ -14,6 +14,10 @@ average pooling requantizes the window sums of x - z_in; add requantizes a
 weighted sum of its two inputs; concat requantizes each input's weighted
 x - z; mul and affine (the vector unit) requantize (a - z_a)(b - z_b) and
 D (x - z) + db k; upsample repeats each pixel (nearest, integer factors).
+softmax_int, layernorm_int and gelu_int are the integer semantics of the
+SMAX, LNRM and GELU instructions (I-BERT-style; docs/quantization.md,
+"Integer softmax, LayerNorm and GELU"), with the constants a compiler
+chooses in softmax_constants, layernorm_constants and gelu_constants.
 Layers may name their inputs (the graph
 form), so residual networks run too.
 

@@ -7,7 +7,8 @@ Random int8 tokens of G = 3 planes (D = 3N features) with a token of equal value
 the int8 extremes are loaded into the unified buffer as planes 8 rows apart (the layout of "Whole
 networks on chip", with rows between the planes that no token uses); the program runs an SMAX,
 an in-place SMAX, an LNRM (epsilon and a zero variance) and a GELU (input zero point -3) with the
-constants the reference's *_constants functions choose, and writes the results to host memory.
+constants the reference's *_constants functions choose, LNRM and GELU again with fine output
+steps, and writes the results to host memory.
 With an RTL build of the preset, --engine rtl must refuse the program with a clear message.
 
   check_ibert_program.py BIN_DIR SOURCE_DIR PRESET DETAIL
@@ -36,7 +37,7 @@ def tokens_to_planes(tokens, n, fill):
     return rows
 
 
-def program(sm, ln, ge):
+def program(sm, ln, ge, ln_fine, ge_fine):
     span = GROUPS * PLANE
     lines = [
         f"RHM 0, 0, {span}", f"RHM 0, 400, {span}",
@@ -44,10 +45,12 @@ def program(sm, ln, ge):
         f"SMAX 0, 100, {TOKENS}", f"SMAX 400, 400, {TOKENS}",
         f"NCON {ln.k0}, {ln.k1}, {ln.k2}", f"SETQ {ln.m}, {ln.s}, {ln.z}",
         f"LNRM 0, 200, {TOKENS}",
+        f"SETQ {ln_fine.m}, {ln_fine.s}, {ln_fine.z}", f"LNRM 0, 500, {TOKENS}",
         f"NGEO 1, 0, {ge.sh}", f"NCON {ge.k0}, {ge.k1}, {ge.k2}", f"SETQ {ge.m}, {ge.s}, {ge.z}",
         f"GELU 0, 300, {span}",
+        f"SETQ {ge_fine.m}, {ge_fine.s}, {ge_fine.z}", f"GELU 0, 600, {span}",
     ]
-    for k, ub in enumerate((100, 400, 200, 300)):
+    for k, ub in enumerate((100, 400, 200, 300, 500, 600)):
         lines.append(f"WHM {ub}, {span * (k + 1)}, {span}")
     return "\n".join(lines + ["HLT", ""])
 
@@ -69,20 +72,27 @@ def main(bin_dir, source_dir, preset, detail):
     sm = ref.softmax_constants(IN_SCALE)
     ln = ref.layernorm_constants(IN_SCALE, GROUPS * n, 5.0 / 127, eps=1e-3)
     ge = ref.gelu_constants(IN_SCALE, GELU_ZERO, 0.05, -20)
+    # The same with fine output steps (saturating more often), so that a
+    # difference of a few units of v changes bytes: LNRM's v / 256, GELU at
+    # a fifth of the step.
+    ln_fine = ln._replace(m=1, s=8, z=0)
+    ge_fine = ref.gelu_constants(IN_SCALE, GELU_ZERO, 0.01, -128)
     soft = ref.softmax_int(x, sm)
-    host = np.zeros((5 * span + 1, n), dtype=np.int8)
+    host = np.zeros((7 * span + 1, n), dtype=np.int8)
     host[:span] = rows
     expected = host.copy()
     expected[span:2 * span] = tokens_to_planes(soft, n, np.zeros_like(gap))
     expected[2 * span:3 * span] = tokens_to_planes(soft, n, gap)   # in place: the gaps stay
     expected[3 * span:4 * span] = tokens_to_planes(ref.layernorm_int(x, ln), n, np.zeros_like(gap))
     expected[4 * span:5 * span] = ref.gelu_int(rows, ge)
+    expected[5 * span:6 * span] = tokens_to_planes(ref.layernorm_int(x, ln_fine), n, np.zeros_like(gap))
+    expected[6 * span:7 * span] = ref.gelu_int(rows, ge_fine)
     # The reference is not trivial on these tokens: every output varies.
     assert len(np.unique(soft)) > 10 and len(np.unique(expected[4 * span:5 * span])) > 10
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        (tmp / "norm.s").write_text(f".array {n}\n" + program(sm, ln, ge))
+        (tmp / "norm.s").write_text(f".array {n}\n" + program(sm, ln, ge, ln_fine, ge_fine))
         np.save(tmp / "host.npy", host)
         np.save(tmp / "weights.npy", np.zeros((1, n, n), dtype=np.int8))
         tool = Path(bin_dir)
