@@ -40,7 +40,12 @@ package tpu_isa_pkg;
     OpVec = 8'h0d,
     OpVsrc = 8'h0e,
     OpHlt = 8'h0f,
-    OpVscl = 8'h10
+    OpVscl = 8'h10,
+    OpNgeo = 8'h11,
+    OpNcon = 8'h12,
+    OpSmax = 8'h13,
+    OpLnrm = 8'h14,
+    OpGelu = 8'h15
   } opcode_e;
 
   // Executing units (isa::Unit) and memory spaces (isa::Space).
@@ -151,5 +156,26 @@ package tpu_isa_pkg;
   localparam int unsigned OpWidth = 3;
   localparam longint OpMin = 64'sd0;
   localparam longint OpMax = 64'sd4;
+  localparam int unsigned GroupsWidth = 16;
+  localparam longint GroupsMin = 64'sd1;
+  localparam longint GroupsMax = 64'sd65535;
+  localparam int unsigned StrideWidth = 24;
+  localparam longint StrideMin = 64'sd0;
+  localparam longint StrideMax = 64'sd16777215;
+  localparam int unsigned ShWidth = 4;
+  localparam longint ShMin = 64'sd0;
+  localparam longint ShMax = 64'sd15;
+  localparam int unsigned K0Width = 32;
+  localparam longint K0Min = -64'sd2147483648;
+  localparam longint K0Max = 64'sd2147483647;
+  localparam int unsigned K1Width = 32;
+  localparam longint K1Min = -64'sd2147483648;
+  localparam longint K1Max = 64'sd2147483647;
+  localparam int unsigned K2Width = 32;
+  localparam longint K2Min = -64'sd2147483648;
+  localparam longint K2Max = 64'sd2147483647;
+  localparam int unsigned XRowWidth = 24;
+  localparam longint XRowMin = 64'sd0;
+  localparam longint XRowMax = 64'sd16777215;
 
 endpackage

@@ -15,6 +15,10 @@ average pooling requantizes the window sums of x - z_in; add requantizes a
 weighted sum of its two inputs; concat requantizes each input's weighted
 x - z; mul and affine (the vector unit) requantize (a - z_a)(b - z_b) and
 D (x - z) + db k; upsample repeats each pixel (nearest, integer factors).
+softmax_int, layernorm_int and gelu_int are the integer semantics of the
+SMAX, LNRM and GELU instructions (I-BERT-style; docs/quantization.md,
+"Integer softmax, LayerNorm and GELU"), with the constants a compiler
+chooses in softmax_constants, layernorm_constants and gelu_constants.
 Layers may name their inputs (the graph
 form), so residual networks run too.
 
@@ -453,6 +457,147 @@ def main():
         labels = np.load(args.labels)
         print(f"accuracy: {int(np.sum(np.argmax(y, axis=1) == labels))}/{len(labels)}")
     return 0
+
+
+# ---- Integer softmax, LayerNorm and GELU (docs/quantization.md, "Integer softmax, LayerNorm and
+# GELU"; docs/isa.md SMAX, LNRM, GELU). I-BERT's integer-only approximations (Kim et al., ICML
+# 2021): i-exp (second-order polynomial after the ln 2 range reduction), i-sqrt by Newton
+# iterations, i-erf (second-order polynomial with clipping). Every step here is the instruction's
+# integer arithmetic on one token (SMAX, LNRM: the last axis of x) or one element (GELU); the
+# *_constants functions are the choice of the compiler (the NGEO/NCON/SETQ registers).
+
+IEXP_A, IEXP_B, IEXP_C = 0.3585, 1.353, 0.344  # exp(r) ~ a (r + b)^2 + c on (-ln 2, 0]
+IERF_A, IERF_B = -0.2888, -1.769                # erf(x) ~ sgn(x) (a (min(|x|, -b) + b)^2 + 1)
+NORM_E_MAX = (1 << 39) - 1                     # an SMAX lane's exponential saturates here
+SOFTMAX_V_BITS = 30                            # SMAX's v = e / sum in units of 2^-30
+LNRM_Y_BITS = 4                                # LNRM's x - mean keeps 4 fractional bits
+LNRM_V_BITS = 16                               # LNRM's v = y / sqrt(V) in units of 2^-16
+
+
+class NormRegs(NamedTuple):
+    """The registers SMAX, LNRM and GELU read: NGEO's shift and NCON's constants, SETQ's (M, S, Z)."""
+    sh: int
+    k0: int
+    k1: int
+    k2: int
+    m: int
+    s: int
+    z: int
+
+
+def sat(v, bits):
+    """Saturate int64 values to a signed `bits`-bit range."""
+    return np.clip(v, -(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+
+
+def requantize_wide(v, m, s, z):
+    """q(v) = sat8(((v*M + r) >> S) + Z) for int64 v, the product exact (Python ints)."""
+    r = (1 << (s - 1)) if s > 0 else 0
+    flat = [min(127, max(-128, ((int(a) * m + r) >> s) + z)) for a in np.asarray(v).ravel()]
+    return np.array(flat, dtype=np.int64).reshape(np.shape(v))
+
+
+def isqrt_newton(n):
+    """floor(sqrt(n)) for an int n >= 0 by I-BERT's integer Newton iteration (Algorithm 4): from
+    x0 = 2^ceil(bits(n) / 2) >= sqrt(n), x_{i+1} = (x_i + n // x_i) // 2 until it stops falling."""
+    if n == 0:
+        return 0
+    x = 1 << ((n.bit_length() + 1) // 2)
+    while True:
+        y = (x + n // x) >> 1
+        if y >= x:
+            return x
+        x = y
+
+
+def i_exp(p, k0, k1, k2):
+    """SMAX's exponential of p <= 0 (int64 array): z = -p // k0 halvings, r = p + z k0 in (-k0, 0],
+    L = sat32(r + k1)^2 + k2, e = min(max(L, 0) >> z, 2^39 - 1) (0 for z >= 63)."""
+    p = np.minimum(p, 0)  # p > 0 only if the instruction changed its own input between passes
+    k = max(k0, 1)
+    z = (-p) // k
+    r = p + z * k
+    t = sat(r + k1, 32)
+    big = np.maximum(t * t + k2, 0)
+    e = np.where(z >= 63, 0, big >> np.minimum(z, 62))
+    return np.minimum(e, NORM_E_MAX)
+
+
+def softmax_int(x, regs):
+    """SMAX on int8 x (..., D): the tokens' softmax, int8 (docs/quantization.md)."""
+    x = np.asarray(x, dtype=np.int64)
+    p = (x - x.max(axis=-1, keepdims=True)) << regs.sh
+    e = i_exp(p, regs.k0, regs.k1, regs.k2)
+    total = e.sum(axis=-1, keepdims=True)  # < 2^24 lanes x 2^39: no int64 overflow
+    recip = np.where(total == 0, 0, (1 << 62) // np.maximum(total, 1))
+    v = np.minimum((e * recip) >> 32, (1 << 31) - 1)  # e <= total, so e * recip <= 2^62
+    return isa.requantize(v, regs.m, regs.s, regs.z)
+
+
+def layernorm_int(x, regs):
+    """LNRM on int8 x (..., D): (x - mean) / sqrt(var + eps), int8, without LayerNorm's affine."""
+    x = np.asarray(x, dtype=np.int64)
+    d = x.shape[-1]
+    total = x.sum(axis=-1, keepdims=True)
+    mean = ((total << (LNRM_Y_BITS + 1)) + d) // (2 * d)  # round(16 * sum / D), ties up
+    y = (x << LNRM_Y_BITS) - mean
+    var = (y * y).sum(axis=-1, keepdims=True)  # < 2^24 lanes x 2^24
+    w = np.maximum(var + regs.k0, 0)
+    sq = np.vectorize(lambda n: isqrt_newton(int(n)), otypes=[np.int64])(w)
+    recip = (1 << 32) // np.maximum(sq, 1)
+    v = (y * recip) >> LNRM_V_BITS
+    return isa.requantize(v, regs.m, regs.s, regs.z)
+
+
+def gelu_int(x, regs):
+    """GELU on int8 x, element by element: q = sat32((x - k2) << sh), u = min(|q|, k0) - k0,
+    E = sgn(q) (k1 - u^2), w = sat32(k1 + E), v = q w, requantized with the exact product."""
+    x = np.asarray(x, dtype=np.int64)
+    q = sat((x - regs.k2) << regs.sh, 32)
+    k = max(regs.k0, 0)
+    u = np.minimum(np.abs(q), k) - k
+    e = np.sign(q) * (regs.k1 - u * u)
+    w = sat(regs.k1 + e, 32)
+    return requantize_wide(q * w, regs.m, regs.s, regs.z)
+
+
+def _shift_for(scale, fits):
+    """The largest pre-shift sh (0..15) for which fits(scale / 2^sh) holds."""
+    for sh in range(15, -1, -1):
+        if fits(scale / (1 << sh)):
+            return sh
+    raise ValueError(f"input scale {scale} is too large for the integer approximation")
+
+
+def softmax_constants(in_scale, out_scale=1.0 / 256, out_zero=-128):
+    """The registers of an SMAX for int8 logits at in_scale: sh as fine as k2 < 2^31 allows."""
+    sh = _shift_for(in_scale, lambda s: IEXP_C / (IEXP_A * s * s) < (1 << 31) - 1)
+    s = in_scale / (1 << sh)
+    k0 = math.floor(math.log(2) / s)
+    k1 = math.floor(IEXP_B / s)
+    k2 = math.floor(IEXP_C / (IEXP_A * s * s))
+    m, shift = requant_params(2.0 ** -SOFTMAX_V_BITS / out_scale)
+    return NormRegs(sh, k0, k1, k2, m, shift, out_zero)
+
+
+def layernorm_constants(in_scale, d, out_scale, eps=1e-5, out_zero=0):
+    """The registers of an LNRM over d lanes: k0 = eps in units of the variance sum (V's units)."""
+    k0 = round(d * eps * (1 << (2 * LNRM_Y_BITS)) / (in_scale * in_scale))
+    if k0 > (1 << 31) - 1:
+        raise ValueError(f"eps {eps} at input scale {in_scale} does not fit NCON's k0")
+    m, shift = requant_params(math.sqrt(d) * 2.0 ** -LNRM_V_BITS / out_scale)
+    return NormRegs(0, k0, 0, 0, m, shift, out_zero)
+
+
+def gelu_constants(in_scale, in_zero, out_scale, out_zero):
+    """The registers of a GELU: sh as fine as k1 = 1/(|a| S'^2) < 2^30 allows, S' = S / sqrt 2."""
+    sh = _shift_for(in_scale, lambda s: 2.0 / (-IERF_A * s * s) < (1 << 30))
+    s = in_scale / (1 << sh)
+    s_erf = s / math.sqrt(2.0)
+    k0 = math.floor(-IERF_B / s_erf)
+    k1 = math.floor(1.0 / (-IERF_A * s_erf * s_erf))
+    m, shift = requant_params(s * (-IERF_A * s_erf * s_erf) / 2.0 / out_scale)
+    return NormRegs(sh, k0, k1, in_zero, m, shift, out_zero)
 
 
 if __name__ == "__main__":

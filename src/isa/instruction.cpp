@@ -175,6 +175,16 @@ void ConvGeometry::apply(const Instruction& in) {
       vec.db = static_cast<std::int16_t>(op[1]);
       vec.op = static_cast<VecOperation>(op[2]);
       break;
+    case Opcode::NGEO:
+      norm.groups = static_cast<std::uint32_t>(op[0]);
+      norm.stride = static_cast<std::uint32_t>(op[1]);
+      norm.shift = static_cast<std::uint32_t>(op[2]);
+      break;
+    case Opcode::NCON:
+      norm.k0 = static_cast<std::int32_t>(op[0]);
+      norm.k1 = static_cast<std::int32_t>(op[1]);
+      norm.k2 = static_cast<std::int32_t>(op[2]);
+      break;
     default:
       break;
   }
@@ -217,6 +227,15 @@ std::vector<Access> accesses(const Instruction& in, const ConvGeometry& geometry
               {Space::UnifiedBuffer, geometry.vec.b_row, geometry.vec.broadcast ? 1 : u(op[2]),
                false, 0},
               {Space::UnifiedBuffer, u(op[1]), u(op[2]), true, 1}};
+    case Opcode::SMAX:
+    case Opcode::LNRM: {
+      const std::uint64_t span = geometry.norm.span(u(op[2]));
+      return {{Space::UnifiedBuffer, u(op[0]), span, false, 0},
+              {Space::UnifiedBuffer, u(op[1]), span, true, 1}};
+    }
+    case Opcode::GELU:
+      return {{Space::UnifiedBuffer, u(op[0]), u(op[2]), false, 0},
+              {Space::UnifiedBuffer, u(op[1]), u(op[2]), true, 1}};
     case Opcode::NOP:
     case Opcode::SETQ:
     case Opcode::CMAP:
@@ -225,6 +244,8 @@ std::vector<Access> accesses(const Instruction& in, const ConvGeometry& geometry
     case Opcode::CWIN:
     case Opcode::VSRC:
     case Opcode::VSCL:
+    case Opcode::NGEO:
+    case Opcode::NCON:
     case Opcode::SYNC:
     case Opcode::HLT:
       return {};

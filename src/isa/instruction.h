@@ -86,6 +86,25 @@ struct VecRegs {
   }
 };
 
+// ---- The normalization registers -----------------------------------------------
+// What NGEO and NCON set (docs/isa.md, SMAX, LNRM, GELU), at their reset
+// values. An SMAX, LNRM or GELU reads them when it issues.
+struct NormRegs {
+  std::uint32_t groups = 1;  // UB rows of one token
+  std::uint32_t stride = 0;  // UB rows between a token's rows
+  std::uint32_t shift = 0;   // sh, 0..15
+  std::int32_t k0 = 0, k1 = 0, k2 = 0;
+  // UB rows from a token's first row to its last, plus the tokens: the hull an
+  // SMAX or LNRM of `tokens` tokens reads and writes.
+  std::uint64_t span(std::uint64_t tokens) const {
+    return std::uint64_t{groups - 1} * stride + tokens;
+  }
+  bool operator==(const NormRegs& o) const {
+    return groups == o.groups && stride == o.stride && shift == o.shift && k0 == o.k0 &&
+           k1 == o.k1 && k2 == o.k2;
+  }
+};
+
 // ---- Convolution and pooling geometry ------------------------------------------
 // The registers CMAP, CSTR, CTAP and CWIN set (docs/isa.md, MMC.C and POOL),
 // at their reset values. An MMC.C or POOL reads them when it issues. Its
@@ -103,8 +122,9 @@ struct ConvGeometry {
   // The vector registers live beside the convolution registers: the
   // controller keeps them in one place and sends them with every command.
   VecRegs vec;
+  NormRegs norm;
 
-  // Sets the registers a CMAP, CSTR, CTAP, CWIN, VSRC or VSCL names; other
+  // Sets the registers a CMAP, CSTR, CTAP, CWIN, VSRC, VSCL, NGEO or NCON names; other
   // instructions change nothing.
   void apply(const Instruction& instr);
   // Rows of the input map: the UB rows an MMC.C or POOL may read, from its first row on.
@@ -116,14 +136,16 @@ struct ConvGeometry {
   bool operator==(const ConvGeometry& o) const {
     return in_h == o.in_h && in_w == o.in_w && out_w == o.out_w && stride_y == o.stride_y &&
            stride_x == o.stride_x && pad == o.pad && origin_y == o.origin_y &&
-           origin_x == o.origin_x && win_h == o.win_h && win_w == o.win_w && vec == o.vec;
+           origin_x == o.origin_x && win_h == o.win_h && win_w == o.win_w && vec == o.vec &&
+           norm == o.norm;
   }
 };
 
 // The ranges `instr` reads and writes. An MMC.C or a POOL reads the whole
 // input map of `geometry` (the registers as they stand when it issues): its
 // first operand's row ..+in_h*in_w. A VEC reads operand B where the vector
-// registers of `geometry` place it.
+// registers of `geometry` place it; an SMAX or LNRM the hull of its tokens'
+// rows (NormRegs::span).
 std::vector<Access> accesses(const Instruction& instr, const ConvGeometry& geometry = {});
 
 }  // namespace tpu::isa

@@ -61,6 +61,13 @@ enum class Field : std::uint8_t {
   VecFactorA,  // integer factor of operand A
   VecFactorB,  // integer factor of operand B
   VecOp,       // the vector operation (VecOperation)
+  NormGroups,  // UB rows of one SMAX/LNRM token
+  NormStride,  // UB rows between a token's rows
+  NormShift,   // left shift of SMAX's and GELU's input
+  NormK0,      // the constants of SMAX, LNRM, GELU (docs/quantization.md)
+  NormK1,
+  NormK2,
+  NormRow,     // unified buffer row of the input's first token or row
 };
 
 struct FieldSpec {
@@ -73,7 +80,7 @@ struct FieldSpec {
   std::string_view description;
 };
 
-inline constexpr std::array<FieldSpec, 27> kFields{{
+inline constexpr std::array<FieldSpec, 34> kFields{{
     {Field::HostRow, "host_row", 32, false, 0, (std::int64_t{1} << 32) - 1, "host memory row"},
     {Field::UbRow, "ub_row", 24, false, 0, (1 << 24) - 1, "unified buffer row"},
     {Field::AccRow, "acc_row", 24, false, 0, (1 << 24) - 1, "accumulator row"},
@@ -105,6 +112,15 @@ inline constexpr std::array<FieldSpec, 27> kFields{{
     {Field::VecFactorA, "da", 16, true, -32768, 32767, "integer factor of operand A (int16)"},
     {Field::VecFactorB, "db", 16, true, -32768, 32767, "integer factor of operand B (int16)"},
     {Field::VecOp, "op", 3, false, 0, 4, "vector operation: 0 ADD, 1 SUB, 2 MUL, 3 MAX, 4 MIN"},
+    {Field::NormGroups, "groups", 16, false, 1, 65535, "UB rows of one SMAX or LNRM token"},
+    {Field::NormStride, "stride", 24, false, 0, (1 << 24) - 1,
+     "UB rows from one of a token's rows to the next"},
+    {Field::NormShift, "sh", 4, false, 0, 15, "left shift of the input before the approximation"},
+    {Field::NormK0, "k0", 32, true, INT32_MIN, INT32_MAX, "constant k0 of SMAX, LNRM, GELU (int32)"},
+    {Field::NormK1, "k1", 32, true, INT32_MIN, INT32_MAX, "constant k1 of SMAX, LNRM, GELU (int32)"},
+    {Field::NormK2, "k2", 32, true, INT32_MIN, INT32_MAX, "constant k2 of SMAX, LNRM, GELU (int32)"},
+    {Field::NormRow, "x_row", 24, false, 0, (1 << 24) - 1,
+     "unified buffer row of the input's first token or row"},
 }};
 
 // The operations of VEC, as VSCL's `op` field holds them (docs/isa.md, VEC).
@@ -138,6 +154,11 @@ enum class Opcode : std::uint8_t {
   VSRC = 0x0E,
   HLT = 0x0F,
   VSCL = 0x10,
+  NGEO = 0x11,
+  NCON = 0x12,
+  SMAX = 0x13,
+  LNRM = 0x14,
+  GELU = 0x15,
 };
 
 // The unit that executes an instruction once the controller issues it.
@@ -163,7 +184,7 @@ struct InstrSpec {
 
 inline constexpr Field kNone = Field::Rows;  // filler for unused operand slots
 
-inline constexpr std::array<InstrSpec, 17> kInstrs{{
+inline constexpr std::array<InstrSpec, 22> kInstrs{{
     {Opcode::NOP, "NOP", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone}, "do nothing"},
     {Opcode::RHM, "RHM", Unit::HostDma, 0, {}, 0, 3, {Field::HostRow, Field::UbRow, Field::Rows},
      "copy rows host memory -> unified buffer"},
@@ -211,6 +232,20 @@ inline constexpr std::array<InstrSpec, 17> kInstrs{{
     {Opcode::VSCL, "VSCL", Unit::Controller, 0, {}, 0, 3,
      {Field::VecFactorA, Field::VecFactorB, Field::VecOp},
      "set VEC's factors of A and B and its operation"},
+    {Opcode::NGEO, "NGEO", Unit::Controller, 0, {}, 0, 3,
+     {Field::NormGroups, Field::NormStride, Field::NormShift},
+     "set the token geometry of SMAX and LNRM and the input shift of SMAX and GELU"},
+    {Opcode::NCON, "NCON", Unit::Controller, 0, {}, 0, 3, {Field::NormK0, Field::NormK1, Field::NormK2},
+     "set the constants of SMAX, LNRM and GELU"},
+    {Opcode::SMAX, "SMAX", Unit::ActivationUnit, 0, {}, 0, 3,
+     {Field::NormRow, Field::UbRow, Field::Rows},
+     "integer softmax of each token's UB rows into UB rows"},
+    {Opcode::LNRM, "LNRM", Unit::ActivationUnit, 0, {}, 0, 3,
+     {Field::NormRow, Field::UbRow, Field::Rows},
+     "integer LayerNorm (no affine) of each token's UB rows into UB rows"},
+    {Opcode::GELU, "GELU", Unit::ActivationUnit, 0, {}, 0, 3,
+     {Field::NormRow, Field::UbRow, Field::Rows},
+     "integer GELU of UB rows into UB rows, element by element"},
 }};
 
 // Looks up a flag's bit mask at compile time; 0 if the instruction has no such flag.

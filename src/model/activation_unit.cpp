@@ -1,5 +1,9 @@
 #include "model/activation_unit.h"
 
+#include <algorithm>
+
+#include "model/integer_norm.h"
+
 namespace tpu::model {
 namespace {
 
@@ -35,8 +39,11 @@ bool ActivationUnit::step(Cycle now, const UnitCommand* command) {
   if (command) {
     jobs_.push_back({*command, now});
     const isa::Instruction& in = command->instr;
+    // The rows it writes: an SMAX's or LNRM's span its tokens' planes.
+    const bool tokens = in.opcode == isa::Opcode::SMAX || in.opcode == isa::Opcode::LNRM;
+    const auto rows = static_cast<std::uint64_t>(in.operands[2]);
     mem_.ub.prefault(static_cast<std::uint64_t>(in.operands[1]),
-                     static_cast<std::uint64_t>(in.operands[2]));
+                     tokens ? command->conv.norm.span(rows) : rows);
     completions_.push_back(now + duration(cfg_, in, command->conv) - 1);
     ++stats_.instructions;
   }
@@ -46,6 +53,9 @@ bool ActivationUnit::step(Cycle now, const UnitCommand* command) {
     switch (jobs_.front().cmd.instr.opcode) {
       case isa::Opcode::POOL: read_pool(now); break;
       case isa::Opcode::VEC: read_vec(now); break;
+      case isa::Opcode::SMAX:
+      case isa::Opcode::LNRM: read_norm(now); break;
+      case isa::Opcode::GELU: read_gelu(now); break;
       default: read_act(now); break;
     }
   }
@@ -138,6 +148,76 @@ void ActivationUnit::read_pool(Cycle now) {
     for (std::size_t j = 0; j < n; ++j) w.data[j] = pool_any_ ? static_cast<std::int8_t>(pool_acc_[j]) : g.pad;
   pipeline_.push_back(std::move(w));
   if (i + 1 == rows) jobs_.pop_front();
+}
+
+}  // namespace tpu::model
+
+namespace tpu::model {
+
+ActivationUnit::PendingWrite ActivationUnit::row_write(Cycle now, std::uint64_t ub_row, bool last) const {
+  return {now + cfg_.act_latency, ub_row, std::vector<std::int8_t>(cfg_.array_n),
+          last ? static_cast<std::int64_t>(jobs_.front().cmd.seq) : -1};
+}
+
+// Token t's row g is read at start + 3Gt + g (pass 1), + G (pass 2) and + 2G
+// (pass 3, which writes it A cycles later); the per-token scalars pass from
+// one pass to the next (docs/quantization.md, "Integer softmax, LayerNorm and
+// GELU").
+void ActivationUnit::read_norm(Cycle now) {
+  const Job& job = jobs_.front();
+  const isa::Instruction& in = job.cmd.instr;
+  const isa::NormRegs& r = job.cmd.conv.norm;
+  const bool softmax = in.opcode == isa::Opcode::SMAX;
+  const std::uint64_t g_rows = r.groups, k = (now - job.start) % (3 * g_rows);
+  const std::uint64_t t = (now - job.start) / (3 * g_rows), pass = k / g_rows, g = k % g_rows;
+  const auto tokens = static_cast<std::uint64_t>(in.operands[2]);
+  const std::size_t n = cfg_.array_n;
+  const std::uint64_t offset = g * r.stride + t;
+  const std::int8_t* x = mem_.ub.row(static_cast<std::uint64_t>(in.operands[0]) + offset);
+  if (pass == 0) {
+    if (g == 0) norm_first_ = softmax ? x[0] : 0;
+    for (std::size_t j = 0; j < n; ++j)
+      norm_first_ = softmax ? std::max<std::int64_t>(norm_first_, x[j]) : norm_first_ + x[j];
+    return;
+  }
+  // LNRM's mean, from pass 1's sum, for passes 2 and 3.
+  const std::int64_t mean = softmax ? 0 : layernorm_mean(norm_first_, g_rows * n);
+  const auto exp_of = [&](std::int8_t v) {
+    return norm_exp((std::int64_t{v} - norm_first_) * (std::int64_t{1} << r.shift), r);
+  };
+  if (pass == 1) {
+    if (g == 0) norm_second_ = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::int64_t y = layernorm_dev(x[j], mean);
+      norm_second_ += softmax ? exp_of(x[j]) : y * y;
+    }
+    return;
+  }
+  if (g == 0)
+    norm_recip_ = softmax ? softmax_recip(norm_second_) : layernorm_recip(norm_second_, r.k0);
+  const bool last = t + 1 == tokens && g + 1 == g_rows;
+  PendingWrite w = row_write(now, static_cast<std::uint64_t>(in.operands[1]) + offset, last);
+  std::int32_t* v = vec_values_.data();
+  for (std::size_t j = 0; j < n; ++j)
+    v[j] = softmax ? softmax_value(exp_of(x[j]), norm_recip_)
+                   : layernorm_value(layernorm_dev(x[j], mean), norm_recip_);
+  activate_row(v, n, job.cmd.requant, ActFunction::None, w.data.data());
+  pipeline_.push_back(std::move(w));
+  if (last) jobs_.pop_front();
+}
+
+// Row i is read at start + i and written A cycles later, as an ACT's.
+void ActivationUnit::read_gelu(Cycle now) {
+  const Job& job = jobs_.front();
+  const isa::Instruction& in = job.cmd.instr;
+  const Cycle i = now - job.start;
+  const bool last = i + 1 == static_cast<Cycle>(in.operands[2]);
+  const std::int8_t* x = mem_.ub.row(static_cast<std::uint64_t>(in.operands[0]) + i);
+  PendingWrite w = row_write(now, static_cast<std::uint64_t>(in.operands[1]) + i, last);
+  for (std::size_t j = 0; j < cfg_.array_n; ++j)
+    w.data[j] = requantize_wide(gelu_value(x[j], job.cmd.conv.norm), job.cmd.requant);
+  pipeline_.push_back(std::move(w));
+  if (last) jobs_.pop_front();
 }
 
 }  // namespace tpu::model

@@ -6,7 +6,9 @@
 // output pixel the cycle after its last position ("Pooling"). In every cycle
 // the unit reads before it writes: its writes are visible from the next cycle.
 // A VEC reads a row of each operand per cycle (two UB read ports) and writes
-// like an ACT ("Vector operations").
+// like an ACT ("Vector operations"). An SMAX or LNRM reads each token's rows
+// in three passes and writes them in the last; a GELU streams like an ACT
+// ("Softmax, LayerNorm, GELU").
 #pragma once
 
 #include <systemc.h>
@@ -56,6 +58,10 @@ SC_MODULE(ActivationUnit) {
   void read_act(Cycle now);
   void read_pool(Cycle now);
   void read_vec(Cycle now);
+  void read_norm(Cycle now);  // SMAX, LNRM
+  void read_gelu(Cycle now);
+  // The PendingWrite of row i (of `rows`) of the front job, to UB row `ub_row`.
+  PendingWrite row_write(Cycle now, std::uint64_t ub_row, bool last) const;
   bool active() const { return !jobs_.empty() || !pipeline_.empty(); }
 
   const ArchConfig& cfg_;
@@ -69,6 +75,9 @@ SC_MODULE(ActivationUnit) {
   std::vector<std::int32_t> pool_acc_;  // a POOL's running max or sum, per lane
   bool pool_any_ = false;               // a position of the window was inside the map
   std::vector<std::int32_t> vec_values_;  // a VEC row's combined values, per lane
+  // An SMAX's or LNRM's per-token scalars: pass 1's maximum or sum, pass 2's
+  // sum of exponentials or of squared deviations, pass 3's reciprocal.
+  std::int64_t norm_first_ = 0, norm_second_ = 0, norm_recip_ = 0;
 };
 
 }  // namespace tpu::model

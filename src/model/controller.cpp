@@ -87,14 +87,16 @@ std::optional<StallCause> Controller::stall_cause(const isa::Instruction& in, Cy
     case isa::Opcode::CTAP:
     case isa::Opcode::CWIN:
     case isa::Opcode::VSRC:
-    case isa::Opcode::VSCL: return std::nullopt;
+    case isa::Opcode::VSCL:
+    case isa::Opcode::NGEO:
+    case isa::Opcode::NCON: return std::nullopt;
     default: break;
   }
   if (now < unit_free_at_[static_cast<unsigned>(unit)]) return StallCause::UnitBusy;
-  // A POOL or a VEC reads UB rows its own unit's earlier instructions may
-  // still write (an ACT's last rows leave its pipeline after its occupancy):
-  // it waits until every one of them has completed.
-  if ((in.opcode == isa::Opcode::POOL || in.opcode == isa::Opcode::VEC) &&
+  // A POOL, VEC, SMAX, LNRM or GELU reads UB rows its own unit's earlier
+  // instructions may still write (an ACT's last rows leave its pipeline
+  // after its occupancy): it waits until every one of them has completed.
+  if (in.opcode != isa::Opcode::ACT && unit == isa::Unit::ActivationUnit &&
       std::any_of(scoreboard_.begin(), scoreboard_.end(),
                   [unit](const InFlight& f) { return f.unit == unit; }))
     return StallCause::UnitBusy;
@@ -114,7 +116,7 @@ void Controller::issue(const isa::Instruction& in, Cycle now, Cycle reported) {
     rec.start = rec.completion = now;
     rec.completed = true;
     log_.retired.push_back(rec);
-    geometry_.apply(in);  // CMAP, CSTR, CTAP, CWIN, VSRC, VSCL
+    geometry_.apply(in);  // CMAP, CSTR, CTAP, CWIN, VSRC, VSCL, NGEO, NCON
     if (in.opcode == isa::Opcode::SETQ) {
       requant_.multiplier = static_cast<std::int32_t>(in.operands[0]);
       requant_.shift = static_cast<std::uint32_t>(in.operands[1]);

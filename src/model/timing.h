@@ -34,7 +34,8 @@ inline std::uint64_t weight_tile_cycles(const ArchConfig& c) {
 }
 
 // Cycles from start to completion, inclusive (completion = start + duration - 1).
-// A POOL's depends on the window of the registers at its issue (`geometry`).
+// A POOL's depends on the window of the registers at its issue (`geometry`),
+// an SMAX's or LNRM's on the token's rows (NGEO's groups).
 inline std::uint64_t duration(const ArchConfig& c, const isa::Instruction& in,
                               const isa::ConvGeometry& geometry = {}) {
   const auto rows = static_cast<std::uint64_t>(in.operands[2]);
@@ -46,7 +47,12 @@ inline std::uint64_t duration(const ArchConfig& c, const isa::Instruction& in,
       return c.weight_latency + weight_tile_cycles(c);
     case isa::Opcode::MMC: return rows + 2 * c.array_n;
     case isa::Opcode::ACT:
-    case isa::Opcode::VEC: return rows + c.act_latency;
+    case isa::Opcode::VEC:
+    case isa::Opcode::GELU: return rows + c.act_latency;
+    // Three passes over each token's rows, token after token; the last
+    // pass's rows leave the pipeline A cycles after their read.
+    case isa::Opcode::SMAX:
+    case isa::Opcode::LNRM: return 3 * std::uint64_t{geometry.norm.groups} * rows + c.act_latency;
     // One window position read per cycle; each output pixel written the
     // cycle after its last read.
     case isa::Opcode::POOL: return rows * geometry.window() + 1;
@@ -65,7 +71,8 @@ inline std::uint64_t occupancy(const ArchConfig& c, const isa::Instruction& in,
   switch (in.opcode) {
     case isa::Opcode::MMC:
     case isa::Opcode::ACT:
-    case isa::Opcode::VEC: return static_cast<std::uint64_t>(in.operands[2]);
+    case isa::Opcode::VEC:
+    case isa::Opcode::GELU: return static_cast<std::uint64_t>(in.operands[2]);
     // The weight memory takes a request every cycle (the FIFO's room limits
     // how many are outstanding).
     case isa::Opcode::RW: return 1;

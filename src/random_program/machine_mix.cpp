@@ -74,7 +74,7 @@ class MachineMix : ProgramDraw {
   // (The large programs, of a few MMCs of thousands of rows, draw no vector
   // instructions.)
   std::optional<isa::Instruction> draw(const ArchConfig& c) {
-    switch (pick(0, large_ ? 21 : 24)) {
+    switch (pick(0, large_ ? 21 : 26)) {
       case 0:
       case 1: return make(isa::Opcode::RHM, 0, host_row(c), ub_row(c), rows(c));
       case 2: return make(isa::Opcode::WHM, 0, ub_row(c), host_row(c), rows(c));
@@ -134,6 +134,15 @@ class MachineMix : ProgramDraw {
             vec.broadcast ? rows(c) : std::min<std::uint64_t>(rows(c), c.ub_rows - vec.b_row);
         return make(isa::Opcode::VEC, kActivations[pick(0, 3)], ub_row(c, r), ub_row(c, r), r);
       }
+      case 25: return norm_register();
+      case 26: {
+        // SMAX and LNRM read and write the hull of their tokens' rows.
+        static const isa::Opcode kNorms[] = {isa::Opcode::SMAX, isa::Opcode::LNRM, isa::Opcode::GELU};
+        const isa::Opcode op = kNorms[pick(0, 2)];
+        const std::uint64_t r = rows(c);
+        const std::uint64_t span = op == isa::Opcode::GELU ? r : registers().norm.span(r);
+        return make(op, 0, ub_row(c, span), ub_row(c, span), r);
+      }
       default: return make(isa::Opcode::NOP, 0);
     }
   }
@@ -163,6 +172,21 @@ class MachineMix : ProgramDraw {
         return make(isa::Opcode::CTAP, 0, y0, origin());
       }
     }
+  }
+
+  // NGEO (tokens of 1 to 3 rows up to 8 apart, every shift) or NCON (constants
+  // small, at the int32 limits, or anywhere: the arithmetic's saturations).
+  isa::Instruction norm_register() {
+    if (pick(0, 1)) return make(isa::Opcode::NGEO, 0, pick(1, 3), pick(0, 8), pick(0, 15));
+    const auto constant = [this]() -> std::int64_t {
+      switch (pick(0, 3)) {
+        case 0: return pick(0, 1) ? INT32_MIN : INT32_MAX;
+        case 1: return static_cast<std::int64_t>(pick(0, 4000)) - 2000;
+        default: return static_cast<std::int64_t>(pick(0, 0x7fffffff)) * (pick(0, 1) ? 1 : -1);
+      }
+    };
+    const std::int64_t k0 = constant(), k1 = constant();
+    return make(isa::Opcode::NCON, 0, k0, k1, constant());
   }
 
   // VSRC: operand B one row (one in three) or up to 20 rows, zero points of every sign.

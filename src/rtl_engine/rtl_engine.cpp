@@ -199,9 +199,27 @@ void require_build(const ArchConfig& cfg) {
   if (const std::string why = unavailable(cfg); !why.empty()) throw std::runtime_error(why);
 }
 
+std::string unimplemented(const isa::Program& prog) {
+  for (std::size_t pc = 0; pc < prog.code.size(); ++pc) {
+    switch (prog.code[pc].opcode) {
+      case isa::Opcode::NGEO:
+      case isa::Opcode::NCON:
+      case isa::Opcode::SMAX:
+      case isa::Opcode::LNRM:
+      case isa::Opcode::GELU:
+        return fmt::format("the RTL core does not implement {} (pc {}) yet: run this program with "
+                           "--engine systemc (the SystemC model)",
+                           isa::spec_of(prog.code[pc].opcode).mnemonic, pc);
+      default: break;
+    }
+  }
+  return {};
+}
+
 model::RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,
                           const model::RunOptions& opts) {
   require_build(cfg);
+  if (const std::string why = unimplemented(prog); !why.empty()) throw std::runtime_error(why);
   return find_build(cfg)->run(cfg, prog, mem, opts);
 }
 

@@ -54,7 +54,13 @@ bool has_waveforms(const ArchConfig& cfg);
 // and the sweeps); "" when has_waveforms(cfg).
 std::string no_waveforms_reason(const ArchConfig& cfg);
 
-// Runs on the RTL; throws std::runtime_error when no build matches `cfg`.
+// Why the RTL core cannot run `prog`: the first instruction it does not
+// implement (SMAX, LNRM, GELU and their registers NGEO, NCON exist in the
+// SystemC model only), as one line; empty when it can.
+std::string unimplemented(const isa::Program& prog);
+
+// Runs on the RTL; throws std::runtime_error when no build matches `cfg` or
+// the core does not implement one of the program's instructions.
 // With opts.vcd_path set, writes the waveform of every signal of tpu_core
 // there (.vcd appended if missing) and a GTKWave save file (.gtkw) beside
 // it, whole or not at all (waves/wave_files.h); needs has_waveforms(cfg).

@@ -310,6 +310,18 @@ TEST_CASE("out-of-range pooling operands are reported at the operand", "[asm][di
       {"VSRC 0, 128, 0", 1, 9, "128 is out of range for za (8-bit signed field, -128..127)"},
       {"VSRC 0, 0, -129", 1, 12, "-129 is out of range for zb"},
       {"VEC 0, 0, 0", 1, 11, "rows must be at least 1, got 0"},
+      // The normalization registers' fields, and SMAX, LNRM, GELU's.
+      {"NGEO 0, 0, 0", 1, 6, "0 is out of range for groups (16-bit unsigned field, 1..65535)"},
+      {"NGEO 1, 16777216, 0", 1, 9,
+       "16777216 is out of range for stride (24-bit unsigned field, 0..16777215)"},
+      {"NGEO 1, 0, 16", 1, 12, "16 is out of range for sh (4-bit unsigned field, 0..15)"},
+      {"NCON 2147483648, 0, 0", 1, 6,
+       "2147483648 is out of range for k0 (32-bit signed field, -2147483648..2147483647)"},
+      {"NCON 0, 0, -2147483649", 1, 12, "-2147483649 is out of range for k2"},
+      {"SMAX 16777216, 0, 1", 1, 6,
+       "16777216 is out of range for x_row (24-bit unsigned field, 0..16777215)"},
+      {"LNRM 0, 0, 0", 1, 12, "rows must be at least 1, got 0"},
+      {"GELU.R 0, 0, 1", 1, 6, "GELU takes no flags"},
   });
   // Every operand of a line is checked.
   CHECK(positions(assemble("CWIN 0, 256\n", Options{})) ==
@@ -359,6 +371,13 @@ TEST_CASE("with a config, operands past the end of a memory are errors", "[asm][
            "rows 96..105 are past the end of unified buffer (100 rows)"},
           {"VSRC.B 100, 0, 0\nVEC 0, 0, 10", 2, 5,
            "row 100 is past the end of unified buffer (100 rows)"},
+          // SMAX and LNRM read and write the hull of their tokens' rows,
+          // NGEO's registers as they stand: (groups - 1) * stride + rows.
+          {"NGEO 3, 40, 0\nSMAX 5, 0, 16", 2, 6,
+           "rows 5..100 are past the end of unified buffer (100 rows)"},
+          {"NGEO 2, 10, 0\nLNRM 0, 86, 5", 2, 9,
+           "rows 86..100 are past the end of unified buffer (100 rows)"},
+          {"GELU 95, 0, 10", 1, 6, "rows 95..104 are past the end of unified buffer (100 rows)"},
       },
       o);
 }

@@ -314,6 +314,13 @@ TEST_CASE("the documented examples assemble to their bytes and disassemble back"
       {"SYNC", "07 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"},
       {"NOP", "00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"},
       {"HLT", "0f 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00"},
+      {"SMAX 0, 0, 32", "13 00 00 00 00 00 00 00 00 00 20 00 00 00 00 00"},
+      {"LNRM 64, 128, 32", "14 00 40 00 00 00 80 00 00 00 20 00 00 00 00 00"},
+      {"GELU 0, 256, 128", "15 00 00 00 00 00 00 01 00 00 80 00 00 00 00 00"},
+      {"NGEO 4, 64, 11", "11 00 04 00 00 00 40 00 00 00 0b 00 00 00 00 00"},
+      {"NCON 22713, 44335, 1030312935", "12 00 b9 58 00 00 2f ad 00 00 e7 53 69 3d 00 00"},
+      {"SETQ 1073741824, 52, -128", "06 00 00 00 00 40 34 00 00 00 80 00 00 00 00 00"},
+      {"SMAX 0, 0, 64", "13 00 00 00 00 00 00 00 00 00 40 00 00 00 00 00"},
   };
   for (const Example& e : examples) {
     INFO(e.text);
@@ -347,10 +354,10 @@ TEST_CASE("random instructions survive encode, disassemble and assemble", "[asm]
     CHECK(hex(file.begin() + 16, file.end()) == hex(bytes.begin(), bytes.end()));
   }
   // The generator reached every opcode with every legal flag set:
-  // 11 instructions without flags (NOP, RHM, RW, SETQ, SYNC, CMAP, CSTR,
-  // CTAP, CWIN, HLT, VSCL), WHM 2, POOL 2, VSRC 2, MMC 8 (any of S, O, C),
-  // ACT and VEC 4 each (none, R, Q, T).
-  CHECK(opcode_flags_seen.size() == 11 + 2 + 2 + 2 + 8 + 4 + 4);
+  // 16 instructions without flags (NOP, RHM, RW, SETQ, SYNC, CMAP, CSTR,
+  // CTAP, CWIN, HLT, VSCL, NGEO, NCON, SMAX, LNRM, GELU), WHM 2, POOL 2,
+  // VSRC 2, MMC 8 (any of S, O, C), ACT and VEC 4 each (none, R, Q, T).
+  CHECK(opcode_flags_seen.size() == 16 + 2 + 2 + 2 + 8 + 4 + 4);
 }
 
 TEST_CASE("a random program file survives parse, disassemble and assemble", "[asm][roundtrip]") {

@@ -26,7 +26,8 @@ from waveform_check import Vcd
 
 TRACE = re.compile(r"^pc\s+(\d+)\s+(.+?)\s+issue\s+(\d+)\s+start\s+(\S+)\s+complete\s+(\S+)$")
 STALL = re.compile(r"^\s+stall (\S+)\s+cycles (\d+)\.\.(\d+) \((\d+)\)$")
-CONTROLLER_ONLY = {"NOP", "SETQ", "CMAP", "CSTR", "CTAP", "CWIN", "VSRC", "VSCL", "SYNC", "HLT"}
+CONTROLLER_ONLY = {"NOP", "SETQ", "CMAP", "CSTR", "CTAP", "CWIN", "VSRC", "VSCL", "NGEO", "NCON", "SYNC",
+                   "HLT"}
 
 
 def cycles_of(event, clock_mhz):

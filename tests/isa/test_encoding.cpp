@@ -166,6 +166,11 @@ TEST_CASE("the instruction table matches the documented ISA", "[isa][encoding]")
       {"VSRC", 0x0E, "B", 0, {Field::VecBRow, Field::VecZeroA, Field::VecZeroB}},
       {"HLT", 0x0F, "", 0, {}},
       {"VSCL", 0x10, "", 0, {Field::VecFactorA, Field::VecFactorB, Field::VecOp}},
+      {"NGEO", 0x11, "", 0, {Field::NormGroups, Field::NormStride, Field::NormShift}},
+      {"NCON", 0x12, "", 0, {Field::NormK0, Field::NormK1, Field::NormK2}},
+      {"SMAX", 0x13, "", 0, {Field::NormRow, Field::UbRow, Field::Rows}},
+      {"LNRM", 0x14, "", 0, {Field::NormRow, Field::UbRow, Field::Rows}},
+      {"GELU", 0x15, "", 0, {Field::NormRow, Field::UbRow, Field::Rows}},
   };
   REQUIRE(kInstrs.size() == doc.size());
   for (std::size_t i = 0; i < doc.size(); ++i) {
@@ -227,6 +232,15 @@ TEST_CASE("the operand fields have the documented widths and ranges", "[isa][enc
       {Field::VecFactorA, "da", 16, true, -32768, 32767},
       {Field::VecFactorB, "db", 16, true, -32768, 32767},
       {Field::VecOp, "op", 3, false, 0, 4},
+      // SMAX, LNRM and GELU: a token of 1..65535 rows any distance apart,
+      // a 4-bit shift, three int32 constants and the input's UB row.
+      {Field::NormGroups, "groups", 16, false, 1, 65535},
+      {Field::NormStride, "stride", 24, false, 0, u24},
+      {Field::NormShift, "sh", 4, false, 0, 15},
+      {Field::NormK0, "k0", 32, true, -2147483648, 2147483647},
+      {Field::NormK1, "k1", 32, true, -2147483648, 2147483647},
+      {Field::NormK2, "k2", 32, true, -2147483648, 2147483647},
+      {Field::NormRow, "x_row", 24, false, 0, u24},
   };
   REQUIRE(tpu::isa::kFields.size() == doc.size());
   for (const Doc& d : doc) {
@@ -254,6 +268,12 @@ TEST_CASE("hand-written instructions encode to hand-written bytes", "[isa][encod
       {{Opcode::SETQ, 0, {-1, 62, -128}},
        {0x06, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0x3E, 0, 0, 0, 0x80, 0, 0, 0, 0, 0}},
       {{Opcode::ACT, 0x04, {5, 6, 7}}, {0x05, 0x04, 5, 0, 0, 0, 6, 0, 0, 0, 7, 0, 0, 0, 0, 0}},
+      // NGEO's 16-, 24- and 4-bit fields; NCON's int32 constants in two's complement.
+      {{Opcode::NGEO, 0, {65535, 0x123456, 15}},
+       {0x11, 0, 0xFF, 0xFF, 0, 0, 0x56, 0x34, 0x12, 0, 0x0F, 0, 0, 0, 0, 0}},
+      {{Opcode::NCON, 0, {-1, -2147483648, 2147483647}},
+       {0x12, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0x80, 0xFF, 0xFF, 0xFF, 0x7F, 0, 0}},
+      {{Opcode::GELU, 0, {1, 2, 3}}, {0x15, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0}},
       // The convolution instructions: 16-bit fields in the low two bytes of
       // their slots, 8-bit ones in the low byte, signed ones in two's
       // complement in their own width (CTAP -1 is ff ff 00 00, not ff ff ff ff).
@@ -308,9 +328,10 @@ TEST_CASE("every legal instruction encodes to the documented layout", "[isa][enc
   const std::vector<Instruction> all = all_legal_instructions();
   // NOP, SYNC, HLT: 1 each; RW: 5; RHM, SETQ, CMAP, CSTR: 125; CTAP, CWIN:
   // 25; WHM, POOL: 2 x 125; MMC: 8 x 125 (S, O, C); ACT: 4 x 125; VEC: 4 x
-  // 125 (R, Q, T); VSRC: 2 x 125 (B); VSCL: 125.
+  // 125 (R, Q, T); VSRC: 2 x 125 (B); VSCL: 125; NGEO, NCON, SMAX, LNRM,
+  // GELU: 125 each.
   REQUIRE(all.size() == 3 + 5 + 4 * 125 + 2 * 25 + 2 * 2 * 125 + 8 * 125 + 4 * 125 + 4 * 125 +
-                            2 * 125 + 125);
+                            2 * 125 + 125 + 5 * 125);
   for (const Instruction& in : all) {
     INFO(in);
     CHECK(hex(encode(in)) == hex(expected_bytes(in)));
@@ -476,20 +497,20 @@ TEST_CASE("validate and encode reject undefined flags and unknown opcodes", "[is
     CHECK_THROWS_AS(encode(in), std::invalid_argument);
   }
   SECTION("an opcode outside the table") {
-    // 0x0D..0x10 are VEC, VSRC, HLT and VSCL; 0x11 is the first unused one.
+    // 0x0D..0x15 are VEC, VSRC, HLT, VSCL, NGEO, NCON, SMAX, LNRM, GELU; 0x16 is the first unused one.
     Instruction in;
-    in.opcode = static_cast<Opcode>(0x11);
-    CHECK_THAT(validate(in), Contains("unknown opcode 0x11"));
+    in.opcode = static_cast<Opcode>(0x16);
+    CHECK_THAT(validate(in), Contains("unknown opcode 0x16"));
     CHECK_THROWS_AS(encode(in), std::invalid_argument);
   }
 }
 
 TEST_CASE("decode's messages are the documented ones", "[isa][decode]") {
   // docs/isa.md section 4 lists one example message per rejection (with
-  // opcode 0x11 and MMC flag 0x08).
+  // opcode 0x16 and MMC flag 0x08).
   EncodedInstr unknown{};
-  unknown[0] = 0x11;
-  CHECK(decode_error(unknown) == "unknown opcode 0x11");
+  unknown[0] = 0x16;
+  CHECK(decode_error(unknown) == "unknown opcode 0x16");
 
   Instruction mmc = minimal(spec_for(Opcode::MMC));
   mmc.flags = 0x08;

@@ -6,8 +6,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <random>
@@ -177,6 +179,48 @@ inline void fill_memories(model::Memories& mem, std::mt19937& rng) {
 inline int random_pad(std::mt19937& rng) {
   static const int kPads[] = {-128, 127, -1, 0, 1};
   return pick(rng, 0, 1) ? kPads[pick(rng, 0, 4)] : pick(rng, -128, 127);
+}
+
+inline model::RunLog run_path(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,
+                              model::Detail detail) {
+  model::RunOptions o;
+  o.detail = detail;
+  return model::run_program(cfg, prog, mem, o);
+}
+
+// Runs `src` on the detailed path into `mem` and on the fast path into a
+// copy; both must give the same records, stalls, statistics, the activation
+// unit's busy cycles and memories. With `halts`, the program must halt with
+// every instruction completed (and the assembler checks its ranges).
+inline model::RunLog run_both_paths(const ArchConfig& cfg, const std::string& src,
+                                    model::Memories& mem, bool halts, const char* file_name) {
+  INFO(src);
+  const isa::Program prog = assemble_for(cfg, src, halts, file_name);
+  model::Memories fast_mem = mem;
+  model::RunOptions detailed_options;
+  detailed_options.detail = model::Detail::Detailed;
+  const model::RunLog detailed = halts ? testing::run_to_halt(cfg, prog, mem, detailed_options)
+                                : model::run_program(cfg, prog, mem, detailed_options);
+  const model::RunLog fast = run_path(cfg, prog, fast_mem, model::Detail::Fast);
+  REQUIRE(detailed.retired.size() == fast.retired.size());
+  for (std::size_t i = 0; i < fast.retired.size(); ++i) {
+    INFO("record " << i);
+    CHECK(detailed.retired[i].pc == fast.retired[i].pc);
+    CHECK(detailed.retired[i].issue == fast.retired[i].issue);
+    CHECK(detailed.retired[i].start == fast.retired[i].start);
+    CHECK(detailed.retired[i].completion == fast.retired[i].completion);
+    CHECK(detailed.retired[i].completed == fast.retired[i].completed);
+  }
+  CHECK(detailed.stats.cycles == fast.stats.cycles);
+  CHECK(std::equal(std::begin(detailed.stats.stall_cycles), std::end(detailed.stats.stall_cycles),
+                   std::begin(fast.stats.stall_cycles)));
+  CHECK(detailed.stats.units.at("activation_unit").busy_cycles ==
+        fast.stats.units.at("activation_unit").busy_cycles);
+  CHECK(detailed.halted == fast.halted);
+  CHECK(detailed.fault.has_value() == fast.fault.has_value());
+  CHECK(std::equal(mem.ub.data().begin(), mem.ub.data().end(), fast_mem.ub.data().begin()));
+  CHECK(std::equal(mem.host.data().begin(), mem.host.data().end(), fast_mem.host.data().begin()));
+  return detailed;
 }
 
 }  // namespace tpu::testing

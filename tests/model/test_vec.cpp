@@ -201,50 +201,13 @@ Regs random_regs(std::mt19937& rng) {
 
 // ---- Runs on both paths -----------------------------------------------------------
 
-isa::Program assemble(const ArchConfig& cfg, const std::string& src, bool check_ranges = true) {
-  return testing::assemble_for(cfg, src, check_ranges, "vec.s");
-}
-
-model::RunLog run_path(const ArchConfig& cfg, const isa::Program& prog, model::Memories& mem,
-                       Detail detail) {
-  model::RunOptions o;
-  o.detail = detail;
-  return model::run_program(cfg, prog, mem, o);
-}
-
 // Runs `src` on the detailed path into `mem` and on the fast path into a
 // copy; both must give the same records, stalls, statistics and memories.
 // With `halts`, the program must halt with every instruction completed (and
 // the assembler checks its ranges).
 RunLog run_both(const ArchConfig& cfg, const std::string& src, model::Memories& mem,
                 bool halts = true) {
-  INFO(src);
-  const isa::Program prog = assemble(cfg, src, halts);
-  model::Memories fast_mem = mem;
-  model::RunOptions detailed_options;
-  detailed_options.detail = Detail::Detailed;
-  const RunLog detailed = halts ? testing::run_to_halt(cfg, prog, mem, detailed_options)
-                                : model::run_program(cfg, prog, mem, detailed_options);
-  const RunLog fast = run_path(cfg, prog, fast_mem, Detail::Fast);
-  REQUIRE(detailed.retired.size() == fast.retired.size());
-  for (std::size_t i = 0; i < fast.retired.size(); ++i) {
-    INFO("record " << i);
-    CHECK(detailed.retired[i].pc == fast.retired[i].pc);
-    CHECK(detailed.retired[i].issue == fast.retired[i].issue);
-    CHECK(detailed.retired[i].start == fast.retired[i].start);
-    CHECK(detailed.retired[i].completion == fast.retired[i].completion);
-    CHECK(detailed.retired[i].completed == fast.retired[i].completed);
-  }
-  CHECK(detailed.stats.cycles == fast.stats.cycles);
-  CHECK(std::equal(std::begin(detailed.stats.stall_cycles), std::end(detailed.stats.stall_cycles),
-                   std::begin(fast.stats.stall_cycles)));
-  CHECK(detailed.stats.units.at("activation_unit").busy_cycles ==
-        fast.stats.units.at("activation_unit").busy_cycles);
-  CHECK(detailed.halted == fast.halted);
-  CHECK(detailed.fault.has_value() == fast.fault.has_value());
-  CHECK(std::equal(mem.ub.data().begin(), mem.ub.data().end(), fast_mem.ub.data().begin()));
-  CHECK(std::equal(mem.host.data().begin(), mem.host.data().end(), fast_mem.host.data().begin()));
-  return detailed;
+  return testing::run_both_paths(cfg, src, mem, halts, "vec.s");
 }
 
 std::string first_ub_difference(const model::Memories& got, const model::Memories& want) {
