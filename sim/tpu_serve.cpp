@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -183,15 +184,15 @@ serve::HostCost Serve::host_cost(const serve::NetworkBatchCost& costs) const {
 
 nlohmann::json Serve::header_json(const ArchConfig& cfg, const serve::HostCost& host,
                                   const serve::NetworkBatchCost& costs) const {
-  nlohmann::json j;
-  j["model"] = a_.model;
-  j["array_n"] = cfg.array_n;
-  j["clock_mhz"] = cfg.clock_mhz;
-  j["dies"] = a_.dies;
-  j["batch_timeout_ms"] = a_.timeout_ms;
-  j["arrivals"] = a_.arrivals.front();
-  j["rate"] = a_.arrivals.front() == "poisson" ? nlohmann::json(a_.rate) : nlohmann::json(nullptr);
-  j["seed"] = a_.seed;
+  const bool poisson = a_.arrivals.front() == "poisson";
+  nlohmann::json j = {{"model", a_.model},
+                      {"array_n", cfg.array_n},
+                      {"clock_mhz", cfg.clock_mhz},
+                      {"dies", a_.dies},
+                      {"batch_timeout_ms", a_.timeout_ms},
+                      {"arrivals", a_.arrivals.front()},
+                      {"rate", poisson ? nlohmann::json(a_.rate) : nlohmann::json(nullptr)},
+                      {"seed", a_.seed}};
   j["host"] = {{"per_batch_us", a_.host_per_batch_us},
                {"per_request_us", a_.host_per_request_us},
                {"pcie_bytes_per_s", host.pcie_bytes_per_s},
@@ -205,6 +206,22 @@ nlohmann::json Serve::header_json(const ArchConfig& cfg, const serve::HostCost& 
                            {"energy_j", c.energy_j ? nlohmann::json(*c.energy_j) : nlohmann::json(nullptr)}});
   j["batch_costs"] = batch_costs;
   return j;
+}
+
+// Each batch size run, or with more than four the smallest and the largest
+// (--stats has them all).
+void print_costs(const std::map<std::size_t, serve::BatchCost>& costs) {
+  const auto line = [](std::size_t size, const serve::BatchCost& c) {
+    return fmt::format("batch {}: {} cycles, {:.4g} ms on the TPU", size, c.cycles, c.seconds * 1e3);
+  };
+  if (costs.size() <= 4) {
+    for (const auto& [size, c] : costs) std::cout << line(size, c) << '\n';
+    return;
+  }
+  const auto& [first, first_cost] = *costs.begin();
+  const auto& [last, last_cost] = *costs.rbegin();
+  std::cout << fmt::format("{} batch sizes run; the smallest and the largest: {} ... {}\n", costs.size(),
+                           line(first, first_cost), line(last, last_cost));
 }
 
 int Serve::run() {
@@ -243,8 +260,7 @@ int Serve::run() {
   }
   run::progress_clear();
   nlohmann::json stats = header_json(cfg, host, costs);
-  for (const auto& [size, c] : costs.costs())
-    std::cout << fmt::format("batch {}: {} cycles, {:.4f} ms on the TPU\n", size, c.cycles, c.seconds * 1e3);
+  print_costs(costs.costs());
   if (a_.sweep_batch.empty()) {
     std::cout << serve::summary_text(summaries.front());
     stats["max_batch"] = a_.max_batch;
