@@ -198,13 +198,7 @@ nlohmann::json Serve::header_json(const ArchConfig& cfg, const serve::HostCost& 
                {"pcie_bytes_per_s", host.pcie_bytes_per_s},
                {"input_bytes_per_request", host.input_bytes_per_request},
                {"output_bytes_per_request", host.output_bytes_per_request}};
-  nlohmann::json batch_costs = nlohmann::json::array();
-  for (const auto& [size, c] : costs.costs())
-    batch_costs.push_back({{"size", size},
-                           {"cycles", c.cycles},
-                           {"seconds", c.seconds},
-                           {"energy_j", c.energy_j ? nlohmann::json(*c.energy_j) : nlohmann::json(nullptr)}});
-  j["batch_costs"] = batch_costs;
+  j["batch_costs"] = serve::batch_costs_json(costs.costs());
   return j;
 }
 

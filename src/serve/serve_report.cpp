@@ -53,6 +53,14 @@ nlohmann::json summary_json(const ServeSummary& s) {
           {"energy_per_inference_j", optional_number(s.energy_per_inference_j)}};
 }
 
+nlohmann::json batch_costs_json(const std::map<std::size_t, BatchCost>& costs) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [size, c] : costs)
+    out.push_back(
+        {{"size", size}, {"cycles", c.cycles}, {"seconds", c.seconds}, {"energy_j", optional_number(c.energy_j)}});
+  return out;
+}
+
 std::string summary_text(const ServeSummary& s) {
   std::string out = fmt::format("requests: {} in {} batches (mean batch {:.1f})\n", s.requests, s.batches,
                                 s.mean_batch);

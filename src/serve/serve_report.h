@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ std::vector<double> read_trace(const std::string& path);
 // tpu_busy_fraction, host_share_of_tpu_time, avg_power_w and
 // energy_per_inference_j (null without an energy model).
 nlohmann::json summary_json(const ServeSummary& s);
+
+// Each batch size's cost: [{size, cycles, seconds, energy_j (null when
+// absent)}], smallest size first.
+nlohmann::json batch_costs_json(const std::map<std::size_t, BatchCost>& costs);
 
 // One line per statistic, for the terminal.
 std::string summary_text(const ServeSummary& s);
