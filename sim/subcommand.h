@@ -49,4 +49,12 @@ std::unique_ptr<Subcommand> add_topo_command(CLI::App& app);
 //   tpu-sim sweep SWEEP.json [--jobs N] [--out RESULTS.csv] [--progress]
 std::unique_ptr<Subcommand> add_sweep_command(CLI::App& app);
 
+// tpu-sim serve: a discrete-event simulation of requests served in batches by
+// one or more dies, each batch size's TPU time from the model (docs/serving.md).
+//
+//   tpu-sim serve MODEL [--input X] --rate R --max-batch B [--batch-timeout MS]
+//                 --requests N [--arrivals poisson|trace FILE] [--dies D] [--seed S]
+//                 [--stats S.json] [--sweep-batch B1,B2,...] [--preset P] ...
+std::unique_ptr<Subcommand> add_serve_command(CLI::App& app);
+
 }  // namespace tpu::cli

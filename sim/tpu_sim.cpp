@@ -193,7 +193,8 @@ int main(int argc, char** argv) {
   gemm_cmd->add_flag("--check", gemm_args.check, "compare C with the reference GEMM (Eigen)");
   gemm_args.add_to(*gemm_cmd);
   const std::unique_ptr<cli::Subcommand> commands[] = {cli::add_net_command(app), cli::add_sweep_command(app),
-                                                        cli::add_topo_command(app)};
+                                                        cli::add_topo_command(app),
+                                                        cli::add_serve_command(app)};
 
   if (auto rc = cli::parse(app, argc, argv)) return *rc;
   try {
