@@ -345,7 +345,7 @@ int Net::run() {
 
   const std::vector<run::LayerReportRow> report_rows = print_layers(cfg, plan, result);
   // One row per layer; units in the header (layer_report.h).
-  if (!report_path.empty()) write_file_atomic(report_path, run::layer_report_csv(report_rows, cfg.array_n));
+  if (!report_path.empty()) write_file_atomic(report_path, run::layer_report_csv(report_rows, cfg));
   print_totals(cfg, result);
   write_timeline(timeline_path, cfg, plan, result);
 
