@@ -307,6 +307,10 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
       cfg.array_n, t.useful_macs, rows.scalesim_macs);
   std::cout << fmt::format("time: {:.6g} s at {} MHz, {:.4g} TOPS of useful work (2 ops per useful MAC)\n",
                            t.seconds(cfg), cfg.clock_mhz, t.useful_tops(cfg));
+  const nlohmann::json e = run::totals_energy_json(cfg, t, 0);  // docs/energy.md
+  std::cout << fmt::format("energy: {:.6g} J ({:.6g} J static), {:.4g} W average, {:.4g} useful TOPS/W\n",
+                           e["total_j"].get<double>(), e["static_j"].get<double>(), e["avg_power_w"].get<double>(),
+                           e["useful_tops_per_w"].get<double>());
   if (!rows.stats_path.empty()) write_file_atomic(rows.stats_path, stats_so_far(cfg, gemm, rows).dump(2) + "\n");
   rows.outputs.commit();
   if (check_)
