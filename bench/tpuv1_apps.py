@@ -82,6 +82,22 @@ def write_model(d, layers, in_shape, rng):
     (d / "model.json").write_text(json.dumps(model))
 
 
+def run_app(tpu_sim, name, layers, in_shape, batch, rng):
+    """Writes the stand-in `name` (its weights, then its input, from `rng`),
+    runs it with `tpu-sim net --preset tpuv1` and returns its --stats JSON."""
+    with tempfile.TemporaryDirectory() as tmp:
+        d = Path(tmp) / name
+        d.mkdir()
+        write_model(d, layers, in_shape, rng)
+        np.save(d / "x.npy", rng.integers(-128, 128, size=[batch] + in_shape, dtype=np.int8))
+        cmd = [tpu_sim, "net", str(d / "model.json"), "--input", str(d / "x.npy"),
+               "--preset", "tpuv1", "--stats", str(d / "s.json")]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"{name}: {r.stdout}{r.stderr}")
+        return json.loads((d / "s.json").read_text())
+
+
 def main():
     root = Path(__file__).resolve().parent.parent
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -92,17 +108,7 @@ def main():
           f"{'TOPS':>6} {'paper':>6} {'ratio':>6}")
     counters = []
     for name, (layers, in_shape, batch) in apps().items():
-        with tempfile.TemporaryDirectory() as tmp:
-            d = Path(tmp) / name
-            d.mkdir()
-            write_model(d, layers, in_shape, rng)
-            np.save(d / "x.npy", rng.integers(-128, 128, size=[batch] + in_shape, dtype=np.int8))
-            cmd = [args.tpu_sim, "net", str(d / "model.json"), "--input", str(d / "x.npy"),
-                   "--preset", "tpuv1", "--stats", str(d / "s.json")]
-            r = subprocess.run(cmd, capture_output=True, text=True)
-            if r.returncode != 0:
-                sys.exit(f"{name}: {r.stdout}{r.stderr}")
-            s = json.loads((d / "s.json").read_text())
+        s = run_app(args.tpu_sim, name, layers, in_shape, batch, rng)
         weights = sum(k * n * (1 if kind == "dense" else 9) for kind, k, n in layers)
         useful = s["total"]["useful_macs"]
         cycles = s["total"]["cycles"]

@@ -331,6 +331,10 @@ void bind_run_result(py::module_& m) {
                              "The final accumulators, int32 rows x N (a view).")
       .def_property_readonly("stats", [](const RunResult& r) { return to_python(run::stats_json(r.s->cfg, r.s->log)); },
                              "The statistics as `tpu-sim run --stats` writes them (a dict).")
+      .def_property_readonly("energy",
+                             [](const RunResult& r) { return to_python(run::stats_json(r.s->cfg, r.s->log)["energy"]); },
+                             "The energy model's figures (docs/energy.md): events, by_event_j, by_unit_j, "
+                             "static_j, dynamic_j, total_j, avg_power_w, tops_per_w (stats['energy']).")
       .def_property_readonly("retired", [](const RunResult& r) { return retired_array(r.s); },
                              "One retire record per issued instruction, in issue order: a NumPy "
                              "structured array (pc, issue, start, completion, completed).")
@@ -383,10 +387,14 @@ void bind_gemm_net_results(py::module_& m) {
       .def_property_readonly("layers", [](const NetResult& r) { return r.stats["layers"]; },
                              "Per-layer statistics: a list of dicts (name, type, output_shape, program, "
                              "cycles, instructions, mmc_rows, array_macs, useful_macs, utilization, "
-                             "host_read_bytes, host_write_bytes, weight_bytes).")
+                             "host_read_bytes, host_write_bytes, weight_bytes, the TPUv1 counters' cycles, energy_j, "
+                             "static_energy_j, avg_power_w, energy_by_unit_j).")
       .def_property_readonly("total", [](const NetResult& r) { return r.stats["total"]; },
                              "Totals over the programs: cycles, macs, useful_macs, utilization, "
-                             "clock_mhz, seconds, useful_tops.")
+                             "clock_mhz, seconds, useful_tops, energy.")
+      .def_property_readonly("energy", [](const NetResult& r) { return r.stats["total"]["energy"]; },
+                             "The run's energy (docs/energy.md): total['energy'], with useful_tops_per_w "
+                             "and inferences_per_j (the batch over total_j).")
       .def_readonly("accuracy", &NetResult::accuracy, "Argmax accuracy against `labels`, or None.")
       .def("__repr__", [](const NetResult& r) {
         return fmt::format("<tpusim.NetResult output {}, {} cycles>",

@@ -266,6 +266,12 @@ void print_totals(const ArchConfig& cfg, const compiler::NetworkRun& result) {
   // At the configured clock, 2 operations per useful MAC (the layers' own).
   std::cout << fmt::format("time: {:.6g} s at {} MHz, {:.4g} TOPS of useful work (2 ops per useful MAC)\n",
                            totals.seconds(cfg), cfg.clock_mhz, totals.useful_tops(cfg));
+  // The energy model (docs/energy.md): the batch's inferences per joule.
+  const nlohmann::json e = run::totals_energy_json(cfg, totals, result.output.batch());
+  std::cout << fmt::format("energy: {:.6g} J ({:.6g} J static), {:.4g} W average, {:.4g} useful TOPS/W, {:.6g} "
+                           "inferences/J\n",
+                           e["total_j"].get<double>(), e["static_j"].get<double>(), e["avg_power_w"].get<double>(),
+                           e["useful_tops_per_w"].get<double>(), e.value("inferences_per_j", 0.0));
 }
 
 // The argmax accuracy of `y` against `labels`, printed and added to `stats`.
@@ -345,7 +351,7 @@ int Net::run() {
 
   const std::vector<run::LayerReportRow> report_rows = print_layers(cfg, plan, result);
   // One row per layer; units in the header (layer_report.h).
-  if (!report_path.empty()) write_file_atomic(report_path, run::layer_report_csv(report_rows, cfg.array_n));
+  if (!report_path.empty()) write_file_atomic(report_path, run::layer_report_csv(report_rows, cfg));
   print_totals(cfg, result);
   write_timeline(timeline_path, cfg, plan, result);
 

@@ -73,6 +73,7 @@ void add_layer_stats(compiler::LayerStats& to, const compiler::LayerStats& from)
       &S::host_write_bytes, &S::weight_bytes, &S::weight_stall_cycles, &S::weight_shift_cycles,
       &S::raw_stall_cycles, &S::input_data_stall_cycles};
   for (const auto count : kCounts) to.*count += from.*count;
+  to.events += from.events;
 }
 
 // A row's network compiled: as one network, or, when a convolution's maps do
@@ -261,6 +262,7 @@ nlohmann::json Topo::stats_so_far(const ArchConfig& cfg, bool gemm, const RowsRu
                     {"clock_mhz", cfg.clock_mhz},
                     {"seconds", rows.totals.seconds(cfg)},
                     {"useful_tops", rows.totals.useful_tops(cfg)}};
+  stats["total"]["energy"] = run::totals_energy_json(cfg, rows.totals, 0);
   return stats;
 }
 
@@ -294,7 +296,7 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
   run::progress_clear();
 
   if (!rows.report_path.empty())
-    write_file_atomic(rows.report_path, run::layer_report_csv(rows.report_rows, cfg.array_n,
+    write_file_atomic(rows.report_path, run::layer_report_csv(rows.report_rows, cfg,
                                                               {"line", "scalesim_ofmap_hxw", "scalesim_macs",
                                                                "useful_utilization_percent", "note"}));
   const run::RunTotals& t = rows.totals;
@@ -305,6 +307,10 @@ int Topo::run_rows(const ArchConfig& cfg, const compiler::Topology& topo) {
       cfg.array_n, t.useful_macs, rows.scalesim_macs);
   std::cout << fmt::format("time: {:.6g} s at {} MHz, {:.4g} TOPS of useful work (2 ops per useful MAC)\n",
                            t.seconds(cfg), cfg.clock_mhz, t.useful_tops(cfg));
+  const nlohmann::json e = run::totals_energy_json(cfg, t, 0);  // docs/energy.md
+  std::cout << fmt::format("energy: {:.6g} J ({:.6g} J static), {:.4g} W average, {:.4g} useful TOPS/W\n",
+                           e["total_j"].get<double>(), e["static_j"].get<double>(), e["avg_power_w"].get<double>(),
+                           e["useful_tops_per_w"].get<double>());
   if (!rows.stats_path.empty()) write_file_atomic(rows.stats_path, stats_so_far(cfg, gemm, rows).dump(2) + "\n");
   rows.outputs.commit();
   if (check_)
@@ -386,6 +392,7 @@ void Topo::report_row(const ArchConfig& cfg, const compiler::TopologyRow& row, c
   const std::uint64_t scalesim = compiler::scalesim_macs(row) * (row.gemm ? 1 : rn.batch);
   rows.totals.cycles += rr.totals.cycles;
   rows.totals.macs += rr.totals.macs;
+  rows.totals.events += rr.totals.events;
   rows.totals.useful_macs += ls.useful_macs;
   rows.scalesim_macs += scalesim;
 
@@ -402,7 +409,7 @@ void Topo::report_row(const ArchConfig& cfg, const compiler::TopologyRow& row, c
   const double useful_utilization = run::layer_utilization(ls.useful_macs, ls.cycles, cfg.array_n);
   report.extra = {std::to_string(row.line), scalesim_ofmap, std::to_string(scalesim),
                   fmt::format("{:.3f}", 100.0 * useful_utilization), rn.note};
-  nlohmann::json lj = run::layer_report_json(report, cfg.array_n);
+  nlohmann::json lj = run::layer_report_json(report, cfg);
   lj["line"] = row.line;
   lj["batch"] = rn.batch;
   lj["scalesim_ofmap"] = {rn.scalesim_h, rn.scalesim_w};

@@ -2,6 +2,7 @@
 """tpu_plot: PNG plots of tpu-sim's output files (tpusim.plot on the command line).
 
     tools/tpu_plot.py layers STATS.json -o layers.png        # tpu-sim net --stats
+    tools/tpu_plot.py energy STATS.json -o energy.png        # tpu-sim net/topo --stats: energy per layer
     tools/tpu_plot.py timeline T.json -o timeline.png [--max-cycles C]   # --timeline
     tools/tpu_plot.py roofline S1.json [NAME=S2.json] [SWEEP.csv] -o roof.png \\
         (--preset tpuv1 [--array N] | --array N --weight-bytes-per-cycle B --clock-mhz M)
@@ -92,6 +93,9 @@ def main(argv=None):
     p = sub.add_parser("layers", help="per-layer cycles and utilization of `tpu-sim net --stats`")
     p.add_argument("stats", help="STATS.json of tpu-sim net --stats")
     p.add_argument("--title")
+    p = sub.add_parser("energy", help="per-layer energy by unit of `tpu-sim net --stats` (docs/energy.md)")
+    p.add_argument("stats", help="STATS.json of tpu-sim net or topo --stats")
+    p.add_argument("--title")
     p = sub.add_parser("timeline", help="a picture of a --timeline Chrome trace")
     p.add_argument("trace", help="T.json of tpu-sim run/gemm/net --timeline")
     p.add_argument("--max-cycles", type=int, help="draw cycles up to this one")
@@ -122,6 +126,8 @@ def main(argv=None):
     try:
         if args.cmd == "layers":
             out = plot.layers(args.stats, args.out, title=args.title)
+        elif args.cmd == "energy":
+            out = plot.energy(args.stats, args.out, title=args.title)
         elif args.cmd == "timeline":
             out = plot.timeline(args.trace, args.out, max_cycles=args.max_cycles,
                                 min_cycle=args.min_cycle, title=args.title)

@@ -100,6 +100,9 @@ class RunResult:
     def stats(self) -> dict[str, Any]:
         """As `tpu-sim run --stats` writes them."""
     @property
+    def energy(self) -> dict[str, Any]:
+        """stats['energy']: the energy model's figures (docs/energy.md)."""
+    @property
     def retired(self) -> np.ndarray:
         """Structured array: pc, issue, start, completion, completed."""
     @property
@@ -130,6 +133,9 @@ class NetResult:
     def layers(self) -> list[dict[str, Any]]: ...
     @property
     def total(self) -> dict[str, Any]: ...
+    @property
+    def energy(self) -> dict[str, Any]:
+        """total['energy'], with inferences_per_j (docs/energy.md)."""
 
 class Model:
     name: str

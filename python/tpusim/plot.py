@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, PercentFormatter  # noqa: E402
 
-__all__ = ["layers", "roofline", "timeline", "sweep_utilization", "timeline_slices",
+__all__ = ["layers", "energy", "roofline", "timeline", "sweep_utilization", "timeline_slices",
            "PlotFile"]
 
 _DPI = 110
@@ -285,6 +285,27 @@ def layers(stats, path, *, title=None):
     au.set_xlabel("layer")
     fig.tight_layout()
     return _save(fig, path, df)
+
+
+def energy(stats, path, *, title=None):
+    """Per-layer energy of a network run, a stacked bar per layer by unit.
+
+    stats: as for ``layers`` (a NetResult, its ``stats``, a ``tpu-sim net
+    --stats`` or ``topo --stats`` JSON path, or the list of layer dicts). Each
+    layer's energy in µJ split by the energy model's units (docs/energy.md),
+    labelled with its total and average power. ``data``: a DataFrame of the
+    bars (µJ per unit, total_uj, avg_power_w).
+    """
+    import importlib.util
+
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plot_energy.py")
+    spec = importlib.util.spec_from_file_location("tpusim_plot_energy", here)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    import types
+    helpers = types.SimpleNamespace(plt=plt, Patch=Patch, _DPI=_DPI, _layer_list=_layer_list,
+                                    _layer_frame=_layer_frame, _save=_save)
+    return mod.draw(helpers, stats, path, title)
 
 
 # ---------------------------------------------------------------- roofline

@@ -16,14 +16,47 @@ constexpr std::uint64_t addressable(isa::Field f) {
   return static_cast<std::uint64_t>(isa::field_spec(f).max) + 1;
 }
 
+// Bounds of the energy model's coefficients: 1 uJ per event, 1 kW per unit of
+// size; far above any real value, low enough that no product overflows.
+constexpr std::uint64_t kMaxEnergyFj = 1'000'000'000;
+constexpr std::uint64_t kMaxStaticUw = 1'000'000'000;
+
 struct Preset {
   std::string_view name;
   std::string_view description;
   ArchConfig cfg;
 };
 
+// The energy model's coefficients (docs/energy.md derives each): Horowitz,
+// ISSCC 2014, at 45 nm, x 28/45 for TPUv1's 28 nm, x 1.104, the calibration
+// that makes the TPUv1 paper's applications draw its measured busy power (40 W
+// per die); the static power is the measured idle power (28 W), per PE, KiB and
+// lane, so that it scales with the sizes; its fixed part scales with N / 256.
+ArchConfig with_energy(ArchConfig c) {
+  c.energy_mac_fj = 206;
+  c.energy_idle_pe_fj = 69;
+  c.energy_ub_read_byte_fj = 1717;
+  c.energy_ub_write_byte_fj = 1717;
+  c.energy_acc_read_word_fj = 6869;
+  c.energy_acc_write_word_fj = 6869;
+  c.energy_acc_rmw_word_fj = 13807;
+  c.energy_fifo_write_byte_fj = 859;
+  c.energy_fifo_shift_byte_fj = 859;
+  c.energy_act_lane_fj = 2198;
+  c.energy_weight_mem_byte_fj = 269100;
+  c.energy_host_byte_fj = 88320;
+  c.energy_instruction_fj = 13739;
+  c.static_pe_uw = 137;
+  c.static_ub_uw_per_kib = 326;
+  c.static_acc_uw_per_kib = 488;
+  c.static_fifo_uw_per_kib = 1953;
+  c.static_act_uw_per_lane = 5859;
+  c.static_fixed_mw = 7000 * c.array_n / 256;
+  return c;
+}
+
 ArchConfig small_preset(std::string_view name, std::uint64_t n) {
-  return {std::string(name), n, 1u << 20, 1u << 16, 1u << 14, 4096, 4, 4, 4, 4, 16, 2, 700};
+  return with_energy({std::string(name), n, 1u << 20, 1u << 16, 1u << 14, 4096, 4, 4, 4, 4, 16, 2, 700});
 }
 
 // TPUv1 (Jouppi et al., ISCA 2017): 256x256 array, 24 MiB unified buffer
@@ -38,7 +71,7 @@ ArchConfig small_preset(std::string_view name, std::uint64_t n) {
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> kPresets = {
       {"tpuv1", "TPUv1: N=256, 24 MiB UB, 4096 ACC rows, 8 GiB weight memory",
-       {"tpuv1", 256, 1u << 18, 1u << 17, 96u * 1024, 4096, 4, 100, 20, 100, 49, 2, 700}},
+       with_energy({"tpuv1", 256, 1u << 18, 1u << 17, 96u * 1024, 4096, 4, 100, 20, 100, 49, 2, 700})},
       {"small4", "N=4 array for tests", small_preset("small4", 4)},
       {"small8", "N=8 array for tests", small_preset("small8", 8)},
       {"small16", "N=16 array for tests", small_preset("small16", 16)},
@@ -92,6 +125,44 @@ const std::vector<ArchParam>& arch_params() {
        64},
       {"clock_mhz", "clock frequency in MHz: seconds and TOPS in the statistics, no effect on cycles",
        &ArchConfig::clock_mhz, 1, 100000, false},
+      // The energy model (docs/energy.md): statistics only, like the clock.
+      {"energy_mac_fj", "fJ per MAC in a PE with a useful lane", &ArchConfig::energy_mac_fj, 0, kMaxEnergyFj, false},
+      {"energy_idle_pe_fj", "fJ per PE passing a row on an unused lane", &ArchConfig::energy_idle_pe_fj, 0,
+       kMaxEnergyFj, false},
+      {"energy_ub_read_byte_fj", "fJ per byte of a unified-buffer row read", &ArchConfig::energy_ub_read_byte_fj,
+       0, kMaxEnergyFj, false},
+      {"energy_ub_write_byte_fj", "fJ per byte of a unified-buffer row written",
+       &ArchConfig::energy_ub_write_byte_fj, 0, kMaxEnergyFj, false},
+      {"energy_acc_read_word_fj", "fJ per int32 of an accumulator row read", &ArchConfig::energy_acc_read_word_fj,
+       0, kMaxEnergyFj, false},
+      {"energy_acc_write_word_fj", "fJ per int32 of an accumulator row overwritten (MMC.O)",
+       &ArchConfig::energy_acc_write_word_fj, 0, kMaxEnergyFj, false},
+      {"energy_acc_rmw_word_fj", "fJ per int32 of an accumulator row read, added to and written (MMC)",
+       &ArchConfig::energy_acc_rmw_word_fj, 0, kMaxEnergyFj, false},
+      {"energy_fifo_write_byte_fj", "fJ per byte of a weight tile written into the weight FIFO",
+       &ArchConfig::energy_fifo_write_byte_fj, 0, kMaxEnergyFj, false},
+      {"energy_fifo_shift_byte_fj", "fJ per byte of a weight tile shifted from the FIFO into the array",
+       &ArchConfig::energy_fifo_shift_byte_fj, 0, kMaxEnergyFj, false},
+      {"energy_act_lane_fj", "fJ per lane of an activation-unit row operation (ACT, POOL position, VEC)",
+       &ArchConfig::energy_act_lane_fj, 0, kMaxEnergyFj, false},
+      {"energy_weight_mem_byte_fj", "fJ per byte read from weight memory", &ArchConfig::energy_weight_mem_byte_fj,
+       0, kMaxEnergyFj, false},
+      {"energy_host_byte_fj", "fJ per byte over the host interface", &ArchConfig::energy_host_byte_fj, 0,
+       kMaxEnergyFj, false},
+      {"energy_instruction_fj", "fJ per instruction issued", &ArchConfig::energy_instruction_fj, 0, kMaxEnergyFj,
+       false},
+      {"static_pe_uw", "static power of the matrix unit in uW per PE", &ArchConfig::static_pe_uw, 0,
+       kMaxStaticUw, false},
+      {"static_ub_uw_per_kib", "static power of the unified buffer in uW per KiB",
+       &ArchConfig::static_ub_uw_per_kib, 0, kMaxStaticUw, false},
+      {"static_acc_uw_per_kib", "static power of the accumulators in uW per KiB",
+       &ArchConfig::static_acc_uw_per_kib, 0, kMaxStaticUw, false},
+      {"static_fifo_uw_per_kib", "static power of the weight FIFO in uW per KiB",
+       &ArchConfig::static_fifo_uw_per_kib, 0, kMaxStaticUw, false},
+      {"static_act_uw_per_lane", "static power of the activation unit in uW per lane",
+       &ArchConfig::static_act_uw_per_lane, 0, kMaxStaticUw, false},
+      {"static_fixed_mw", "static power of the controller, host and weight-memory interfaces and clock in mW",
+       &ArchConfig::static_fixed_mw, 0, kMaxStaticUw, false},
   };
   return kParams;
 }

@@ -39,6 +39,30 @@ struct ArchConfig {
   // statistics; no effect on any cycle count (the RTL ignores it).
   std::uint64_t clock_mhz = 700;
 
+  // The energy model (docs/energy.md): the energy of one event in femtojoules
+  // and the static power of each unit in microwatts (per PE, per KiB, per
+  // lane: the units scale with the configuration's sizes) or milliwatts.
+  // Statistics only: no effect on any cycle (the RTL ignores them).
+  std::uint64_t energy_mac_fj = 0;             // a MAC in a PE with a useful lane
+  std::uint64_t energy_idle_pe_fj = 0;         // a PE passing a row on an unused lane
+  std::uint64_t energy_ub_read_byte_fj = 0;    // a byte of a unified-buffer row read
+  std::uint64_t energy_ub_write_byte_fj = 0;   // a byte of a unified-buffer row written
+  std::uint64_t energy_acc_read_word_fj = 0;   // an int32 of an accumulator row read
+  std::uint64_t energy_acc_write_word_fj = 0;  // an int32 written (MMC.O)
+  std::uint64_t energy_acc_rmw_word_fj = 0;    // an int32 read, added to and written (MMC)
+  std::uint64_t energy_fifo_write_byte_fj = 0; // a byte of a tile written into the weight FIFO
+  std::uint64_t energy_fifo_shift_byte_fj = 0; // a byte of a tile shifted out of it into the array
+  std::uint64_t energy_act_lane_fj = 0;        // one lane of an activation-unit row operation
+  std::uint64_t energy_weight_mem_byte_fj = 0; // a byte read from weight memory (DDR3)
+  std::uint64_t energy_host_byte_fj = 0;       // a byte over the host interface (PCIe)
+  std::uint64_t energy_instruction_fj = 0;     // an instruction fetched, decoded and issued
+  std::uint64_t static_pe_uw = 0;              // matrix unit, per PE
+  std::uint64_t static_ub_uw_per_kib = 0;      // unified buffer, per KiB
+  std::uint64_t static_acc_uw_per_kib = 0;     // accumulators, per KiB
+  std::uint64_t static_fifo_uw_per_kib = 0;    // weight FIFO, per KiB
+  std::uint64_t static_act_uw_per_lane = 0;    // activation unit, per lane (N lanes)
+  std::uint64_t static_fixed_mw = 0;           // controller, host and DDR3 interfaces, clock
+
   // Size of a memory in its own units (rows or tiles).
   std::uint64_t size_of(isa::Space space) const;
 };

@@ -72,18 +72,17 @@ std::uint64_t useful_lanes(const std::int8_t* tile, std::size_t n) {
   return rows * static_cast<std::uint64_t>(std::count(col.begin(), col.end(), std::uint8_t{1}));
 }
 
-// Rows of the MMC of retire record `r` the array read before cycle `end`.
-std::uint64_t rows_read_before(const RetireRecord& r, const isa::Instruction& in, Cycle end) {
+}  // namespace
+
+std::uint64_t mmc_rows_read(const RetireRecord& r, const isa::Instruction& in, Cycle end) {
   const auto rows = static_cast<std::uint64_t>(in.operands[2]);
   return r.start < end ? std::min<std::uint64_t>(rows, end - r.start) : 0;
 }
 
-}  // namespace
-
 void count_array_work(const ArchConfig& cfg, const isa::Program& prog, RunLog& log) {
   std::uint64_t rows = 0;
   for (const RetireRecord& r : log.retired)
-    if (prog.code[r.pc].opcode == isa::Opcode::MMC) rows += rows_read_before(r, prog.code[r.pc], log.stats.cycles);
+    if (prog.code[r.pc].opcode == isa::Opcode::MMC) rows += mmc_rows_read(r, prog.code[r.pc], log.stats.cycles);
   log.stats.array_active_cycles = rows;
   log.stats.macs = rows * cfg.array_n * cfg.array_n;
 }
@@ -119,7 +118,7 @@ PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const R
       active_lanes = it->second;
       ++switches;
     }
-    pc.useful_macs += rows_read_before(r, in, end) * active_lanes;
+    pc.useful_macs += mmc_rows_read(r, in, end) * active_lanes;
     if (rows > 0 && r.start < end) active.add(r.start, std::min<Cycle>(r.start + rows - 1, end - 1));
   }
   switches_before.push_back(switches);
@@ -225,6 +224,79 @@ PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const R
   pc.non_matrix_cycles =
       end - pc.array_active_cycles - pc.weight_stall_cycles - pc.weight_shift_cycles;
   return pc;
+}
+
+EnergyEvents instruction_events(const ArchConfig& cfg, const isa::Instruction& in,
+                                const isa::ConvGeometry& geometry, std::uint64_t mmc_rows) {
+  using isa::Opcode;
+  EnergyEvents e;
+  e.instructions = 1;
+  const std::uint64_t n = cfg.array_n;
+  const auto rows = static_cast<std::uint64_t>(in.operands[2]);
+  switch (in.opcode) {
+    case Opcode::RHM:
+      e.host_bytes = rows * n;
+      e.ub_row_writes = rows;
+      break;
+    case Opcode::WHM:
+      if (in.has(isa::kFlagWhmAcc)) {
+        e.acc_row_reads = rows;
+        e.host_bytes = rows * n * isa::kHostRowsPerAccRow;
+      } else {
+        e.ub_row_reads = rows;
+        e.host_bytes = rows * n;
+      }
+      break;
+    case Opcode::RW:
+      e.weight_mem_bytes = n * n;
+      e.fifo_tile_writes = 1;
+      break;
+    case Opcode::MMC:
+      // A padding row of an MMC.C is made in the array's input, not read.
+      if (in.has(isa::kFlagMmcConvolve)) {
+        for (std::uint64_t i = 0; i < mmc_rows; ++i) e.ub_row_reads += geometry.input_row(i) >= 0;
+      } else {
+        e.ub_row_reads = mmc_rows;
+      }
+      (in.has(isa::kFlagMmcOverwrite) ? e.acc_row_writes : e.acc_row_rmws) = mmc_rows;
+      if (in.has(isa::kFlagMmcSwitch) && mmc_rows > 0) e.fifo_tile_shifts = 1;
+      break;
+    case Opcode::ACT:
+      e.acc_row_reads = rows;
+      e.ub_row_writes = rows;
+      e.act_lane_ops = rows * n;
+      break;
+    case Opcode::POOL:
+      // Window positions outside the map take their cycle with no UB read.
+      for (std::uint64_t i = 0; i < rows; ++i)
+        for (std::uint32_t dy = 0; dy < geometry.win_h; ++dy)
+          for (std::uint32_t dx = 0; dx < geometry.win_w; ++dx) e.ub_row_reads += geometry.input_row(i, dy, dx) >= 0;
+      e.ub_row_writes = rows;
+      e.act_lane_ops = rows * geometry.window() * n;
+      break;
+    case Opcode::VEC:
+      // Operand B is read every row, broadcast or not (two read ports).
+      e.ub_row_reads = 2 * rows;
+      e.ub_row_writes = rows;
+      e.act_lane_ops = rows * n;
+      break;
+    default: break;
+  }
+  return e;
+}
+
+EnergyEvents count_events(const ArchConfig& cfg, const isa::Program& prog, const RunLog& log) {
+  EnergyEvents total;
+  isa::ConvGeometry geometry;
+  for (const RetireRecord& r : log.retired) {
+    const isa::Instruction& in = prog.code[r.pc];
+    const bool mmc = in.opcode == isa::Opcode::MMC;
+    total += instruction_events(cfg, in, geometry, mmc ? mmc_rows_read(r, in, log.stats.cycles) : 0);
+    geometry.apply(in);
+  }
+  total.active_pe_macs = log.stats.tpuv1.useful_macs;
+  total.idle_pe_macs = log.stats.tpuv1.unused_macs;
+  return total;
 }
 
 }  // namespace tpu::model

@@ -58,4 +58,21 @@ void count_array_work(const ArchConfig& cfg, const isa::Program& prog, RunLog& l
 PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const RunLog& log,
                         const std::int8_t* weights, std::vector<PerfInterval>* intervals = nullptr);
 
+// The energy model's events of one instruction (docs/energy.md, "Events"), in
+// closed form from its operands and the convolution and vector registers as
+// it issued with (`geometry`). `mmc_rows` is the rows an MMC's array read
+// (rows_read_before: all of them in a run that halts); the MACs are left to
+// the caller, who knows the useful lanes. An instruction other than an MMC
+// counts whole once issued.
+EnergyEvents instruction_events(const ArchConfig& cfg, const isa::Instruction& in,
+                                const isa::ConvGeometry& geometry, std::uint64_t mmc_rows);
+
+// The events of `log` (a run of `prog` whose Stats::tpuv1 is counted): every
+// retired instruction's instruction_events, with the MACs split into active
+// and idle PEs as the TPUv1 counters' useful and unused MACs.
+EnergyEvents count_events(const ArchConfig& cfg, const isa::Program& prog, const RunLog& log);
+
+// The rows of the MMC of retire record `r` the array read before cycle `end`.
+std::uint64_t mmc_rows_read(const RetireRecord& r, const isa::Instruction& in, Cycle end);
+
 }  // namespace tpu::model

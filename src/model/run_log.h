@@ -76,6 +76,57 @@ struct PerfCounters {
   std::uint64_t unused_macs = 0;
 };
 
+// The events the energy model charges (docs/energy.md, "Events"), counted in
+// closed form per instruction from the retire records (model/perf_counters.h:
+// count_events), so both engines and both paths count the same. Rows are of
+// the memory's own width: N bytes (unified buffer), N int32 (accumulators).
+struct EnergyEvents {
+  std::uint64_t active_pe_macs = 0;  // MACs on a useful lane (PerfCounters::useful_macs)
+  std::uint64_t idle_pe_macs = 0;    // MACs on an unused lane (PerfCounters::unused_macs)
+  std::uint64_t ub_row_reads = 0;
+  std::uint64_t ub_row_writes = 0;
+  std::uint64_t acc_row_reads = 0;
+  std::uint64_t acc_row_writes = 0;  // MMC.O
+  std::uint64_t acc_row_rmws = 0;    // MMC without .O: read, add, write
+  std::uint64_t fifo_tile_writes = 0;
+  std::uint64_t fifo_tile_shifts = 0;
+  std::uint64_t act_lane_ops = 0;    // lanes of ACT rows, POOL window positions, VEC rows
+  std::uint64_t weight_mem_bytes = 0;
+  std::uint64_t host_bytes = 0;
+  std::uint64_t instructions = 0;
+  EnergyEvents& operator+=(const EnergyEvents& o);
+  bool operator==(const EnergyEvents& o) const;
+};
+// Each event's statistics name (the --stats JSON's energy.events) and field.
+struct EnergyEventField {
+  const char* name;
+  std::uint64_t EnergyEvents::*member;
+};
+inline constexpr std::array<EnergyEventField, 13> kEnergyEventFields = {{
+    {"active_pe_macs", &EnergyEvents::active_pe_macs},
+    {"idle_pe_macs", &EnergyEvents::idle_pe_macs},
+    {"ub_row_reads", &EnergyEvents::ub_row_reads},
+    {"ub_row_writes", &EnergyEvents::ub_row_writes},
+    {"acc_row_reads", &EnergyEvents::acc_row_reads},
+    {"acc_row_writes", &EnergyEvents::acc_row_writes},
+    {"acc_row_rmws", &EnergyEvents::acc_row_rmws},
+    {"fifo_tile_writes", &EnergyEvents::fifo_tile_writes},
+    {"fifo_tile_shifts", &EnergyEvents::fifo_tile_shifts},
+    {"act_lane_ops", &EnergyEvents::act_lane_ops},
+    {"weight_mem_bytes", &EnergyEvents::weight_mem_bytes},
+    {"host_bytes", &EnergyEvents::host_bytes},
+    {"instructions", &EnergyEvents::instructions},
+}};
+inline EnergyEvents& EnergyEvents::operator+=(const EnergyEvents& o) {
+  for (const EnergyEventField& f : kEnergyEventFields) this->*f.member += o.*f.member;
+  return *this;
+}
+inline bool EnergyEvents::operator==(const EnergyEvents& o) const {
+  for (const EnergyEventField& f : kEnergyEventFields)
+    if (this->*f.member != o.*f.member) return false;
+  return true;
+}
+
 struct UnitStats {
   std::uint64_t instructions = 0;
   std::uint64_t busy_cycles = 0;
@@ -89,6 +140,7 @@ struct Stats {
   std::uint64_t stall_cycles[kNumStallCauses] = {};
   std::map<std::string, UnitStats> units;  // by unit name
   PerfCounters tpuv1;                      // model/perf_counters.h
+  EnergyEvents events;                     // model/perf_counters.h: count_events
 };
 
 struct Fault {

@@ -207,6 +207,7 @@ RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, Memories& me
     if (fast && log.fault) top.systolic_array.flush_partial(log.fault->cycle);
     count_array_work(cfg, prog, log);
     log.stats.tpuv1 = count_perf(cfg, prog, log, mem.weights.row(0));
+    log.stats.events = count_events(cfg, prog, log);
     if (wave) wave->close();  // the VCD and .gtkw appear only now, whole
   }
   delete sc_core::sc_curr_simcontext;

@@ -242,6 +242,9 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
     throw std::runtime_error("an RTL assertion failed (its message is above)");
   finish_stats(cfg, prog, log);
   log.stats.tpuv1 = model::count_perf(cfg, prog, log, mem.weights.row(0));
+  // The RTL counts no energy events of its own: the same closed forms from
+  // its retire records (model/perf_counters.h), as for the TPUv1 counters.
+  log.stats.events = model::count_events(cfg, prog, log);
   return log;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tpu::run {
 namespace {
 
@@ -32,8 +34,16 @@ double layer_utilization(std::uint64_t macs, std::uint64_t cycles, std::uint64_t
   return cycles ? static_cast<double>(macs) / (static_cast<double>(cycles) * nn) : 0.0;
 }
 
-std::string layer_report_csv(const std::vector<LayerReportRow>& rows, std::uint64_t array_n,
+model::Energy layer_energy(const ArchConfig& cfg, const compiler::LayerStats& ls) {
+  model::EnergyEvents events = ls.events;
+  events.active_pe_macs = std::min(ls.useful_macs, ls.array_macs);
+  events.idle_pe_macs = ls.array_macs - events.active_pe_macs;
+  return model::energy_of(cfg, events, ls.cycles);
+}
+
+std::string layer_report_csv(const std::vector<LayerReportRow>& rows, const ArchConfig& cfg,
                              const std::vector<std::string>& extra_columns) {
+  const std::uint64_t array_n = cfg.array_n;
   // Mapping efficiency: the layer's own MACs over the array's (padding lanes
   // and columns, bias passes and diagonal tiles cost array MACs that are not
   // useful).
@@ -42,7 +52,8 @@ std::string layer_report_csv(const std::vector<LayerReportRow>& rows, std::uint6
       "useful_macs,utilization_percent,mapping_efficiency_percent,host_read_bytes,"
       "host_write_bytes,weight_bytes,host_bytes_per_cycle,weight_bytes_per_cycle,"
       "weight_stall_cycles,weight_shift_cycles,non_matrix_cycles,raw_stall_cycles,"
-      "input_data_stall_cycles";
+      "input_data_stall_cycles,energy_uj,static_energy_uj,avg_power_w";
+  for (const char* unit : model::kEnergyUnitNames) csv += fmt::format(",{}_energy_uj", unit);
   for (const std::string& c : extra_columns) csv += "," + csv_field(c);
   csv += "\n";
   for (const LayerReportRow& row : rows) {
@@ -63,6 +74,9 @@ std::string layer_report_csv(const std::vector<LayerReportRow>& rows, std::uint6
         per_cycle(ls.host_read_bytes + ls.host_write_bytes), per_cycle(ls.weight_bytes));
     csv += fmt::format(",{},{},{},{},{}", ls.weight_stall_cycles, ls.weight_shift_cycles,
                        non_matrix_cycles(ls), ls.raw_stall_cycles, ls.input_data_stall_cycles);
+    const model::Energy e = layer_energy(cfg, ls);
+    csv += fmt::format(",{:.6g},{:.6g},{:.6g}", 1e6 * e.total_j, 1e6 * e.static_j, e.avg_power_w);
+    for (double j : e.unit_j) csv += fmt::format(",{:.6g}", 1e6 * j);
     for (std::size_t c = 0; c < extra_columns.size(); ++c)
       csv += "," + (c < row.extra.size() ? csv_field(row.extra[c]) : std::string());
     csv += "\n";
@@ -70,7 +84,8 @@ std::string layer_report_csv(const std::vector<LayerReportRow>& rows, std::uint6
   return csv;
 }
 
-nlohmann::json layer_report_json(const LayerReportRow& row, std::uint64_t array_n) {
+nlohmann::json layer_report_json(const LayerReportRow& row, const ArchConfig& cfg) {
+  const std::uint64_t array_n = cfg.array_n;
   const compiler::LayerStats& ls = row.stats;
   nlohmann::json lj;
   lj["name"] = row.name;
@@ -92,6 +107,12 @@ nlohmann::json layer_report_json(const LayerReportRow& row, std::uint64_t array_
   lj["non_matrix_cycles"] = non_matrix_cycles(ls);
   lj["raw_stall_cycles"] = ls.raw_stall_cycles;
   lj["input_data_stall_cycles"] = ls.input_data_stall_cycles;
+  // The energy model (docs/energy.md, "Per layer").
+  const model::Energy e = layer_energy(cfg, ls);
+  lj["energy_j"] = e.total_j;
+  lj["static_energy_j"] = e.static_j;
+  lj["avg_power_w"] = e.avg_power_w;
+  for (unsigned u = 0; u < model::kNumEnergyUnits; ++u) lj["energy_by_unit_j"][model::kEnergyUnitNames[u]] = e.unit_j[u];
   return lj;
 }
 

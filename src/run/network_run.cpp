@@ -40,6 +40,14 @@ double RunTotals::useful_tops(const ArchConfig& cfg) const {
   return s > 0 ? 2.0 * static_cast<double>(useful_macs) / s / 1e12 : 0.0;
 }
 
+nlohmann::json totals_energy_json(const ArchConfig& cfg, const RunTotals& totals, std::uint64_t inferences) {
+  const model::Energy e = model::energy_of(cfg, totals.events, totals.cycles);
+  nlohmann::json j = energy_json(e, totals.events, totals.macs);
+  j["useful_tops_per_w"] = e.total_j > 0 ? 2.0 * static_cast<double>(totals.useful_macs) / e.total_j / 1e12 : 0.0;
+  if (inferences > 0) j["inferences_per_j"] = e.total_j > 0 ? static_cast<double>(inferences) / e.total_j : 0.0;
+  return j;
+}
+
 compiler::NetworkRun run_plan(const ArchConfig& cfg, const compiler::NetworkPlan& plan,
                               const compiler::Tensor& x, const ProgramSim& sim) {
   const std::size_t count = plan.program_count();
@@ -73,7 +81,7 @@ nlohmann::json net_stats_json(const ArchConfig& cfg, const compiler::NetworkPlan
     row.batch = batch;
     row.shape = plan.infos[i + 1].shape;
     row.stats = run.layers[i];
-    layers.push_back(layer_report_json(row, cfg.array_n));
+    layers.push_back(layer_report_json(row, cfg));
     totals.useful_macs += row.stats.useful_macs;
   }
   nlohmann::json programs_json = nlohmann::json::array();
@@ -97,6 +105,7 @@ nlohmann::json net_stats_json(const ArchConfig& cfg, const compiler::NetworkPlan
                     {"clock_mhz", cfg.clock_mhz},
                     {"seconds", totals.seconds(cfg)},
                     {"useful_tops", totals.useful_tops(cfg)}};
+  stats["total"]["energy"] = totals_energy_json(cfg, totals, batch);
   if (run.fault && !run.logs.empty()) {
     const model::RunLog& last = run.logs.back();
     stats["fault"] = last.fault ? last.fault->message() : std::string("the program did not halt");

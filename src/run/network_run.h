@@ -42,14 +42,22 @@ struct RunTotals {
   std::uint64_t macs = 0;         // the array's (padding lanes included)
   std::uint64_t useful_macs = 0;  // the layers' own
 
+  model::EnergyEvents events;    // the programs' (model/perf_counters.h)
+
   void add(const model::RunLog& log) {
     cycles += log.stats.cycles;
     macs += log.stats.macs;
+    events += log.stats.events;
   }
   double seconds(const ArchConfig& cfg) const;
   // 2 operations per useful MAC.
   double useful_tops(const ArchConfig& cfg) const;
 };
+
+// The totals' energy object: stats.h's energy_json of the programs' events
+// and cycles, with useful_tops_per_w (2 ops per useful MAC) and, when
+// `inferences` > 0 (a network's batch), inferences_per_j.
+nlohmann::json totals_energy_json(const ArchConfig& cfg, const RunTotals& totals, std::uint64_t inferences);
 
 // Runs program `k` of a plan's `count` (0-based) on `mem`, which holds its images.
 using ProgramSim = std::function<model::RunLog(std::size_t k, std::size_t count, const compiler::ProgramPlan& seg,

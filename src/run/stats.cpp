@@ -9,6 +9,23 @@
 
 namespace tpu::run {
 
+nlohmann::json energy_json(const model::Energy& e, const model::EnergyEvents& events, std::uint64_t macs) {
+  nlohmann::json j;
+  for (std::size_t k = 0; k < model::kEnergyEventFields.size(); ++k) {
+    const model::EnergyEventField& f = model::kEnergyEventFields[k];
+    j["events"][f.name] = events.*f.member;
+    j["by_event_j"][f.name] = e.event_j[k];
+  }
+  j["by_event_j"]["static"] = e.static_j;
+  for (unsigned u = 0; u < model::kNumEnergyUnits; ++u) j["by_unit_j"][model::kEnergyUnitNames[u]] = e.unit_j[u];
+  j["static_j"] = e.static_j;
+  j["dynamic_j"] = e.dynamic_j;
+  j["total_j"] = e.total_j;
+  j["avg_power_w"] = e.avg_power_w;
+  j["tops_per_w"] = e.total_j > 0 ? 2.0 * static_cast<double>(macs) / e.total_j / 1e12 : 0.0;
+  return j;
+}
+
 nlohmann::json stats_json(const ArchConfig& cfg, const model::RunLog& log) {
   const model::Stats& s = log.stats;
   nlohmann::json j;
@@ -44,6 +61,7 @@ nlohmann::json stats_json(const ArchConfig& cfg, const model::RunLog& log) {
   t["unused_macs"] = p.unused_macs;
   j["halted"] = log.halted;
   if (log.fault) j["fault"] = log.fault->message();
+  j["energy"] = energy_json(model::energy_of(cfg, s.events, s.cycles), s.events, s.macs);
   return j;
 }
 
@@ -73,6 +91,13 @@ void print_summary(const ArchConfig& cfg, const model::RunLog& log) {
                                 std::pair{"RAW stall", p.raw_stall_cycles},
                                 std::pair{"input data stall", p.input_data_stall_cycles}})
     std::cout << fmt::format("  {:<18} {:>10}  {:5.1f}%\n", name, v, share(v));
+  const nlohmann::json& e = j["energy"];
+  std::cout << fmt::format("energy        {:.6g} J ({:.6g} J static), {:.4g} W average, {:.4g} TOPS/W\n",
+                           e["total_j"].get<double>(), e["static_j"].get<double>(),
+                           e["avg_power_w"].get<double>(), e["tops_per_w"].get<double>());
+  std::cout << "energy by unit (J):\n";
+  for (const char* unit : model::kEnergyUnitNames)
+    std::cout << fmt::format("  {:<18} {:>12.6g}\n", unit, e["by_unit_j"][unit].get<double>());
   std::cout << "unit busy cycles:\n";
   for (const auto& [name, u] : log.stats.units)
     std::cout << fmt::format("  {:<16} {:>10}  ({})\n", name, u.busy_cycles,

@@ -33,10 +33,14 @@ void charge_program(const ArchConfig& cfg, const ProgramPlan& seg, const model::
     std::int64_t first, last;
   };
   std::vector<Busy> array;  // the array's rows, then the classified waits: disjoint
+  isa::ConvGeometry geometry;  // as each instruction issued with it
   for (const model::RetireRecord& r : log.retired) {
     const Instruction& in = seg.program.code[r.pc];
     LayerStats& ls = layers[seg.instruction_layer[r.pc]];
     ++ls.instructions;
+    ls.events += model::instruction_events(
+        cfg, in, geometry, in.opcode == Opcode::MMC ? model::mmc_rows_read(r, in, log.stats.cycles) : 0);
+    geometry.apply(in);
     const auto n_bytes = static_cast<std::uint64_t>(cfg.array_n);
     if (in.opcode == Opcode::RHM) ls.host_read_bytes += static_cast<std::uint64_t>(in.operands[2]) * n_bytes;
     if (in.opcode == Opcode::WHM)

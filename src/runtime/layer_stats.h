@@ -33,6 +33,9 @@ struct LayerStats {
   // weight stall + weight shift + the rest (non-matrix).
   std::uint64_t weight_stall_cycles = 0, weight_shift_cycles = 0;
   std::uint64_t raw_stall_cycles = 0, input_data_stall_cycles = 0;
+  // The energy model's events of its instructions (model::instruction_events;
+  // the MACs' split into active and idle PEs is left to the report).
+  model::EnergyEvents events;
 };
 
 // The useful multiply-accumulates of layer i for the plan's batch.

@@ -365,3 +365,28 @@ def test_plot_imports_without_the_extension(source_dir):
                        capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
     assert "timeline" in p.stdout
+
+
+def test_energy_per_layer(cnn, tmp_path):
+    # Each bar is the layer's energy by unit as the statistics give it (µJ),
+    # and the units add up to the layer's energy.
+    out = tpusim.plot.energy(cnn, tmp_path / "energy.png")
+    check_png(out)
+    df = out.data
+    assert len(df) == len(cnn.layers)
+    units = ["matrix_unit", "unified_buffer", "accumulators", "weight_fifo", "activation_unit",
+             "weight_memory", "host_interface", "controller", "fixed"]
+    for row, lay in zip(df.itertuples(), cnn.layers):
+        for u in units:
+            assert getattr(row, u) == pytest.approx(1e6 * lay["energy_by_unit_j"][u])
+        assert sum(getattr(row, u) for u in units) == pytest.approx(1e6 * lay["energy_j"])
+    # The run's energy: the batch over the total joules is inferences per joule.
+    e = cnn.energy
+    assert e["inferences_per_j"] == pytest.approx(8 / e["total_j"])
+    assert e["total_j"] == pytest.approx(e["static_j"] + e["dynamic_j"])
+    # Statistics without the energy fields are refused with the reason.
+    old = copy.deepcopy(cnn.stats)
+    for lay in old["layers"]:
+        del lay["energy_by_unit_j"]
+    with pytest.raises(ValueError, match="energy_by_unit_j"):
+        tpusim.plot.energy(old, tmp_path / "bad.png")

@@ -31,6 +31,8 @@ void check_both(const ArchConfig& cfg, const isa::Program& prog, const model::Me
   if (d) FAIL(d->message());
   CHECK(lb.halted);
   CHECK(la.stats.cycles == lb.stats.cycles);
+  // The energy model's events (docs/energy.md, "Events"): the same on both engines.
+  CHECK(la.stats.events == lb.stats.events);
 }
 
 // An instruction from its fields.

@@ -23,7 +23,10 @@ assert lines[0] == ("layer,type,output_shape,program,cycles,instructions,array_a
                     "useful_macs,utilization_percent,mapping_efficiency_percent,host_read_bytes,"
                     "host_write_bytes,weight_bytes,host_bytes_per_cycle,weight_bytes_per_cycle,"
                     "weight_stall_cycles,weight_shift_cycles,non_matrix_cycles,raw_stall_cycles,"
-                    "input_data_stall_cycles,"
+                    "input_data_stall_cycles,energy_uj,static_energy_uj,avg_power_w,"
+                    "matrix_unit_energy_uj,unified_buffer_energy_uj,accumulators_energy_uj,"
+                    "weight_fifo_energy_uj,activation_unit_energy_uj,weight_memory_energy_uj,"
+                    "host_interface_energy_uj,controller_energy_uj,fixed_energy_uj,"
                     "line,scalesim_ofmap_hxw,scalesim_macs,useful_utilization_percent,note"), lines[0]
 rows = list(csv.DictReader(open(path)))
 assert len(rows) == want, (len(rows), want)
