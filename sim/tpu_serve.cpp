@@ -7,10 +7,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -20,6 +22,7 @@
 #include "common/npy.h"
 #include "common/plural.h"
 #include "formats/model_file.h"
+#include "model/energy.h"
 #include "onnx/onnx_net.h"
 #include "run/outputs.h"
 #include "run/progress.h"
@@ -240,6 +243,8 @@ int Serve::run() {
   const std::vector<std::size_t> batches = a_.sweep_batch.empty() ? std::vector<std::size_t>{a_.max_batch}
                                                                    : a_.sweep_batch;
   std::vector<serve::ServeSummary> summaries;
+  const std::array<double, model::kNumEnergyUnits> idle = model::static_power_w(cfg);
+  const double idle_power_w = std::accumulate(idle.begin(), idle.end(), 0.0);
   serve::ServeRun last;
   for (std::size_t b : batches) {
     const serve::BatchPolicy policy{b, a_.timeout_ms * 1e-3, a_.dies};
@@ -250,7 +255,7 @@ int Serve::run() {
       std::cerr << "tpu-sim: " << e.what() << '\n';
       return kExitFault;
     }
-    summaries.push_back(serve::summarize(last, a_.dies));
+    summaries.push_back(serve::summarize(last, a_.dies, idle_power_w));
   }
   run::progress_clear();
   nlohmann::json stats = header_json(cfg, host, costs);

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "model/energy.h"
 #include "model/tpu.h"
 #include "run/network_run.h"
 
@@ -83,6 +84,9 @@ BatchCost NetworkBatchCost::operator()(std::size_t size) {
   BatchCost cost;
   cost.cycles = totals.cycles;
   cost.seconds = totals.seconds(cfg_);
+  // The die's energy while it runs the batch (docs/energy.md): dynamic events
+  // plus static power over the batch's cycles.
+  cost.energy_j = model::energy_of(cfg_, totals.events, totals.cycles).total_j;
   cache_.emplace(size, cost);
   return cost;
 }

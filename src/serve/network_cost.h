@@ -4,7 +4,7 @@
 // batch size. It reads the network, the configuration and the engine's
 // options, and the requests' samples (or makes random int8 ones from a seed);
 // it produces serve::BatchCost (cycles, seconds at the configured clock; the
-// energy is left absent: no energy model is wired in yet) and the bytes a
+// die's energy over the batch from model::energy_of) and the bytes a
 // request moves over PCIe.
 #pragma once
 

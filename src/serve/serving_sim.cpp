@@ -106,7 +106,7 @@ double percentile(std::vector<double> values, double q) {
   return values[lo] + (values[hi] - values[lo]) * frac;
 }
 
-ServeSummary summarize(const ServeRun& run, std::size_t dies) {
+ServeSummary summarize(const ServeRun& run, std::size_t dies, double idle_power_w) {
   ServeSummary s;
   s.requests = run.latency_s.size();
   s.batches = run.batches.size();
@@ -127,8 +127,12 @@ ServeSummary summarize(const ServeRun& run, std::size_t dies) {
   }
   if (run.tpu_s > 0) s.host_share_of_tpu_time = (run.host_cpu_s + run.host_pcie_s) / run.tpu_s;
   if (run.energy_j) {
-    s.energy_per_inference_j = *run.energy_j / static_cast<double>(s.requests);
-    if (run.span_s > 0) s.avg_power_w = *run.energy_j / run.span_s;
+    // The dies idle for the rest of the span: dies x span minus the batches'
+    // TPU time (host time included: the die waits for the host then).
+    const double idle_s = std::max(0.0, static_cast<double>(dies) * run.span_s - run.tpu_s);
+    const double total_j = *run.energy_j + idle_power_w * idle_s;
+    s.energy_per_inference_j = total_j / static_cast<double>(s.requests);
+    if (run.span_s > 0) s.avg_power_w = total_j / run.span_s;
   }
   return s;
 }

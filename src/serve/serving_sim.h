@@ -96,7 +96,10 @@ struct ServeSummary {
   std::optional<double> energy_per_inference_j;  // energy / requests
 };
 
-ServeSummary summarize(const ServeRun& run, std::size_t dies);
+// idle_power_w: each die's static power while it runs no batch (docs/energy.md);
+// with it, energy and power include the dies' idle time over the span, without it
+// only the batches' own energy.
+ServeSummary summarize(const ServeRun& run, std::size_t dies, double idle_power_w = 0);
 
 // The q-th percentile (0 <= q <= 100) of `values` (not empty), interpolated
 // linearly between the order statistics as NumPy's percentile does by

@@ -51,13 +51,16 @@ def main():
         assert lat.shape == (3000,), lat.shape
         for f in FIELDS:
             assert f in s, f"missing {f}"
-        # No energy model in this build: power and energy are null, not made up.
-        assert s["avg_power_w"] is None and s["energy_per_inference_j"] is None
+        # Energy: the batches' own (each batch size's energy_j) plus the dies'
+        # idle power over the rest of the span; power is energy over the span.
+        assert s["avg_power_w"] > 0 and s["energy_per_inference_j"] > 0, s
+        assert all(c["energy_j"] > 0 for c in s["batch_costs"]), s["batch_costs"]
         for q, key in [(50, "p50"), (90, "p90"), (99, "p99")]:
             assert np.isclose(s["latency_ms"][key], np.percentile(lat, q), rtol=1e-12), (key, s["latency_ms"])
         assert np.isclose(s["latency_ms"]["max"], lat.max(), rtol=1e-12)
         # Throughput: requests over first arrival to last answer, from the trace.
         span_s = (np.max(t_ms + lat) - t_ms[0]) * 1e-3
+        assert np.isclose(s["avg_power_w"] * span_s, s["energy_per_inference_j"] * 3000, rtol=1e-6), s
         assert np.isclose(s["throughput_ips"], 3000 / span_s, rtol=1e-6), (s["throughput_ips"], 3000 / span_s)
         # Every batch size run has its cycles; a latency is at least the
         # smallest batch's TPU time.

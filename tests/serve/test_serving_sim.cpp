@@ -119,6 +119,10 @@ TEST_CASE("The host's PCIe share and the batches' energy", "[serve]") {
   REQUIRE(s.energy_per_inference_j.has_value());
   CHECK(*s.energy_per_inference_j == Approx(1.5));
   CHECK(*s.avg_power_w == Approx(300.0));
+  // Two dies at 100 W idle: the second idles the whole 10 ms span, 1 J more.
+  const tpu::serve::ServeSummary s2 = tpu::serve::summarize(run, 2, 100.0);
+  CHECK(*s2.energy_per_inference_j == Approx(2.0));
+  CHECK(*s2.avg_power_w == Approx(400.0));
 }
 
 TEST_CASE("Percentiles interpolate between order statistics", "[serve]") {
