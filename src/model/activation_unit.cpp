@@ -150,10 +150,6 @@ void ActivationUnit::read_pool(Cycle now) {
   if (i + 1 == rows) jobs_.pop_front();
 }
 
-}  // namespace tpu::model
-
-namespace tpu::model {
-
 ActivationUnit::PendingWrite ActivationUnit::row_write(Cycle now, std::uint64_t ub_row, bool last) const {
   return {now + cfg_.act_latency, ub_row, std::vector<std::int8_t>(cfg_.array_n),
           last ? static_cast<std::int64_t>(jobs_.front().cmd.seq) : -1};

@@ -60,7 +60,8 @@ SC_MODULE(ActivationUnit) {
   void read_vec(Cycle now);
   void read_norm(Cycle now);  // SMAX, LNRM
   void read_gelu(Cycle now);
-  // The PendingWrite of row i (of `rows`) of the front job, to UB row `ub_row`.
+  // A row's write to UB row `ub_row`, A cycles after `now`; `last` marks the
+  // front job's last row (it carries the job's sequence number).
   PendingWrite row_write(Cycle now, std::uint64_t ub_row, bool last) const;
   bool active() const { return !jobs_.empty() || !pipeline_.empty(); }
 

@@ -3,32 +3,24 @@
 
 #include <fmt/format.h>
 
-#include <numeric>
 #include <random>
 #include <stdexcept>
 #include <utility>
 
+#include "compiler/shapes.h"
 #include "model/energy.h"
 #include "model/tpu.h"
 #include "run/network_run.h"
 
 namespace tpu::serve {
 
-namespace {
-
-std::uint64_t product(const std::vector<std::size_t>& shape) {
-  return std::accumulate(shape.begin(), shape.end(), std::uint64_t{1}, std::multiplies<>());
-}
-
-}  // namespace
-
 NetworkBatchCost::NetworkBatchCost(const ArchConfig& cfg, compiler::Network net,
                                    std::optional<compiler::Tensor> samples, std::uint64_t seed,
                                    sweep::EngineOptions engine)
     : cfg_(cfg), net_(std::move(net)), engine_(std::move(engine)) {
   const std::vector<compiler::TensorInfo> infos = compiler::infer_network(net_);
-  input_bytes_ = product(net_.input_shape);
-  output_bytes_ = product(infos.back().shape) * (infos.back().int32 ? 4 : 1);
+  input_bytes_ = compiler::element_count(net_.input_shape);
+  output_bytes_ = compiler::element_count(infos.back().shape) * (infos.back().int32 ? 4 : 1);
   if (samples) {
     const std::vector<std::size_t>& shape = samples->shape;
     if (shape.size() != net_.input_shape.size() + 1 ||
