@@ -18,7 +18,8 @@ D (x - z) + db k; upsample repeats each pixel (nearest, integer factors).
 softmax_int, layernorm_int and gelu_int are the integer semantics of the
 SMAX, LNRM and GELU instructions (I-BERT-style; docs/quantization.md,
 "Integer softmax, LayerNorm and GELU"), with the constants a compiler
-chooses in softmax_constants, layernorm_constants and gelu_constants.
+chooses in softmax_constants, layernorm_constants and gelu_constants; a
+softmax layer is softmax_int over each pixel's channels with those constants.
 Layers may name their inputs (the graph
 form), so residual networks run too.
 
@@ -381,6 +382,10 @@ def apply(layer, inputs, base):
         return Tensor(mul(x, inputs[1], layer), *vec_output(layer))
     if t == "affine":
         return Tensor(affine(x, layer), *vec_output(layer))
+    # --- attention (docs/quantization.md, "Softmax and attention") ---
+    if t == "softmax":
+        regs = softmax_constants(x.scale)  # the fixed output, scale 1/256, zero point -128
+        return Tensor(softmax_int(x.values, regs).astype(np.int8), 1.0 / 256, -128)
     raise ValueError(f"unknown layer type {t}")
 
 

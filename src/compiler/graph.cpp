@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "common/plural.h"
+#include "compiler/attention.h"
 #include "compiler/network.h"
 #include "compiler/shapes.h"
 
@@ -238,6 +239,22 @@ TensorInfo infer_vec(const Layer& l, const TensorInfo& cur, const TensorInfo* ot
   return out;
 }
 
+// Softmax over the last axis (attention.h): the input's shape, the fixed output
+// kSoftmaxOutput (`output` is not read, as a sigmoid's or tanh's).
+TensorInfo infer_softmax(const Layer& l, const TensorInfo& cur, const std::string& what) {
+  if (l.int32_output) throw CompileError(fmt::format("{}: a softmax has int8 output", what));
+  if (l.act != model::ActFunction::None) throw CompileError(fmt::format("{}: a softmax has no activation", what));
+  try {
+    softmax_constants(cur.quant.scale);  // throws if impossible
+  } catch (const CompileError& e) {
+    throw CompileError(fmt::format("{}: {}", what, e.what()));
+  }
+  TensorInfo out;
+  out.shape = cur.shape;
+  out.quant = kSoftmaxOutput;
+  return out;
+}
+
 // The network input's tensor; throws CompileError when its shape or
 // quantization is not one a network can have.
 TensorInfo infer_input(const Network& net) {
@@ -292,6 +309,7 @@ const char* layer_kind_name(LayerKind kind) {
     case LayerKind::Mul: return "mul";
     case LayerKind::Affine: return "affine";
     case LayerKind::Upsample: return "upsample";
+    case LayerKind::Softmax: return "softmax";
   }
   return "?";
 }
@@ -358,6 +376,8 @@ std::vector<TensorInfo> infer_network(const Network& net, bool check_unread) {
       case LayerKind::Concat: out = infer_concat(l, infos, ids, what); break;
       case LayerKind::Mul:
       case LayerKind::Affine: out = infer_vec(l, cur, ids.size() > 1 ? &infos[ids[1]] : nullptr, what); break;
+      // --- attention ---
+      case LayerKind::Softmax: out = infer_softmax(l, cur, what); break;
     }
     infos.push_back(out);
   }

@@ -28,4 +28,10 @@ std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x);
 // The network's output.
 Tensor reference_network(const Network& net, const Tensor& x);
 
+// --- attention (softmax_reference.cpp) ---
+// A softmax layer on x (its info `in`): SMAX's integer arithmetic per token
+// (each sample's pixel's channels), written from docs/quantization.md
+// ("Integer softmax, LayerNorm and GELU"), not from the model's code.
+Tensor reference_softmax(const TensorInfo& in, const Tensor& x);
+
 }  // namespace tpu::compiler

@@ -95,6 +95,10 @@ void save_network(const compiler::Network& net, const std::string& dir) {
         break;
       case LayerKind::Flatten:
         break;
+      // --- attention ---
+      case LayerKind::Softmax:
+        j["output"] = quant_json(l.output);
+        break;
     }
     root["layers"].push_back(j);
   }

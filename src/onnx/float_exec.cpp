@@ -87,6 +87,9 @@ Shape float_layer_shape(const FloatLayer& l, const std::vector<Shape>& shapes) {
     case LayerKind::Upsample:
       need_map();
       return {in[0] * l.stride_h, in[1] * l.stride_w, in[2]};
+    // --- attention ---
+    case LayerKind::Softmax:
+      return in;
     case LayerKind::Concat: {
       Shape out = in;
       out.back() = 0;
@@ -187,6 +190,17 @@ void run_sample(const FloatLayer& l, const Shape& is, const Shape& os, const std
     case LayerKind::Dense:
     case LayerKind::Conv2d:
     case LayerKind::Concat: return;  // run_layer's
+    // --- attention ---
+    case LayerKind::Softmax: {  // over the last axis, in double, from the maximum
+      const std::size_t c = os.back(), n = count(os);
+      for (std::size_t t = 0; t < n; t += c) {
+        const float m = *std::max_element(x + t, x + t + c);
+        double sum = 0.0;
+        for (std::size_t i = 0; i < c; ++i) sum += std::exp(static_cast<double>(x[t + i] - m));
+        for (std::size_t i = 0; i < c; ++i) y[t + i] = static_cast<float>(std::exp(static_cast<double>(x[t + i] - m)) / sum);
+      }
+      return;
+    }
   }
 }
 

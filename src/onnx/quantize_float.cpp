@@ -10,6 +10,8 @@
 #include <limits>
 #include <map>
 
+#include "compiler/attention.h"
+
 namespace tpu::onnximport {
 namespace {
 
@@ -104,6 +106,7 @@ QuantGroups::QuantGroups(const FloatNet& fnet, const std::vector<Range>& ranges)
       const FloatLayer& f = fnet.layers[t - 1];
       if (f.kind == LayerKind::Concat) has_concat[r] = true;
       if (f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh || f.unit_range) ok = false;
+      if (f.kind == LayerKind::Softmax) ok = false;  // fixed output (attention.h)
       if ((f.kind == LayerKind::Conv2d || f.kind == LayerKind::Dense) && t == fnet.layers.size() &&
           f.act == model::ActFunction::None)
         ok = false;  // int32 logits
@@ -297,6 +300,11 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
       case LayerKind::MaxPool2d:
       case LayerKind::Upsample:
       case LayerKind::Flatten:
+        break;
+      // --- attention ---
+      case LayerKind::Softmax:
+        out = compiler::kSoftmaxOutput;
+        l.output = out;
         break;
     }
     quant.push_back(out);

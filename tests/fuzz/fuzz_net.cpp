@@ -202,7 +202,8 @@ std::string describe(const Case& c) {
       case LayerKind::Upsample:
         o << " factors " << l.stride_h << "x" << l.stride_w;
         break;
-      case LayerKind::Flatten: break;
+      case LayerKind::Flatten:
+      case LayerKind::Softmax: break;
     }
   }
   return o.str();
