@@ -1138,3 +1138,60 @@ TEST_CASE("maps that do not fit the unified buffer spill to host memory and run 
     }
   }
 }
+
+// --- Attention: the softmax layer (docs/quantization.md, "Softmax and attention") ---
+
+TEST_CASE("softmax on chip: one SMAX per chunk over every pixel's channels, near the float softmax",
+          "[layers][attention][softmax]") {
+  std::mt19937 rng(29);
+  for (unsigned n : {4u, 8u}) {
+    const ArchConfig cfg = config_for(n);
+    for (std::size_t groups : {1u, 3u})
+      for (const std::vector<std::size_t>& pixels : {std::vector<std::size_t>{}, std::vector<std::size_t>{1, 5}})
+        for (const QuantParams& in : {QuantParams{0.05, -7}, QuantParams{0.2, 20}}) {
+          const std::size_t c = groups * n;
+          std::vector<std::size_t> shape = pixels;
+          shape.push_back(c);
+          INFO("N = " << n << ", shape " << fmt::format("{}", fmt::join(shape, "x")) << ", input scale " << in.scale);
+          Layer sm;
+          sm.kind = LayerKind::Softmax;
+          Network net = single(shape, in, sm);
+          std::vector<std::size_t> batch_shape{3};
+          batch_shape.insert(batch_shape.end(), shape.begin(), shape.end());
+          const Tensor x = random_input(batch_shape, rng);
+          const Outcome o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+          // One SMAX for the chunk (the whole batch here), its NGEO naming the planes.
+          std::size_t smax = 0;
+          for (const auto& instr : o.plan.program(0).program.code) {
+            smax += instr.opcode == isa::Opcode::SMAX;
+            if (instr.opcode == isa::Opcode::NGEO) CHECK(instr.operands[0] == static_cast<std::int64_t>(groups));
+          }
+          CHECK(smax == 1);
+          // Against the float softmax of the dequantized input: within 3 output steps (1/256 each:
+          // the output's rounding and I-BERT's polynomial, docs/quantization.md's table).
+          double worst = 0.0;
+          for (std::size_t t = 0; t < x.data.size(); t += c) {
+            double m = -1e300, sum = 0.0;
+            for (std::size_t i = 0; i < c; ++i) m = std::max(m, in.scale * (x.data[t + i] - in.zero_point));
+            for (std::size_t i = 0; i < c; ++i) sum += std::exp(in.scale * (x.data[t + i] - in.zero_point) - m);
+            for (std::size_t i = 0; i < c; ++i) {
+              const double p = std::exp(in.scale * (x.data[t + i] - in.zero_point) - m) / sum;
+              worst = std::max(worst, std::fabs((o.run.output.data[t + i] + 128) / 256.0 - p));
+            }
+          }
+          CHECK(worst <= 3.0 / 256.0);
+        }
+  }
+}
+
+TEST_CASE("softmax: channels that are not a multiple of N are refused on chip, and by the host-step compiler",
+          "[layers][attention][softmax]") {
+  const ArchConfig cfg = config_for(8);
+  Layer sm;
+  sm.kind = LayerKind::Softmax;
+  const Network net = single({12}, QuantParams{0.05, 0}, sm);
+  CHECK_THROWS_WITH(compiler::compile_network(net, 2, cfg, compiler::CompileMode::OnChip),
+                    Catch::Contains("channels must be a multiple of N = 8"));
+  CHECK_THROWS_WITH(compiler::compile_network(net, 2, cfg, compiler::CompileMode::Segments),
+                    Catch::Contains("the host-step compiler has no softmax"));
+}
