@@ -38,4 +38,8 @@ SoftmaxConstants softmax_constants(double in_scale, const QuantParams& out) {
   throw CompileError(fmt::format("softmax: input scale {} is too large for SMAX's polynomial", in_scale));
 }
 
+model::Requant matmul_requant(const QuantParams& a, const QuantParams& b, double alpha, const QuantParams& out) {
+  return requant_from_multiplier(alpha * a.scale * b.scale / out.scale, out.zero_point);
+}
+
 }  // namespace tpu::compiler

@@ -26,4 +26,9 @@ struct SoftmaxConstants {
 };
 SoftmaxConstants softmax_constants(double in_scale, const QuantParams& out = kSoftmaxOutput);
 
+// A matmul's requantization (docs/quantization.md, "MatMul of two
+// activations"): the accumulators hold sum_k (a - z_a) b at s_a * s_b, so
+// m = alpha * s_a * s_b / s_o (in double, in that order), Z = z_o.
+model::Requant matmul_requant(const QuantParams& a, const QuantParams& b, double alpha, const QuantParams& out);
+
 }  // namespace tpu::compiler

@@ -31,6 +31,7 @@ const OnChip::Lowering& OnChip::lowering(LayerKind kind) {
       {LayerKind::Upsample, &OnChip::lower_upsample},                           // lower_upsample.cpp
       // --- attention ---
       {LayerKind::Softmax, &OnChip::lower_softmax},                             // lower_softmax.cpp
+      {LayerKind::MatMul, &OnChip::lower_matmul},                               // lower_matmul.cpp
   };
   for (const Lowering& row : table)
     if (row.kind == kind) return row;

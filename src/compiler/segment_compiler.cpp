@@ -57,6 +57,7 @@ void check_host_step_layers(const Network& net) {
     if (l.kind == LayerKind::AvgPool2d || l.kind == LayerKind::GlobalAvgPool2d ||
         l.kind == LayerKind::Add || l.kind == LayerKind::Concat || l.kind == LayerKind::Mul ||
         l.kind == LayerKind::Affine || l.kind == LayerKind::Upsample || l.kind == LayerKind::Softmax ||
+        l.kind == LayerKind::MatMul ||
         is_depthwise(l) || padded_pool)
       throw CompileError(fmt::format("{}: runs only on chip (the host-step compiler has no {})",
                                      layer_label(l, i),
@@ -91,7 +92,8 @@ class Grouper {
         case LayerKind::Mul:
         case LayerKind::Affine:
         case LayerKind::Upsample:
-        case LayerKind::Softmax: throw CompileError("internal error: an on-chip layer in a host-step plan");
+        case LayerKind::Softmax:
+        case LayerKind::MatMul: throw CompileError("internal error: an on-chip layer in a host-step plan");
       }
     }
     close();

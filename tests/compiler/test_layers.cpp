@@ -1195,3 +1195,62 @@ TEST_CASE("softmax: channels that are not a multiple of N are refused on chip, a
   CHECK_THROWS_WITH(compiler::compile_network(net, 2, cfg, compiler::CompileMode::Segments),
                     Catch::Contains("the host-step compiler has no softmax"));
 }
+
+TEST_CASE("matmul of two activations: the C++ reference against the closed form, and the on-chip refusal",
+          "[layers][attention][matmul]") {
+  std::mt19937 rng(30);
+  const QuantParams qa{0.03, -9}, qb{0.05, 0}, qo{0.4, 3};
+  for (bool transpose : {true, false}) {
+    INFO("transpose_b " << transpose);
+    // A: the network input, 1 x 4 x k (4 tokens of k features); B: a 1x1 conv of A with output
+    // zero point 0, 1 x 4 x cb. With transpose_b B's channels are A's features (cb = k = 3) and
+    // the output is 1 x 4 x 4; without, B's 4 tokens are A's features (k = 4), the output 1 x 4 x cb.
+    const std::size_t k = transpose ? 3 : 4, cb = transpose ? 3 : 5;
+    Network net;
+    net.input_shape = {1, 4, k};
+    net.input = qa;
+    Layer conv = gemm_layer(LayerKind::Conv2d, {1, 1, k, cb}, ActFunction::None, qa, rng, 0);
+    conv.output = qb;
+    Layer mm;
+    mm.kind = LayerKind::MatMul;
+    mm.transpose_b = transpose;
+    mm.alpha = 0.5;
+    mm.output = qo;
+    mm.inputs = {0, 1};
+    net.layers = {conv, mm};
+    const auto infos = compiler::infer_network(net);
+    REQUIRE(infos[2].shape == std::vector<std::size_t>{1, 4, transpose ? 4u : cb});
+    const Tensor x = random_input({2, 1, 4, k}, rng);
+    const std::vector<Tensor> outs = compiler::reference_network_all(net, x);
+    const Tensor& b = outs[0];
+    const Tensor& y = outs[1];
+    // The closed form: q(sum_f (a - z_a) B[f][j]) with the real multiplier alpha s_a s_b / s_o,
+    // rounded to nearest (ties up) in double: exact for these small sums except at ties.
+    std::size_t bad = 0;
+    const std::size_t cols = transpose ? 4 : cb;
+    for (std::size_t s = 0; s < 2; ++s)
+      for (std::size_t i = 0; i < 4; ++i)
+        for (std::size_t j = 0; j < cols; ++j) {
+          std::int64_t acc = 0;
+          for (std::size_t f = 0; f < k; ++f)
+            acc += (x.data[(s * 4 + i) * k + f] - qa.zero_point) *
+                   std::int64_t{transpose ? b.data[(s * 4 + j) * cb + f] : b.data[(s * 4 + f) * cb + j]};
+          const double real = 0.5 * qa.scale * qb.scale / qo.scale * static_cast<double>(acc);
+          const double want = std::clamp(std::floor(real + 0.5) + qo.zero_point, -128.0, 127.0);
+          bad += std::fabs(y.data[(s * 4 + i) * cols + j] - want) > 0.0;
+        }
+    CHECK(bad == 0);
+    CHECK_THROWS_WITH(compiler::compile_network(net, 2, config_for(8), compiler::CompileMode::OnChip),
+                      Catch::Contains("a matmul of two activations is not implemented on chip yet"));
+  }
+  // B's zero point must be 0.
+  Network net;
+  net.input_shape = {1, 4, 3};
+  net.input = qa;
+  Layer mm;
+  mm.kind = LayerKind::MatMul;
+  mm.transpose_b = true;
+  mm.output = qo;
+  mm.inputs = {0, 0};
+  CHECK_THROWS_WITH(compiler::infer_network((net.layers = {mm}, net)), Catch::Contains("zero point is -9: it must be 0"));
+}

@@ -203,7 +203,8 @@ std::string describe(const Case& c) {
         o << " factors " << l.stride_h << "x" << l.stride_w;
         break;
       case LayerKind::Flatten:
-      case LayerKind::Softmax: break;
+      case LayerKind::Softmax:
+      case LayerKind::MatMul: break;
     }
   }
   return o.str();

@@ -14,13 +14,18 @@ PyTorch Softmax after a Linear, exported to ONNX (opset 13) here, run by
 
   check_attention.py BIN_DIR SRC_DIR MODEL [--preset P]
   check_attention.py BIN_DIR SRC_DIR errors
+  check_attention.py BIN_DIR SRC_DIR matmul_numpy
 
 MODEL: softmax256 (Linear(32, 256), Softmax over the 256 features, batch 6:
 one token of one plane at N = 256), softmax_small8 (Linear(16, 32), Softmax,
 on small8: tokens of 4 planes). `errors`: a softmax whose channels are not a
 multiple of N on chip, and a Softmax over a map's channels with more than one
-pixel, are one error line each, status 3. MatMul of two activations and the
-MultiheadAttention pattern are not implemented yet: nothing here tests them.
+pixel, are one error line each, status 3. `matmul_numpy`: the NumPy
+reference's matmul layer (tools/int8_reference.py) against a plain-integer
+loop over the formula of docs/quantization.md, with B transposed and not; a
+B whose zero point is not 0 is refused. MatMul of two activations does not
+run on chip yet and the MultiheadAttention pattern is not imported: nothing
+here runs them on the simulator.
 Run with /usr/bin/python3.
 """
 import json
@@ -107,10 +112,51 @@ def errors(bin_dir):
     return 1 if failures else 0
 
 
+def matmul_numpy(src_dir):
+    """int8_reference.py's matmul against Python ints: acc = sum_f (a - z_a) B[f][j], the int32 wrap,
+    then sat8(((acc * M + 2^(S-1)) >> S) + z_o) with (M, S) from alpha s_a s_b / s_o."""
+    sys.path.insert(0, str(src_dir / "tools"))
+    import int8_reference as ref
+
+    failures = []
+    rng = np.random.default_rng(3)
+    for transpose in (True, False):
+        k, cb = (6, 6) if transpose else (5, 7)
+        a = ref.Tensor(rng.integers(-128, 128, (3, 1, 5, k)).astype(np.int8), 0.03, -9)
+        b_tokens = 4 if transpose else k
+        b = ref.Tensor(rng.integers(-127, 128, (3, 1, b_tokens, cb)).astype(np.int8), 0.05, 0)
+        layer = {"type": "matmul", "transpose_b": transpose, "alpha": 0.25, "output": {"scale": 0.1,
+                                                                                       "zero_point": 4}}
+        y = ref.matmul(a, b, layer)
+        m, s = ref.requant_params(0.25 * 0.03 * 0.05 / 0.1)
+        cols = b_tokens if transpose else cb
+        want = np.zeros((3, 1, 5, cols), np.int64)
+        for n in range(3):
+            for i in range(5):
+                for j in range(cols):
+                    acc = sum((int(a.values[n, 0, i, f]) + 9) *
+                              int(b.values[n, 0, j, f] if transpose else b.values[n, 0, f, j]) for f in range(k))
+                    want[n, 0, i, j] = min(127, max(-128, ((acc * m + (1 << (s - 1))) >> s) + 4))
+        if y.shape != want.shape or not np.array_equal(y, want):
+            failures.append(f"transpose_b {transpose}: the NumPy matmul differs from the integer loop")
+        else:
+            print(f"matmul transpose_b {transpose}: {y.size} outputs equal the integer loop")
+    try:
+        ref.matmul(a, b._replace(zero_point=1), {"output": {"scale": 1.0, "zero_point": 0}})
+        failures.append("a B of zero point 1 was not refused")
+    except ValueError as e:
+        print("refused as expected:", e)
+    for msg in failures:
+        print("FAIL:", msg)
+    return 1 if failures else 0
+
+
 def main():
     bin_dir, src_dir, name = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     if name == "errors":
         return errors(bin_dir)
+    if name == "matmul_numpy":
+        return matmul_numpy(src_dir)
     make, d, batch, preset = MODELS[name]
     if "--preset" in sys.argv:
         preset = sys.argv[sys.argv.index("--preset") + 1]
