@@ -20,8 +20,9 @@ NAME is a torchvision classification model (resnet50, inception_v3, ...) or
 one of the ONNX tests' nets, whose one definition lives in
 tests/onnx/make_r1d_models.py: `unet` (a UNet-style net, input 3 x SIZE x
 SIZE) and `conv1d_net` (a Conv1d net, input (4, 64): its Linear head fixes the
-length). `softmax_probe` is a conv and a Softmax, which tpu-sim refuses (the
-self-test's refused model).
+length). `softmax_probe` is a conv and a Softmax over its 8 x 8 map's channels, which
+tpu-sim refuses (the self-test's refused model: a Softmax is imported only over
+features or a one-pixel map's channels).
 
 **Batch-norm statistics.** A network with random weights and torchvision's
 fresh batch norms (running mean 0, variance 1, scale 1, shift 0) lets
@@ -84,7 +85,7 @@ DATA_SEED = 1
 
 
 class SoftmaxProbe(nn.Module):
-    """A conv and a Softmax: an operator tpu-sim refuses (the self-test's refused row)."""
+    """A conv and a Softmax over a map's channels, which tpu-sim refuses (the self-test's refused row)."""
 
     def __init__(self):
         super().__init__()

@@ -18,7 +18,9 @@ D (x - z) + db k; upsample repeats each pixel (nearest, integer factors).
 softmax_int, layernorm_int and gelu_int are the integer semantics of the
 SMAX, LNRM and GELU instructions (I-BERT-style; docs/quantization.md,
 "Integer softmax, LayerNorm and GELU"), with the constants a compiler
-chooses in softmax_constants, layernorm_constants and gelu_constants.
+chooses in softmax_constants, layernorm_constants and gelu_constants; a
+softmax layer is softmax_int over each pixel's channels with those constants; a
+matmul multiplies two activations, (A - z_a) B^T or (A - z_a) B with B symmetric.
 Layers may name their inputs (the graph
 form), so residual networks run too.
 
@@ -323,6 +325,24 @@ def affine(x, layer):
     return isa.activate(v, ACT_FLAG[layer.get("activation", "none")], m, sh, zo)
 
 
+def matmul(a, b, layer):
+    """A matmul of two activations (docs/quantization.md, "MatMul of two activations"): per
+    sample, (A - z_a) @ B^T (transpose_b: B's tokens are the columns) or (A - z_a) @ B (B's
+    tokens are A's features) in int64 over the (B, H, W, C) maps' tokens, B symmetric; the
+    int32 wrap, then q with M / 2^S = alpha * s_a * s_b / s_out."""
+    if b.zero_point != 0:
+        raise ValueError(f"{layer.get('name', 'matmul')}: B's zero point {b.zero_point} is not 0")
+    batch, h, w, k = a.values.shape
+    xa = a.values.astype(np.int64).reshape(batch, h * w, k) - a.zero_point
+    xb = b.values.astype(np.int64).reshape(batch, -1, b.values.shape[-1])
+    acc = xa @ (xb.transpose(0, 2, 1) if layer.get("transpose_b", False) else xb)
+    acc = ((acc + (1 << 31)) % (1 << 32)) - (1 << 31)
+    out = layer["output"]
+    m, s = requant_params(float(layer.get("alpha", 1.0)) * a.scale * b.scale / out["scale"])
+    y = isa.activate(acc, "", m, s, out["zero_point"])
+    return y.reshape(batch, h, w, -1)
+
+
 class Tensor(NamedTuple):
     """A layer's output (or the network input): its values, int8 (or the int32
     accumulators of an int32 output), and the scale and zero point of their real values."""
@@ -381,6 +401,13 @@ def apply(layer, inputs, base):
         return Tensor(mul(x, inputs[1], layer), *vec_output(layer))
     if t == "affine":
         return Tensor(affine(x, layer), *vec_output(layer))
+    # --- attention (docs/quantization.md, "Softmax and attention") ---
+    if t == "softmax":
+        regs = softmax_constants(x.scale)  # the fixed output, scale 1/256, zero point -128
+        return Tensor(softmax_int(x.values, regs).astype(np.int8), 1.0 / 256, -128)
+    if t == "matmul":
+        out = layer["output"]
+        return Tensor(matmul(x, inputs[1], layer), out["scale"], out["zero_point"])
     raise ValueError(f"unknown layer type {t}")
 
 
@@ -411,7 +438,7 @@ def run(model_path, x):
         t = layer["type"]
         where = f"layer {i} ({layer.get('name', t)})"
         sources = layer.get("inputs", [last])
-        arity = 2 if t in ("add", "mul") else 1
+        arity = 2 if t in ("add", "mul", "matmul") else 1
         if t == "concat" and len(sources) < 2:
             raise ValueError(f"{where}: concat takes 2 inputs or more, not {len(sources)}")
         if t not in ("concat", "dense") and len(sources) != arity:

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "common/plural.h"
+#include "compiler/attention.h"
 #include "compiler/network.h"
 #include "compiler/shapes.h"
 
@@ -238,6 +239,52 @@ TensorInfo infer_vec(const Layer& l, const TensorInfo& cur, const TensorInfo* ot
   return out;
 }
 
+// Softmax over the last axis (attention.h): the input's shape, the fixed output
+// kSoftmaxOutput (`output` is not read, as a sigmoid's or tanh's).
+TensorInfo infer_softmax(const Layer& l, const TensorInfo& cur, const std::string& what) {
+  if (l.int32_output) throw CompileError(fmt::format("{}: a softmax has int8 output", what));
+  if (l.act != model::ActFunction::None) throw CompileError(fmt::format("{}: a softmax has no activation", what));
+  try {
+    softmax_constants(cur.quant.scale);  // throws if impossible
+  } catch (const CompileError& e) {
+    throw CompileError(fmt::format("{}: {}", what, e.what()));
+  }
+  TensorInfo out;
+  out.shape = cur.shape;
+  out.quant = kSoftmaxOutput;
+  return out;
+}
+
+// MatMul of two activations (network.h, attention.h): A's tokens times B
+// (transposed or not), B symmetric.
+TensorInfo infer_matmul(const Layer& l, const TensorInfo& a, const TensorInfo& b, const std::string& what) {
+  if (l.int32_output) throw CompileError(fmt::format("{}: a matmul has int8 output", what));
+  if (l.act != model::ActFunction::None) throw CompileError(fmt::format("{}: a matmul has no activation", what));
+  if (a.shape.size() != 3 || b.shape.size() != 3)
+    throw CompileError(fmt::format("{}: a matmul multiplies two maps (H x W tokens of C features), not {} and {}",
+                                   what, shape_text(a.shape), shape_text(b.shape)));
+  if (b.quant.zero_point != 0)
+    throw CompileError(fmt::format("{}: the second operand's zero point is {}: it must be 0 (symmetric), as a "
+                                   "weight's (docs/quantization.md, \"MatMul of two activations\")",
+                                   what, b.quant.zero_point));
+  const std::size_t k = a.shape[2], b_tokens = b.shape[0] * b.shape[1];
+  if (l.transpose_b ? b.shape[2] != k : b_tokens != k)
+    throw CompileError(fmt::format("{}: A's {} features do not match B of shape {}{}", what, k, shape_text(b.shape),
+                                   l.transpose_b ? " (used transposed: its channels)" : " (its tokens)"));
+  if (!(l.alpha > 0.0) || !std::isfinite(l.alpha))
+    throw CompileError(fmt::format("{}: alpha {} is not positive and finite", what, l.alpha));
+  check_quant(l.output, what + ": the output");
+  TensorInfo out;
+  out.shape = {a.shape[0], a.shape[1], l.transpose_b ? b_tokens : b.shape[2]};
+  out.quant = l.output;
+  try {
+    matmul_requant(a.quant, b.quant, l.alpha, l.output);  // throws if impossible
+  } catch (const CompileError& e) {
+    throw CompileError(fmt::format("{}: {}", what, e.what()));
+  }
+  return out;
+}
+
 // The network input's tensor; throws CompileError when its shape or
 // quantization is not one a network can have.
 TensorInfo infer_input(const Network& net) {
@@ -257,7 +304,7 @@ TensorInfo infer_input(const Network& net) {
 // network input or an earlier layer's int8 output; marks them used.
 void check_reads(const Layer& l, std::size_t i, const std::vector<std::size_t>& ids,
                  const std::vector<TensorInfo>& infos, std::vector<bool>& used, const std::string& what) {
-  const std::size_t want = l.kind == LayerKind::Add || l.kind == LayerKind::Mul ? 2 : 1;
+  const std::size_t want = l.kind == LayerKind::Add || l.kind == LayerKind::Mul || l.kind == LayerKind::MatMul ? 2 : 1;
   if (l.kind == LayerKind::Concat && ids.size() < 2)
     throw CompileError(fmt::format("{}: concat reads 2 inputs or more, not {}", what, ids.size()));
   if (l.pixel != -1 && (l.kind != LayerKind::Dense || l.pixel < 0))
@@ -292,6 +339,8 @@ const char* layer_kind_name(LayerKind kind) {
     case LayerKind::Mul: return "mul";
     case LayerKind::Affine: return "affine";
     case LayerKind::Upsample: return "upsample";
+    case LayerKind::Softmax: return "softmax";
+    case LayerKind::MatMul: return "matmul";
   }
   return "?";
 }
@@ -358,6 +407,9 @@ std::vector<TensorInfo> infer_network(const Network& net, bool check_unread) {
       case LayerKind::Concat: out = infer_concat(l, infos, ids, what); break;
       case LayerKind::Mul:
       case LayerKind::Affine: out = infer_vec(l, cur, ids.size() > 1 ? &infos[ids[1]] : nullptr, what); break;
+      // --- attention ---
+      case LayerKind::Softmax: out = infer_softmax(l, cur, what); break;
+      case LayerKind::MatMul: out = infer_matmul(l, cur, infos[ids[1]], what); break;
     }
     infos.push_back(out);
   }

@@ -351,6 +351,11 @@ std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x) {
       case LayerKind::Concat: outs.push_back(concat(all_inputs(), all_infos(), out)); break;
       case LayerKind::Mul: outs.push_back(mul(l, in, infos[ids[1]], cur, tensor(ids[1]))); break;
       case LayerKind::Affine: outs.push_back(affine(l, in, cur)); break;
+      // --- attention ---
+      case LayerKind::Softmax: outs.push_back(reference_softmax(in, cur)); break;
+      case LayerKind::MatMul:
+        outs.push_back(reference_matmul(l, in, infos[ids[1]], out, cur, tensor(ids[1])));
+        break;
     }
   }
   return outs;

@@ -28,4 +28,15 @@ std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x);
 // The network's output.
 Tensor reference_network(const Network& net, const Tensor& x);
 
+// --- attention (softmax_reference.cpp) ---
+// A softmax layer on x (its info `in`): SMAX's integer arithmetic per token
+// (each sample's pixel's channels), written from docs/quantization.md
+// ("Integer softmax, LayerNorm and GELU"), not from the model's code.
+Tensor reference_softmax(const TensorInfo& in, const Tensor& x);
+// A matmul layer (matmul_reference.cpp): per sample, acc = sum_k (a - z_a) * b
+// in int64 over A's tokens and B (transposed or not), requantized with
+// reference_requant(alpha * s_a * s_b / s_o).
+Tensor reference_matmul(const Layer& l, const TensorInfo& ia, const TensorInfo& ib, const TensorInfo& out,
+                        const Tensor& a, const Tensor& b);
+
 }  // namespace tpu::compiler

@@ -29,6 +29,9 @@ const OnChip::Lowering& OnChip::lowering(LayerKind kind) {
       {LayerKind::Mul, &OnChip::lower_vec},                                     // lower_vec.cpp
       {LayerKind::Affine, &OnChip::lower_vec},                                  //
       {LayerKind::Upsample, &OnChip::lower_upsample},                           // lower_upsample.cpp
+      // --- attention ---
+      {LayerKind::Softmax, &OnChip::lower_softmax},                             // lower_softmax.cpp
+      {LayerKind::MatMul, &OnChip::lower_matmul},                               // lower_matmul.cpp
   };
   for (const Lowering& row : table)
     if (row.kind == kind) return row;

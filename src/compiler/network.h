@@ -29,9 +29,13 @@
 
 namespace tpu::compiler {
 
-enum class LayerKind { Dense, Conv2d, MaxPool2d, Flatten, AvgPool2d, GlobalAvgPool2d, Add, Concat, Mul, Affine, Upsample };
+enum class LayerKind {
+  Dense, Conv2d, MaxPool2d, Flatten, AvgPool2d, GlobalAvgPool2d, Add, Concat, Mul, Affine, Upsample,
+  // --- attention (docs/quantization.md, "Softmax and attention") ---
+  Softmax, MatMul,
+};
 // "dense", "conv2d", "maxpool2d", "flatten", "avgpool2d", "global_avgpool2d", "add", "concat",
-// "mul", "affine", "upsample"
+// "mul", "affine", "upsample", "softmax", "matmul"
 const char* layer_kind_name(LayerKind kind);
 
 struct Layer {
@@ -77,6 +81,14 @@ struct Layer {
   // (docs/quantization.md, "Layers on the vector unit"). Mul reads two
   // tensors: the same shape, or a map and a 1 x 1 x C vector (the second).
   double alpha = 1.0, beta = 0.0;
+  // Softmax: over the last axis (each pixel's channels), with SMAX; the
+  // output is fixed at kSoftmaxOutput (attention.h), `output` not read.
+  // MatMul of two activations A (an H x W x K map: H*W tokens of K features)
+  // and B, symmetric (zero point 0): with transpose_b B is H' x W' x K and the
+  // output H x W x (H'*W') (A B^T); without, B is H' x W' x C with H'*W' = K
+  // and the output H x W x C (A B). `alpha` scales the product (attention's
+  // 1/sqrt(dk)); docs/quantization.md, "MatMul of two activations".
+  bool transpose_b = false;
 };
 
 

@@ -145,6 +145,8 @@ std::string OnChip::fits(std::uint64_t b, bool two_inputs) {
                          b, in.h);
     if (l.kind == LayerKind::Dense && (l.pixel >= 0 || flattened_map(layer_inputs(net_, i)[0])) && b > 65535)
       return "a flattened map's gather exceeds in_h";
+    if (l.kind == LayerKind::Softmax && (in.pixels * b > field || in.groups > 65535))
+      return fmt::format("{}: the SMAX of {} exceeds the rows or stride field", layer_label(l, i), plural(b, "sample"));
   }
   return "";
 }

@@ -169,6 +169,9 @@ class OnChip {
   void lower_vec(std::size_t i, std::uint64_t bc);
   void lower_upsample(std::size_t i, std::uint64_t bc);
   void lower_view(std::size_t, std::uint64_t) {}  // a flatten: its output is a view of its input
+  // --- attention (lower_softmax.cpp, lower_matmul.cpp) ---
+  void lower_softmax(std::size_t i, std::uint64_t bc);
+  void lower_matmul(std::size_t i, std::uint64_t bc);
   // --- emission (onchip_emit.cpp) ---
   NetworkPlan emit(std::uint64_t host_rows);
   std::string summary(std::uint64_t tiles, std::uint64_t host_rows) const;

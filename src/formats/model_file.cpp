@@ -12,6 +12,7 @@
 #include "common/file_io.h"
 #include "common/npy.h"
 #include "common/plural.h"
+#include "compiler/attention.h"
 
 namespace tpu::compiler {
 namespace {
@@ -290,6 +291,35 @@ void parse_upsample(const Reader& r, const json& j, const std::string& where, La
   l.stride_w = s[1];
 }
 
+// --- attention ---
+// A softmax over the last axis; its output is fixed (scale 1/256, zero point -128):
+// an "output" given anyway must be that one.
+void parse_softmax(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "output"});
+  l.kind = LayerKind::Softmax;
+  if (j.contains("output")) {
+    const QuantParams q = r.quant(j.at("output"), where + ": output");
+    if (q.zero_point != kSoftmaxOutput.zero_point || std::fabs(q.scale / kSoftmaxOutput.scale - 1.0) > 1e-9)
+      r.fail(where, "the output of a softmax is fixed at scale 1/256, zero point -128");
+  }
+  l.output = kSoftmaxOutput;
+}
+
+// A matmul of two activations: "inputs" A and B (B symmetric), "transpose_b",
+// "alpha" (default 1), "output".
+void parse_matmul(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "transpose_b", "alpha", "output"});
+  l.kind = LayerKind::MatMul;
+  if (j.contains("transpose_b")) {
+    if (!j.at("transpose_b").is_boolean()) r.fail(where, "'transpose_b' must be true or false");
+    l.transpose_b = j.at("transpose_b").get<bool>();
+  }
+  l.alpha = j.contains("alpha") ? r.number(j.at("alpha"), where, "alpha") : 1.0;
+  if (!(l.alpha > 0.0) || !std::isfinite(l.alpha)) r.fail(where, "'alpha' must be positive and finite");
+  l.output = r.quant(r.need(j, "output", where), where + ": output");
+  if (!j.contains("inputs")) r.fail(where, "a matmul needs 'inputs': the names of its two operands");
+}
+
 void parse_flatten(const Reader& r, const json& j, const std::string& where, Layer& l) {
   r.only_keys(j, where, {"type", "name", "inputs"});
   l.kind = LayerKind::Flatten;
@@ -302,7 +332,8 @@ constexpr std::pair<const char*, LayerParser> kLayerTypes[] = {
     {"dense", parse_dense},     {"conv2d", parse_conv2d},   {"maxpool2d", parse_maxpool2d},
     {"avgpool2d", parse_avgpool2d}, {"global_avgpool2d", parse_global_avgpool2d},
     {"add", parse_add},         {"concat", parse_concat},   {"mul", parse_mul},
-    {"affine", parse_affine},   {"upsample", parse_upsample}, {"flatten", parse_flatten}};
+    {"affine", parse_affine},   {"upsample", parse_upsample}, {"flatten", parse_flatten},
+    {"softmax", parse_softmax}, {"matmul", parse_matmul}};
 
 // "layers"[i]: its name, its type's fields, its inputs (names of earlier
 // layers, or "input", in `tensor_of`, which gains this layer's name).

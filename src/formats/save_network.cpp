@@ -95,6 +95,15 @@ void save_network(const compiler::Network& net, const std::string& dir) {
         break;
       case LayerKind::Flatten:
         break;
+      // --- attention ---
+      case LayerKind::Softmax:
+        j["output"] = quant_json(l.output);
+        break;
+      case LayerKind::MatMul:
+        j["transpose_b"] = l.transpose_b;
+        j["alpha"] = l.alpha;
+        j["output"] = quant_json(l.output);
+        break;
     }
     root["layers"].push_back(j);
   }

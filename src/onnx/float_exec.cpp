@@ -87,6 +87,15 @@ Shape float_layer_shape(const FloatLayer& l, const std::vector<Shape>& shapes) {
     case LayerKind::Upsample:
       need_map();
       return {in[0] * l.stride_h, in[1] * l.stride_w, in[2]};
+    // --- attention ---
+    case LayerKind::Softmax:
+      return in;
+    case LayerKind::MatMul: {
+      const Shape& b = shapes.at(l.inputs.at(1));
+      if (in.size() != 3 || b.size() != 3) fail(l, "multiplies two maps");
+      if (l.transpose_b ? b[2] != in[2] : b[0] * b[1] != in[2]) fail(l, "multiplies maps of mismatched shapes");
+      return {in[0], in[1], l.transpose_b ? b[0] * b[1] : b[2]};
+    }
     case LayerKind::Concat: {
       Shape out = in;
       out.back() = 0;
@@ -187,6 +196,18 @@ void run_sample(const FloatLayer& l, const Shape& is, const Shape& os, const std
     case LayerKind::Dense:
     case LayerKind::Conv2d:
     case LayerKind::Concat: return;  // run_layer's
+    // --- attention ---
+    case LayerKind::MatMul: return;  // run_layer's
+    case LayerKind::Softmax: {  // over the last axis, in double, from the maximum
+      const std::size_t c = os.back(), n = count(os);
+      for (std::size_t t = 0; t < n; t += c) {
+        const float m = *std::max_element(x + t, x + t + c);
+        double sum = 0.0;
+        for (std::size_t i = 0; i < c; ++i) sum += std::exp(static_cast<double>(x[t + i] - m));
+        for (std::size_t i = 0; i < c; ++i) y[t + i] = static_cast<float>(std::exp(static_cast<double>(x[t + i] - m)) / sum);
+      }
+      return;
+    }
   }
 }
 
@@ -220,6 +241,19 @@ void run_layer(const FloatLayer& l, const std::vector<Shape>& shapes, const Shap
     for (std::size_t s = 0; s < n; ++s)
       for (std::size_t i = 0; i < per_a; ++i)
         y[s * per_a + i] = in[0][s * per_a + i] * in[1][s * per_b + (per_b == per_a ? i : i % c)];
+  } else if (l.kind == LayerKind::MatMul) {
+    // --- attention: y[i][j] = alpha * sum_f a[i][f] * B[f][j] in double, B[f][j] token j's feature f
+    // (transpose_b) or token f's feature j ---
+    const std::size_t tokens = is[0] * is[1], k = is[2], cols = os.back(), per_b = count(shapes[l.inputs[1]]);
+    for (std::size_t s = 0; s < n; ++s)
+      for (std::size_t i = 0; i < tokens; ++i)
+        for (std::size_t j = 0; j < cols; ++j) {
+          double acc = 0.0;
+          for (std::size_t f = 0; f < k; ++f)
+            acc += static_cast<double>(in[0][s * tokens * k + i * k + f]) *
+                   in[1][s * per_b + (l.transpose_b ? j * k + f : f * cols + j)];
+          y[(s * tokens + i) * cols + j] = static_cast<float>(l.alpha * acc);
+        }
   } else if (l.kind == LayerKind::Concat) {
     // Row r of every input (all axes but the last) side by side.
     const std::size_t c_out = os.back(), rows = n * (count(os) / c_out);

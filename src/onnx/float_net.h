@@ -52,6 +52,10 @@ struct FloatLayer {
   // map and the same shape or a 1 x 1 x C vector (docs/quantization.md).
   double alpha = 1.0, beta = 0.0;
   bool unit_range = false;
+  // --- attention (docs/quantization.md, "Softmax and attention") ---
+  // MatMul of two activations: B (inputs[1]) used transposed; alpha scales the
+  // product. B is quantized symmetric (zero point 0), whatever layer makes it.
+  bool transpose_b = false;
 };
 
 // A QDQ model's quantization of one tensor (a QuantizeLinear on it), in

@@ -244,6 +244,9 @@ class Importer {
   std::size_t add_part(const onnx::NodeProto& n, FloatLayer l, const std::string& part);
   void lstm_step(const onnx::NodeProto& n, RecurrentUnit& u, std::size_t t);
   void gru_step(const onnx::NodeProto& n, RecurrentUnit& u, std::size_t t);
+  // --- attention (import_attention.cpp; docs/quantization.md, "Softmax and attention") ---
+  void softmax(const onnx::NodeProto& n);
+
   // Unsqueeze and Expand of constants (import_consts.cpp: shape arithmetic).
   void unsqueeze(const onnx::NodeProto& n);
   void expand(const onnx::NodeProto& n);

@@ -76,6 +76,8 @@ const std::map<std::string_view, Importer::NodeImporter>& Importer::operator_tab
       {"Cast", &Importer::cast},
       {"LSTM", &Importer::recurrent},
       {"GRU", &Importer::recurrent},
+      // --- attention ---
+      {"Softmax", &Importer::softmax},
       {"Squeeze", &Importer::squeeze},
       {"Unsqueeze", &Importer::unsqueeze},
       {"Expand", &Importer::expand},

@@ -9,6 +9,9 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
+
+#include "compiler/attention.h"
 
 namespace tpu::onnximport {
 namespace {
@@ -104,6 +107,7 @@ QuantGroups::QuantGroups(const FloatNet& fnet, const std::vector<Range>& ranges)
       const FloatLayer& f = fnet.layers[t - 1];
       if (f.kind == LayerKind::Concat) has_concat[r] = true;
       if (f.act == model::ActFunction::Sigmoid || f.act == model::ActFunction::Tanh || f.unit_range) ok = false;
+      if (f.kind == LayerKind::Softmax) ok = false;  // fixed output (attention.h)
       if ((f.kind == LayerKind::Conv2d || f.kind == LayerKind::Dense) && t == fnet.layers.size() &&
           f.act == model::ActFunction::None)
         ok = false;  // int32 logits
@@ -144,6 +148,7 @@ compiler::Layer layer_fields(const FloatLayer& f) {
   l.groups = f.groups;
   l.alpha = f.alpha;
   l.beta = f.beta;
+  l.transpose_b = f.transpose_b;
   return l;
 }
 
@@ -221,6 +226,10 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
   };
   net.input = range_quant(0, false);
   QuantGroups groups(fnet, ranges);
+  // --- attention: the tensors a matmul reads as B ---
+  std::set<std::size_t> symmetric;
+  for (const FloatLayer& f : fnet.layers)
+    if (f.kind == LayerKind::MatMul && f.inputs.size() == 2) symmetric.insert(f.inputs[1]);
   // Every tensor's shape, for the K rows of dense layers of several inputs only.
   std::vector<std::vector<std::size_t>> shapes;
   std::vector<QuantParams> quant{net.input};  // per tensor id
@@ -235,6 +244,12 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
     // quantization, so that the concat copies it exactly (docs/onnx.md).
     const auto output_quant = [&](bool act_relu) {
       const Range* shared = groups.shared_range(i + 1);
+      // --- attention: a matmul's second operand is symmetric (max|x| / 127, zero point 0) ---
+      if (!fnet.qdq && symmetric.count(i + 1)) {
+        const Range& r = shared ? *shared : ranges.at(i + 1);
+        const double m = std::max(std::fabs(static_cast<double>(r.lo)), std::fabs(static_cast<double>(r.hi)));
+        return QuantParams{m > 0.0 ? m / 127.0 : 1.0, 0};
+      }
       return shared ? activation_quant(shared->lo, shared->hi) : range_quant(i + 1, act_relu);
     };
     switch (f.kind) {
@@ -297,6 +312,15 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
       case LayerKind::MaxPool2d:
       case LayerKind::Upsample:
       case LayerKind::Flatten:
+        break;
+      // --- attention ---
+      case LayerKind::Softmax:
+        out = compiler::kSoftmaxOutput;
+        l.output = out;
+        break;
+      case LayerKind::MatMul:
+        out = output_quant(false);
+        l.output = out;
         break;
     }
     quant.push_back(out);

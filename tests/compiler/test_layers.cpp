@@ -1138,3 +1138,119 @@ TEST_CASE("maps that do not fit the unified buffer spill to host memory and run 
     }
   }
 }
+
+// --- Attention: the softmax layer (docs/quantization.md, "Softmax and attention") ---
+
+TEST_CASE("softmax on chip: one SMAX per chunk over every pixel's channels, near the float softmax",
+          "[layers][attention][softmax]") {
+  std::mt19937 rng(29);
+  for (unsigned n : {4u, 8u}) {
+    const ArchConfig cfg = config_for(n);
+    for (std::size_t groups : {1u, 3u})
+      for (const std::vector<std::size_t>& pixels : {std::vector<std::size_t>{}, std::vector<std::size_t>{1, 5}})
+        for (const QuantParams& in : {QuantParams{0.05, -7}, QuantParams{0.2, 20}}) {
+          const std::size_t c = groups * n;
+          std::vector<std::size_t> shape = pixels;
+          shape.push_back(c);
+          INFO("N = " << n << ", shape " << fmt::format("{}", fmt::join(shape, "x")) << ", input scale " << in.scale);
+          Layer sm;
+          sm.kind = LayerKind::Softmax;
+          Network net = single(shape, in, sm);
+          std::vector<std::size_t> batch_shape{3};
+          batch_shape.insert(batch_shape.end(), shape.begin(), shape.end());
+          const Tensor x = random_input(batch_shape, rng);
+          const Outcome o = check_mode(net, x, cfg, compiler::CompileMode::OnChip);
+          // One SMAX for the chunk (the whole batch here), its NGEO naming the planes.
+          std::size_t smax = 0;
+          for (const auto& instr : o.plan.program(0).program.code) {
+            smax += instr.opcode == isa::Opcode::SMAX;
+            if (instr.opcode == isa::Opcode::NGEO) CHECK(instr.operands[0] == static_cast<std::int64_t>(groups));
+          }
+          CHECK(smax == 1);
+          // Against the float softmax of the dequantized input: within 3 output steps (1/256 each:
+          // the output's rounding and I-BERT's polynomial, docs/quantization.md's table).
+          double worst = 0.0;
+          for (std::size_t t = 0; t < x.data.size(); t += c) {
+            double m = -1e300, sum = 0.0;
+            for (std::size_t i = 0; i < c; ++i) m = std::max(m, in.scale * (x.data[t + i] - in.zero_point));
+            for (std::size_t i = 0; i < c; ++i) sum += std::exp(in.scale * (x.data[t + i] - in.zero_point) - m);
+            for (std::size_t i = 0; i < c; ++i) {
+              const double p = std::exp(in.scale * (x.data[t + i] - in.zero_point) - m) / sum;
+              worst = std::max(worst, std::fabs((o.run.output.data[t + i] + 128) / 256.0 - p));
+            }
+          }
+          CHECK(worst <= 3.0 / 256.0);
+        }
+  }
+}
+
+TEST_CASE("softmax: channels that are not a multiple of N are refused on chip, and by the host-step compiler",
+          "[layers][attention][softmax]") {
+  const ArchConfig cfg = config_for(8);
+  Layer sm;
+  sm.kind = LayerKind::Softmax;
+  const Network net = single({12}, QuantParams{0.05, 0}, sm);
+  CHECK_THROWS_WITH(compiler::compile_network(net, 2, cfg, compiler::CompileMode::OnChip),
+                    Catch::Contains("channels must be a multiple of N = 8"));
+  CHECK_THROWS_WITH(compiler::compile_network(net, 2, cfg, compiler::CompileMode::Segments),
+                    Catch::Contains("the host-step compiler has no softmax"));
+}
+
+TEST_CASE("matmul of two activations: the C++ reference against the closed form, and the on-chip refusal",
+          "[layers][attention][matmul]") {
+  std::mt19937 rng(30);
+  const QuantParams qa{0.03, -9}, qb{0.05, 0}, qo{0.4, 3};
+  for (bool transpose : {true, false}) {
+    INFO("transpose_b " << transpose);
+    // A: the network input, 1 x 4 x k (4 tokens of k features); B: a 1x1 conv of A with output
+    // zero point 0, 1 x 4 x cb. With transpose_b B's channels are A's features (cb = k = 3) and
+    // the output is 1 x 4 x 4; without, B's 4 tokens are A's features (k = 4), the output 1 x 4 x cb.
+    const std::size_t k = transpose ? 3 : 4, cb = transpose ? 3 : 5;
+    Network net;
+    net.input_shape = {1, 4, k};
+    net.input = qa;
+    Layer conv = gemm_layer(LayerKind::Conv2d, {1, 1, k, cb}, ActFunction::None, qa, rng, 0);
+    conv.output = qb;
+    Layer mm;
+    mm.kind = LayerKind::MatMul;
+    mm.transpose_b = transpose;
+    mm.alpha = 0.5;
+    mm.output = qo;
+    mm.inputs = {0, 1};
+    net.layers = {conv, mm};
+    const auto infos = compiler::infer_network(net);
+    REQUIRE(infos[2].shape == std::vector<std::size_t>{1, 4, transpose ? 4u : cb});
+    const Tensor x = random_input({2, 1, 4, k}, rng);
+    const std::vector<Tensor> outs = compiler::reference_network_all(net, x);
+    const Tensor& b = outs[0];
+    const Tensor& y = outs[1];
+    // The closed form: q(sum_f (a - z_a) B[f][j]) with the real multiplier alpha s_a s_b / s_o,
+    // rounded to nearest (ties up) in double: exact for these small sums except at ties.
+    std::size_t bad = 0;
+    const std::size_t cols = transpose ? 4 : cb;
+    for (std::size_t s = 0; s < 2; ++s)
+      for (std::size_t i = 0; i < 4; ++i)
+        for (std::size_t j = 0; j < cols; ++j) {
+          std::int64_t acc = 0;
+          for (std::size_t f = 0; f < k; ++f)
+            acc += (x.data[(s * 4 + i) * k + f] - qa.zero_point) *
+                   std::int64_t{transpose ? b.data[(s * 4 + j) * cb + f] : b.data[(s * 4 + f) * cb + j]};
+          const double real = 0.5 * qa.scale * qb.scale / qo.scale * static_cast<double>(acc);
+          const double want = std::clamp(std::floor(real + 0.5) + qo.zero_point, -128.0, 127.0);
+          bad += std::fabs(y.data[(s * 4 + i) * cols + j] - want) > 0.0;
+        }
+    CHECK(bad == 0);
+    CHECK_THROWS_WITH(compiler::compile_network(net, 2, config_for(8), compiler::CompileMode::OnChip),
+                      Catch::Contains("a matmul of two activations is not implemented on chip yet"));
+  }
+  // B's zero point must be 0.
+  Network net;
+  net.input_shape = {1, 4, 3};
+  net.input = qa;
+  Layer mm;
+  mm.kind = LayerKind::MatMul;
+  mm.transpose_b = true;
+  mm.output = qo;
+  mm.inputs = {0, 0};
+  CHECK_THROWS_WITH(compiler::infer_network((net.layers = {mm}, net)), Catch::Contains("zero point is -9: it must be 0"));
+}

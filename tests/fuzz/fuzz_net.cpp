@@ -202,7 +202,9 @@ std::string describe(const Case& c) {
       case LayerKind::Upsample:
         o << " factors " << l.stride_h << "x" << l.stride_w;
         break;
-      case LayerKind::Flatten: break;
+      case LayerKind::Flatten:
+      case LayerKind::Softmax:
+      case LayerKind::MatMul: break;
     }
   }
   return o.str();

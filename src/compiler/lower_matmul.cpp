@@ -1,0 +1,19 @@
+// Lowering of a matmul of two activations (docs/quantization.md, "MatMul of
+// two activations"): not implemented yet.
+#include <fmt/format.h>
+
+#include "compiler/onchip_compiler.h"
+
+namespace tpu::compiler::onchip {
+
+// A matmul's second operand must become weight tiles at run time: through the
+// host (WHM, HWT, RW) on tpuv1 or the ub_weight_path's RWU, neither of which
+// exists yet (docs/microarchitecture.md, "Attention's second operand").
+void OnChip::lower_matmul(std::size_t i, std::uint64_t) {
+  throw CompileError(fmt::format(
+      "{}: a matmul of two activations is not implemented on chip yet (its second operand needs the host "
+      "route's HWT or the ub_weight_path's RWU: docs/microarchitecture.md, \"Attention's second operand\")",
+      layer_label(net_.layers[i], i)));
+}
+
+}  // namespace tpu::compiler::onchip
