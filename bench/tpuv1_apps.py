@@ -4,9 +4,9 @@
 Jouppi et al., ISCA 2017, Table 1 gives each application's layers and batch
 and Table 3 its measured TOPS on TPUv1. The layers' exact shapes and data are
 not published; these stand-ins follow Table 1's layer counts, weight counts and
-batch sizes (as issue 13 lists them), with random int8 weights and biases,
-ReLU activations at zero point -128 (so every layer has a folded bias pass),
-and run as one program each with `tpu-sim net --preset tpuv1` (activations on
+batch sizes (as issue 13 lists them), with random int8 weights and biases
+(the MLPs and CNN0: ReLU activations at zero point -128, so every layer has
+a folded bias pass), and run as one program each with `tpu-sim net --preset tpuv1` (activations on
 chip, the input read once and the output written once). It prints each
 application's TOPS at 700 MHz (2 ops per useful MAC) beside the paper's, and
 the tpuv1 counters (docs/microarchitecture.md) beside the paper's Table 3
@@ -150,20 +150,20 @@ def counter_header():
     return f"{'':<34}" + "".join(f"{label:>8}" for label, _ in ROWS)
 
 
-def lstm_sweep(tpu_sim, names, rng):
+def lstm_sweep(tpu_sim, names, rng, steps=8):
     """What each assumption does: the sequence length, the hidden size, the
     batch and the layers' order, one at a time from each LSTM's default."""
     print("LSTM assumptions, one at a time (TOPS at 700 MHz; counters in % as in Table 3):")
     print(f"{'app':<6} {'variant':<27} {'TOPS':>6}" + "".join(f"{label:>8}" for label, _ in ROWS))
     for name in names:
-        base_layers, _, base_batch = apps()[name]
+        base_layers, _, base_batch = apps(steps)[name]
         variants = [("default", base_layers, base_batch)]
-        for steps in (2, 4, 16):
-            variants.append((f"L = {steps}", tpuv1_lstm.replace(base_layers, steps=steps), base_batch))
+        for length in (2, 4, 16):
+            variants.append((f"L = {length}", tpuv1_lstm.replace(base_layers, steps=length), base_batch))
         for batch in (base_batch // 2, 2 * base_batch):
             variants.append((f"batch {batch}", base_layers, batch))
         variants.append(("wavefront order", tpuv1_lstm.replace(base_layers, order="step"), base_batch))
-        for label, stack in tpuv1_lstm.hidden_variants(name):
+        for label, stack in tpuv1_lstm.hidden_variants(name, steps):
             variants.append((label, stack, base_batch))
         for label, stack, batch in variants:
             s = run_app(tpu_sim, name, stack, stack.input_shape(), batch, rng)
@@ -188,7 +188,7 @@ def main():
             sys.exit(f"unknown applications: {', '.join(sorted(unknown))} (known: {', '.join(chosen)})")
         chosen = {k: v for k, v in chosen.items() if k in args.only.split(",")}
     if args.lstm_sweep:
-        lstm_sweep(args.tpu_sim, [n for n in chosen if n.startswith("LSTM")], rng)
+        lstm_sweep(args.tpu_sim, [n for n in chosen if n.startswith("LSTM")], rng, args.steps)
         return 0
     print(HEADER)
     measured = []

@@ -179,14 +179,14 @@ def replace(stack, **changes):
     return dataclasses.replace(stack, **changes)
 
 
-def hidden_variants(name):
+def hidden_variants(name, steps=8):
     """Other hidden sizes for the sweep, near Table 1's weight count: one that
     does not fill the 256-lane tiles (LSTM0); whole tiles with fewer layers,
     and tiles filled as Table 3's LSTM1 row suggests with more (LSTM1)."""
     if name == "LSTM0":  # 6 x 8 x 1040^2 = 51.9 M: each gate's 1040 lanes in 5 tiles
-        return [("H 1040, input 1040", LstmStack(features=1040, hidden=1040, layers=6, residual_from=3))]
+        return [("H 1040, input 1040", LstmStack(features=1040, hidden=1040, layers=6, steps=steps, residual_from=3))]
     # 7 x 8 x 768^2 + 768 x 2048 = 34.6 M: whole tiles, 29 FC. 26 x 8 x 400^2 +
     # 400 x 2048 = 34.1 M: gates 800 x 400 in 4 x 2 tiles (61% filled, Table 3's
     # useful over active MACs for LSTM1: 6.3 / 10.5), 105 FC.
-    return [("H 768, 7 layers", LstmStack(features=768, hidden=768, layers=7, head=2048)),
-            ("H 400, 26 layers", LstmStack(features=400, hidden=400, layers=26, head=2048))]
+    return [("H 768, 7 layers", LstmStack(features=768, hidden=768, layers=7, steps=steps, head=2048)),
+            ("H 400, 26 layers", LstmStack(features=400, hidden=400, layers=26, steps=steps, head=2048))]
