@@ -24,6 +24,7 @@ SRC = Path(sys.argv[2]).resolve() if len(sys.argv) > 2 else Path(__file__).resol
 sys.path.insert(0, str(SRC / "bench"))
 sys.path.insert(0, str(SRC / "tools"))
 import int8_reference  # noqa: E402
+import tpuv1_apps  # noqa: E402
 import tpuv1_lstm  # noqa: E402
 
 # Table 1: FC layers, vector layers, weights (millions, as printed), batch.
@@ -41,7 +42,9 @@ def counts(failures):
         got = (s.fc_layers(), s.vector_layers(), s.weights())
         if got != want:
             failures.append(f"{name}: (FC, vector, weights) {got}, closed form {want}")
-        fc, vec, millions, _ = TABLE1[name]
+        fc, vec, millions, batch = TABLE1[name]
+        if tpuv1_apps.apps()[name][2] != batch:
+            failures.append(f"{name}: bench/tpuv1_apps.py runs batch {tpuv1_apps.apps()[name][2]}, Table 1 {batch}")
         if s.fc_layers() != fc:
             failures.append(f"{name}: {s.fc_layers()} FC layers, Table 1 {fc}")
         if round(s.weights() / 1e6) != millions:
