@@ -98,6 +98,12 @@ def write_model(d, stack, rng, name="lstm"):
     once). Returns the number of layers written."""
     d = Path(d)
     H = stack.hidden
+    if min(stack.features, stack.hidden, stack.layers, stack.steps) < 1 or stack.head < 0:
+        raise ValueError(f"an LSTM stack needs positive sizes, layers and steps: {stack}")
+    if stack.residual(0) and stack.features != stack.hidden:
+        raise ValueError(f"a residual add around the first layer needs features == hidden: {stack}")
+    if stack.order not in ("layer", "step"):
+        raise ValueError(f"order must be 'layer' or 'step', not {stack.order!r}")
     in_scale, h_scale, c_scale = 1 / 64, 1 / 127, 4 / 127
     layers = []
 
