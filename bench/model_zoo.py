@@ -460,7 +460,8 @@ def self_test(args):
             failures.append(f"softmax_probe: expected a refusal naming Softmax, got {probe}")
         md = Path(a.out).read_text()
         for text in ("| conv1d_net (Conv1d) | 4x64 | yes |", "| squeezenet1_1 (SqueezeNet) | 3x66x66 | yes |",
-                     "| softmax_probe ((self-test)) | 3x8x8 | no: tpu-sim: error:"):
+                     "| softmax_probe ((self-test)) | 3x8x8 | no: tpu-sim: error:",
+                     "[sequence_models.md](sequence_models.md)"):
             if text not in md:
                 failures.append(f"models.md has no line with {text!r}")
         if json.loads(Path(a.json).read_text())["models"][0]["model"] != "conv1d_net":

@@ -259,6 +259,12 @@ def markdown(doc):
     if n:
         parts += ["## Notes", "", *n, ""]
     parts += [
+        "## Sequence models",
+        "",
+        "Recurrent networks (PyTorch's `nn.LSTM` and `nn.GRU`, an LSTM language-model-like net, and the TPUv1 "
+        "paper's LSTM0 and LSTM1 rebuilt as LSTMs) are on their own page, [sequence_models.md](sequence_models.md), "
+        "which this script does not generate.",
+        "",
         "## Regenerating",
         "",
         "```sh",

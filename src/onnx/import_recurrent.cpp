@@ -66,8 +66,10 @@ namespace {
 // A dense layer of gate `gate` (its rows gate * H .. of W, R and the biases):
 // reading x_t (pixel t of the input map, or the step's vector) when `x`, the
 // previous h when `h`; `sign` -1 negates it (1 - sigmoid(a) = sigmoid(-a)).
+// `r_bias`: R's bias too when the layer does not read h (the zero state's
+// R h + Rb is Rb).
 FloatLayer gate_layer(const Importer::RecurrentUnit& u, std::size_t gate, std::size_t t, bool x, bool h,
-                      ActFunction act, double sign = 1.0) {
+                      ActFunction act, double sign = 1.0, bool r_bias = false) {
   const std::size_t H = u.hidden, D = u.features, gates = u.gru ? 3 : 4;
   FloatLayer l;
   l.kind = compiler::LayerKind::Dense;
@@ -87,7 +89,7 @@ FloatLayer gate_layer(const Importer::RecurrentUnit& u, std::size_t gate, std::s
       for (std::size_t d = 0; d < D; ++d, ++at) l.weights[at * H + o] = static_cast<float>(sign * u.w->values[row * D + d]);
     if (h)
       for (std::size_t j = 0; j < H; ++j, ++at) l.weights[at * H + o] = static_cast<float>(sign * u.r->values[row * H + j]);
-    const double bias = (x ? u.b[row] : 0.0) + (h ? u.b[gates * H + row] : 0.0);
+    const double bias = (x ? u.b[row] : 0.0) + (h || r_bias ? u.b[gates * H + row] : 0.0);
     l.bias.push_back(static_cast<float>(sign * bias));
   }
   return l;
@@ -106,17 +108,25 @@ FloatLayer vector_layer(compiler::LayerKind kind, std::vector<std::size_t> input
 }  // namespace
 
 // One LSTM step (ONNX gate order i, o, f, c): c = f * c + i * g,
-// h = o * tanh(c).
+// h = o * tanh(c). Step 0 starts from the zero state: its gates read x_0
+// only (R h = 0, Rb kept) and c = i * g (f * 0 = 0: no forget gate), exactly
+// what the zero state computes, without loading R's tiles or the forget
+// gate's from weight memory.
 void Importer::lstm_step(const onnx::NodeProto& n, RecurrentUnit& u, std::size_t t) {
   using compiler::LayerKind;
   const std::string s = fmt::format("t{}.", t);
-  const std::size_t i = add_part(n, gate_layer(u, 0, t, true, true, ActFunction::Sigmoid), s + "gate_i");
-  const std::size_t f = add_part(n, gate_layer(u, 2, t, true, true, ActFunction::Sigmoid), s + "gate_f");
-  const std::size_t g = add_part(n, gate_layer(u, 3, t, true, true, ActFunction::Tanh), s + "gate_g");
-  const std::size_t o = add_part(n, gate_layer(u, 1, t, true, true, ActFunction::Sigmoid), s + "gate_o");
-  const std::size_t fc = add_part(n, vector_layer(LayerKind::Mul, {f, u.c}), s + "fc");
+  const bool h = t > 0;
+  const std::size_t i = add_part(n, gate_layer(u, 0, t, true, h, ActFunction::Sigmoid, 1.0, true), s + "gate_i");
+  const std::size_t f = h ? add_part(n, gate_layer(u, 2, t, true, true, ActFunction::Sigmoid), s + "gate_f") : 0;
+  const std::size_t g = add_part(n, gate_layer(u, 3, t, true, h, ActFunction::Tanh, 1.0, true), s + "gate_g");
+  const std::size_t o = add_part(n, gate_layer(u, 1, t, true, h, ActFunction::Sigmoid, 1.0, true), s + "gate_o");
   const std::size_t ig = add_part(n, vector_layer(LayerKind::Mul, {i, g}), s + "ig");
-  u.c = add_part(n, vector_layer(LayerKind::Add, {fc, ig}), s + "c");
+  if (h) {
+    const std::size_t fc = add_part(n, vector_layer(LayerKind::Mul, {f, u.c}), s + "fc");
+    u.c = add_part(n, vector_layer(LayerKind::Add, {fc, ig}), s + "c");
+  } else {
+    u.c = ig;
+  }
   const std::size_t tc = add_part(n, vector_layer(LayerKind::Affine, {u.c}, ActFunction::Tanh), s + "tanh_c");
   u.h = add_part(n, vector_layer(LayerKind::Mul, {o, tc}), s + "h");
   u.cs.push_back(u.c);
@@ -195,13 +205,11 @@ void Importer::recurrent(const onnx::NodeProto& n) {
       if (v != 0.0) fail(n, fmt::format("{} must be zeros", k == 5 ? "initial_h" : "initial_c"));
   }
   if (!gru && has_input(n, 7)) fail(n, "peepholes (input P) are not supported");
-  // The zero state: a dense layer of zero weights on x_0 (its output is exactly 0).
-  FloatLayer zero = gate_layer(u, 0, 0, true, false, ActFunction::None, 0.0);
-  u.h = add_part(n, zero, "h_init");
-  u.hs.push_back(u.h);
-  if (!gru) {
-    u.c = add_part(n, zero, "c_init");
-    u.cs.push_back(u.c);
+  // A GRU's zero state: a dense layer of zero weights on x_0 (its output is
+  // exactly 0). An LSTM's step 0 needs none (lstm_step).
+  if (gru) {
+    u.h = add_part(n, gate_layer(u, 0, 0, true, false, ActFunction::None, 0.0), "h_init");
+    u.hs.push_back(u.h);
   }
   for (std::size_t t = 0; t < L; ++t) gru ? gru_step(n, u, t) : lstm_step(n, u, t);
   net_.tied.push_back(u.hs);
@@ -209,7 +217,7 @@ void Importer::recurrent(const onnx::NodeProto& n) {
   // Y (L, 1, N, H), Y_h and Y_c (1, N, H).
   Value y;
   y.seq_axes = "TDNF";
-  y.steps.assign(u.hs.begin() + 1, u.hs.end());
+  y.steps.assign(u.hs.begin() + (gru ? 1 : 0), u.hs.end());
   bind(n.output(0), y);
   for (int k = 1; k < n.output_size() && k < (gru ? 2 : 3); ++k) {
     Value last;
