@@ -337,6 +337,20 @@ std::string label(const Result& r) {
                               : fmt::format("{} ({})", r.array_n, r.machine);
 }
 
+// The host's name and CPU model (/proc/cpuinfo's first "model name").
+std::string machine_name() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, cpu = "unknown CPU";
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  return fmt::format("host {} ({})", host[0] ? host : "unknown", cpu);
+}
+
 // The first three fields of /proc/loadavg: how busy the machine was.
 std::string load_average() {
   std::ifstream in("/proc/loadavg");
@@ -535,8 +549,8 @@ int main(int argc, char** argv) {
   write_file_atomic(csv_path, csv(results));
   const std::string md = markdown(
       results, sizes, shapes, big_n,
-      fmt::format("{}; load average (1, 5, 15 min) before: {}, after: {}; GEMM kernel: {}",
-                  plural(sysconf(_SC_NPROCESSORS_ONLN), "CPU"), load_before, load_average(),
+      fmt::format("{}, {}; load average (1, 5, 15 min) before: {}, after: {}; GEMM kernel: {}",
+                  machine_name(), plural(sysconf(_SC_NPROCESSORS_ONLN), "CPU"), load_before, load_average(),
                   model::gemm_kernel_name(model::best_gemm_kernel())),
       ceiling);
   if (!md_path.empty()) write_file_atomic(md_path, md);

@@ -1,5 +1,7 @@
 #include "model/int8_gemm.h"
 
+#include "model/worker_pool.h"
+
 #include <algorithm>
 #include <functional>
 #include <cstdlib>
@@ -44,15 +46,15 @@ inline void clear_unused_columns(std::size_t rows, const PackedWeights& w, std::
 
 // ---- scalar -----------------------------------------------------------------
 
-void gemm_scalar(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
-                 bool overwrite) {
+void gemm_scalar(const std::int8_t* const* x, std::size_t rows, const PackedWeights& w,
+                 std::int32_t* c, bool overwrite) {
   const std::size_t n = w.n;
   const std::int8_t* wt = w.bytes.data();
   std::vector<std::int32_t> tmp(n);
   for (std::size_t i = 0; i < rows; ++i) {
     std::fill(tmp.begin(), tmp.end(), 0);
     for (std::size_t k = 0; k < n; ++k) {
-      const std::int32_t xv = x[i * n + k];
+      const std::int32_t xv = x[i][k];
       if (xv == 0) continue;
       const std::int8_t* wr = wt + k * n;
       for (std::size_t j = 0; j < n; ++j) tmp[j] += xv * wr[j];
@@ -95,14 +97,15 @@ __attribute__((target("avx2"))) void avx2_block(const std::int16_t* xs, std::siz
   }
 }
 
-__attribute__((target("avx2"))) void gemm_avx2(const std::int8_t* x, std::size_t rows,
+__attribute__((target("avx2"))) void gemm_avx2(const std::int8_t* const* x, std::size_t rows,
                                                const PackedWeights& w, std::int32_t* c,
                                                bool overwrite) {
   const std::size_t n = w.n, ku = w.k_used, kp = round_up(ku, 2), pairs = kp / 2;
   const auto* wp = reinterpret_cast<const std::int16_t*>(w.bytes.data());
-  std::vector<std::int16_t> xs(rows * kp, 0);
+  thread_local std::vector<std::int16_t> xs;
+  xs.assign(rows * kp, 0);
   for (std::size_t i = 0; i < rows; ++i)
-    for (std::size_t k = 0; k < ku; ++k) xs[i * kp + k] = x[i * n + k];
+    for (std::size_t k = 0; k < ku; ++k) xs[i * kp + k] = x[i][k];
   alignas(32) std::int32_t tmp[kAvx2Mr * kAvx2Nr];
   clear_unused_columns(rows, w, c, overwrite);
   for (std::size_t j0 = 0; j0 < w.n_used; j0 += kAvx2Nr) {
@@ -128,9 +131,13 @@ constexpr std::size_t kVnniNr = 32, kVnniMr = 8;
 
 #define TPU_VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
 
+// MR rows x 32 columns: the sums, less the +128 offset's correction, stored
+// into (or added to) C's columns j0 .. j0 + 31 under the masks (the columns
+// that exist).
 template <std::size_t MR>
 TPU_VNNI_TARGET void vnni_block(const std::uint8_t* xu, std::size_t kp, const std::int8_t* wp,
-                                std::size_t quads, std::int32_t* tmp) {
+                                std::size_t quads, __m512i corr0, __m512i corr1, __mmask16 m0,
+                                __mmask16 m1, std::int32_t* c, std::size_t n, bool overwrite) {
   __m512i acc[MR][2];
 #pragma GCC unroll 8
   for (std::size_t r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
@@ -148,37 +155,58 @@ TPU_VNNI_TARGET void vnni_block(const std::uint8_t* xu, std::size_t kp, const st
   }
 #pragma GCC unroll 8
   for (std::size_t r = 0; r < MR; ++r) {
-    _mm512_storeu_si512(tmp + r * kVnniNr, acc[r][0]);
-    _mm512_storeu_si512(tmp + r * kVnniNr + 16, acc[r][1]);
+    std::int32_t* out = c + r * n;
+    __m512i v0 = _mm512_sub_epi32(acc[r][0], corr0), v1 = _mm512_sub_epi32(acc[r][1], corr1);
+    if (!overwrite) {
+      v0 = _mm512_add_epi32(v0, _mm512_maskz_loadu_epi32(m0, out));
+      v1 = _mm512_add_epi32(v1, _mm512_maskz_loadu_epi32(m1, out + 16));
+    }
+    _mm512_mask_storeu_epi32(out, m0, v0);
+    _mm512_mask_storeu_epi32(out + 16, m1, v1);
   }
 }
 
-TPU_VNNI_TARGET void gemm_vnni(const std::int8_t* x, std::size_t rows, const PackedWeights& w,
-                               std::int32_t* c, bool overwrite) {
+// Rows are taken in panels of kVnniPanel: a panel's x + 128 (16 KiB at
+// most) stays in the L1 cache while it meets every column block's weights.
+constexpr std::size_t kVnniPanel = 64;
+
+TPU_VNNI_TARGET void gemm_vnni(const std::int8_t* const* x, std::size_t rows,
+                               const PackedWeights& w, std::int32_t* c, bool overwrite) {
   const std::size_t n = w.n, ku = w.k_used, kp = round_up(ku, 4), quads = kp / 4;
-  // x + 128 as unsigned bytes; the padding multiplies zero weights.
-  std::vector<std::uint8_t> xu(rows * kp, 0);
-  for (std::size_t i = 0; i < rows; ++i)
-    for (std::size_t k = 0; k < ku; ++k)
-      xu[i * kp + k] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(x[i * n + k]) ^ 0x80u);
-  alignas(64) std::int32_t tmp[kVnniMr * kVnniNr];
   clear_unused_columns(rows, w, c, overwrite);
-  for (std::size_t j0 = 0; j0 < w.n_used; j0 += kVnniNr) {
-    const std::int8_t* wb = w.bytes.data() + (j0 / kVnniNr) * quads * 128;
-    const std::size_t cols = std::min(kVnniNr, w.n_used - j0);
-    const std::int32_t* corr = w.colsum.data() + j0;
-    std::size_t i = 0;
-    for (; i + kVnniMr <= rows; i += kVnniMr) {
-      vnni_block<kVnniMr>(xu.data() + i * kp, kp, wb, quads, tmp);
-      write_block(tmp, kVnniMr, kVnniNr, cols, corr, c + i * n + j0, n, overwrite);
+  if (w.n_used == 0) return;
+  alignas(64) std::uint8_t xu[kVnniPanel * 256];  // n <= 256 (the ISA's limit)
+  std::vector<std::uint8_t> big;                  // for a larger n
+  std::uint8_t* xp = xu;
+  if (kVnniPanel * kp > sizeof xu) {
+    big.resize(kVnniPanel * kp);
+    xp = big.data();
+  }
+  for (std::size_t i0 = 0; i0 < rows; i0 += kVnniPanel) {
+    const std::size_t pr = std::min(kVnniPanel, rows - i0);
+    // x + 128 as unsigned bytes; the padding multiplies zero weights.
+    for (std::size_t i = 0; i < pr; ++i) {
+      std::uint8_t* out = xp + i * kp;
+      const std::int8_t* in = x[i0 + i];
+      for (std::size_t k = 0; k < ku; ++k)
+        out[k] = static_cast<std::uint8_t>(static_cast<std::uint8_t>(in[k]) ^ 0x80u);
+      std::fill(out + ku, out + kp, std::uint8_t{0});
     }
-    for (; i + 4 <= rows; i += 4) {
-      vnni_block<4>(xu.data() + i * kp, kp, wb, quads, tmp);
-      write_block(tmp, 4, kVnniNr, cols, corr, c + i * n + j0, n, overwrite);
-    }
-    for (; i < rows; ++i) {
-      vnni_block<1>(xu.data() + i * kp, kp, wb, quads, tmp);
-      write_block(tmp, 1, kVnniNr, cols, corr, c + i * n + j0, n, overwrite);
+    std::int32_t* cp = c + i0 * n;
+    for (std::size_t j0 = 0; j0 < w.n_used; j0 += kVnniNr) {
+      const std::int8_t* wb = w.bytes.data() + (j0 / kVnniNr) * quads * 128;
+      const std::size_t cols = std::min(kVnniNr, w.n_used - j0);
+      const auto m0 = static_cast<__mmask16>(cols >= 16 ? 0xffffu : (1u << cols) - 1u);
+      const auto m1 = static_cast<__mmask16>(cols >= 32 ? 0xffffu : cols <= 16 ? 0u : (1u << (cols - 16)) - 1u);
+      const __m512i corr0 = _mm512_loadu_si512(w.colsum.data() + j0);
+      const __m512i corr1 = _mm512_loadu_si512(w.colsum.data() + j0 + 16);
+      std::size_t i = 0;
+      for (; i + kVnniMr <= pr; i += kVnniMr)
+        vnni_block<kVnniMr>(xp + i * kp, kp, wb, quads, corr0, corr1, m0, m1, cp + i * n + j0, n, overwrite);
+      for (; i + 4 <= pr; i += 4)
+        vnni_block<4>(xp + i * kp, kp, wb, quads, corr0, corr1, m0, m1, cp + i * n + j0, n, overwrite);
+      for (; i < pr; ++i)
+        vnni_block<1>(xp + i * kp, kp, wb, quads, corr0, corr1, m0, m1, cp + i * n + j0, n, overwrite);
     }
   }
 }
@@ -282,8 +310,8 @@ PackedWeights pack_weights(const std::int8_t* w, std::size_t n, GemmKernel kerne
 
 namespace {
 
-void gemm_rows(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
-               bool overwrite) {
+void gemm_rows(const std::int8_t* const* x, std::size_t rows, const PackedWeights& w,
+               std::int32_t* c, bool overwrite) {
   switch (w.kernel) {
 #ifdef TPU_X86_KERNELS
     case GemmKernel::Avx2:
@@ -335,18 +363,21 @@ std::vector<RowBand> split_rows(std::size_t rows, unsigned threads, std::size_t 
 
 void int8_gemm(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
                bool overwrite, const GemmThreading& threading) {
+  std::vector<const std::int8_t*> row_ptrs(rows);
+  for (std::size_t i = 0; i < rows; ++i) row_ptrs[i] = x + i * w.n;
+  int8_gemm_rows(row_ptrs.data(), rows, w, c, overwrite, threading);
+}
+
+void int8_gemm_rows(const std::int8_t* const* x, std::size_t rows, const PackedWeights& w,
+                    std::int32_t* c, bool overwrite, const GemmThreading& threading) {
   if (rows == 0) return;
   const std::size_t n = w.n;
   // The scalar kernel multiplies the whole tile; the others its used extent.
   const std::size_t macs_per_row = w.kernel == GemmKernel::Scalar ? n * n : w.k_used * w.n_used;
   const std::vector<RowBand> bands = split_rows(rows, gemm_threads_for(rows * macs_per_row, threading));
-  std::vector<std::thread> helpers;
-  helpers.reserve(bands.size() - 1);
-  for (std::size_t b = 1; b < bands.size(); ++b)
-    helpers.emplace_back(gemm_rows, x + bands[b].first * n, bands[b].count, std::cref(w),
-                         c + bands[b].first * n, overwrite);
-  gemm_rows(x, bands[0].count, w, c, overwrite);
-  for (std::thread& h : helpers) h.join();
+  WorkerPool::shared().run(bands.size(), [&](std::size_t b) {
+    gemm_rows(x + bands[b].first, bands[b].count, w, c + bands[b].first * n, overwrite);
+  });
 }
 
 }  // namespace tpu::model

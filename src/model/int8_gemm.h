@@ -52,8 +52,9 @@ PackedWeights pack_weights(const std::int8_t* w, std::size_t n, GemmKernel kerne
 
 // How one GEMM is split over threads. Rows are independent, so a large GEMM
 // is cut into bands of whole 8-row blocks (the kernels' step), one band per
-// thread. A band is worth a thread from about 16 M MACs: some 100 us of work
-// for the AVX-512 kernel, against a thread start of some 20-30 us.
+// thread; the threads are the process's WorkerPool (model/worker_pool.h),
+// started once. A band is worth a thread from about 16 M MACs: some 100 us of
+// work for the AVX-512 kernel.
 struct GemmThreading {
   static constexpr std::size_t kDefaultMacsPerThread = std::size_t{16} << 20;
   // At most this many threads; 0: TPU_GEMM_THREADS from the environment if
@@ -62,6 +63,10 @@ struct GemmThreading {
   // One thread per this many MACs (at least 1). Tests set it to 1 to reach
   // the threaded split with small GEMMs.
   std::size_t macs_per_thread = kDefaultMacsPerThread;
+  // Fast path: an MMC of at least this many MACs (of its tile's used extent)
+  // is computed on a background thread from its start cycle, while the
+  // simulation goes on (model/gemm_queue.h). Tests set it to 1.
+  std::size_t async_macs = kDefaultMacsPerThread;
 };
 
 // The thread limit of max_threads = 0: TPU_GEMM_THREADS from the
@@ -92,5 +97,12 @@ std::vector<RowBand> split_rows(std::size_t rows, unsigned threads, std::size_t 
 // the same bits for any split.
 void int8_gemm(const std::int8_t* x, std::size_t rows, const PackedWeights& w, std::int32_t* c,
                bool overwrite, const GemmThreading& threading = {});
+
+// The same with row i of X at x_rows[i] (n bytes each): an MMC.C's rows,
+// which the convolution geometry picks from the map and the padding row, are
+// read where they are, by each thread for its own band, instead of being
+// gathered first.
+void int8_gemm_rows(const std::int8_t* const* x_rows, std::size_t rows, const PackedWeights& w,
+                    std::int32_t* c, bool overwrite, const GemmThreading& threading = {});
 
 }  // namespace tpu::model

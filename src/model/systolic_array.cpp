@@ -106,6 +106,7 @@ void SystolicArray::start_job(const UnitCommand& c, Cycle now) {
   const auto rows = static_cast<Cycle>(c.instr.operands[2]);
   jobs_.push_back({c, now, now + rows + 2 * n_ - 1, active_});
   if (fast_) {
+    maybe_start_in_background(jobs_.back());
     // What read_row records row by row in the detailed path, for all rows at
     // once: they are read in cycles now .. now + rows - 1 with the active set.
     last_use_[active_] = now + rows - 1;
@@ -136,7 +137,7 @@ const std::int8_t* SystolicArray::input_row(const UnitCommand& command, std::uin
   if (!command.instr.has(isa::kFlagMmcConvolve)) return mem_.ub.row(base + i);
   const std::int64_t r = command.conv.input_row(i);
   if (r >= 0) return mem_.ub.row(base + static_cast<std::uint64_t>(r));
-  pad_row_.assign(n_, command.conv.pad);
+  if (pad_row_.size() != n_ || pad_row_[0] != command.conv.pad) pad_row_.assign(n_, command.conv.pad);
   return pad_row_.data();
 }
 
@@ -232,30 +233,99 @@ void SystolicArray::sample_edges(Cycle now) {
   }
 }
 
+const PackedWeights& SystolicArray::packed(std::uint8_t set) {
+  if (!packed_valid_[set]) {
+    packed_[set] = pack_weights(weights_[set].data(), n_, kernel_);
+    packed_valid_[set] = true;
+  }
+  return packed_[set];
+}
+
+void SystolicArray::gather_rows(const UnitCommand& command, std::vector<const std::int8_t*>& rows_out,
+                                std::vector<std::int8_t>& pad) const {
+  const isa::Instruction& in = command.instr;
+  const auto rows = static_cast<std::size_t>(in.operands[2]);
+  const auto base = static_cast<std::uint64_t>(in.operands[0]);
+  rows_out.resize(rows);
+  if (in.has(isa::kFlagMmcConvolve)) {
+    pad.assign(n_, command.conv.pad);
+    for (std::size_t i = 0; i < rows; ++i) {
+      const std::int64_t r = command.conv.input_row(i);
+      rows_out[i] = r >= 0 ? mem_.ub.row(base + static_cast<std::uint64_t>(r)) : pad.data();
+    }
+  } else {
+    const std::int8_t* x = mem_.ub.row(base);
+    for (std::size_t i = 0; i < rows; ++i) rows_out[i] = x + i * n_;
+  }
+}
+
 void SystolicArray::compute_mmc(const Job& job) {
   const isa::Instruction& in = job.cmd.instr;
-  if (!packed_valid_[job.weight_set]) {
-    packed_[job.weight_set] = pack_weights(weights_[job.weight_set].data(), n_, kernel_);
-    packed_valid_[job.weight_set] = true;
-  }
   mem_.acc.prefault(static_cast<std::uint64_t>(in.operands[1]), static_cast<std::uint64_t>(in.operands[2]));
+  gather_rows(job.cmd, row_ptrs_, pad_row_);
+  int8_gemm_rows(row_ptrs_.data(), row_ptrs_.size(), packed(job.weight_set),
+                 mem_.acc.row(static_cast<std::uint64_t>(in.operands[1])),
+                 in.has(isa::kFlagMmcOverwrite), threading_);
+}
+
+// An MMC of at least async_macs MACs, all of whose predecessors in flight are
+// in the background too, is computed from its start on the queue's thread
+// (so that MMCs into the same rows keep their order). It reads what the
+// synchronous computation at d would read: the UB rows and the weight set
+// are not written before d, and no one reads or writes its ACC rows before
+// d + 1 (systolic_array.h). An overwriting MMC first keeps the rows it
+// overwrites, so that a fault can undo it (undo_background).
+void SystolicArray::maybe_start_in_background(Job& job) {
+  const isa::Instruction& in = job.cmd.instr;
   const auto rows = static_cast<std::size_t>(in.operands[2]);
-  const std::int8_t* x = mem_.ub.row(static_cast<std::uint64_t>(in.operands[0]));
-  if (in.has(isa::kFlagMmcConvolve)) {
-    // The rows the address generator feeds the array, gathered for one GEMM.
-    conv_rows_.resize(rows * n_);
-    for (std::size_t i = 0; i < rows; ++i) {
-      const std::int8_t* r = input_row(job.cmd, i);
-      std::copy(r, r + n_, conv_rows_.begin() + static_cast<std::ptrdiff_t>(i * n_));
+  if (rows == 0) return;
+  for (const Job& ahead : jobs_)
+    if (&ahead != &job && !ahead.background) return;
+  const PackedWeights& w = packed(job.weight_set);
+  const std::size_t per_row = w.kernel == GemmKernel::Scalar ? n_ * n_ : w.k_used * w.n_used;
+  if (rows * per_row < std::max<std::size_t>(threading_.async_macs, 1)) return;
+  auto bg = std::make_unique<Background>();
+  gather_rows(job.cmd, bg->rows, bg->pad);
+  bg->overwrite = in.has(isa::kFlagMmcOverwrite);
+  const auto acc_row = static_cast<std::uint64_t>(in.operands[1]);
+  mem_.acc.prefault(acc_row, rows);
+  Background* b = bg.get();
+  std::int32_t* acc = mem_.acc.row(acc_row);
+  const std::size_t n = n_;
+  const GemmThreading threading = threading_;
+  job.background = std::move(bg);
+  job.ticket = queue_.submit([b, acc, n, rows, &w, threading] {
+    if (b->overwrite) b->kept.assign(acc, acc + rows * n);
+    int8_gemm_rows(b->rows.data(), rows, w, acc, b->overwrite, threading);
+  });
+}
+
+// After a fault: the MMCs computed in the background are taken back, latest
+// first, so that flush_partial finds the accumulators as they were before
+// them: an overwriting MMC's rows from what it kept, an accumulating one's by
+// subtracting its products (int32 wrap-around both ways).
+void SystolicArray::undo_background() {
+  queue_.wait_all();
+  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {
+    if (!it->background) continue;
+    const Background& b = *it->background;
+    const isa::Instruction& in = it->cmd.instr;
+    const auto rows = static_cast<std::size_t>(in.operands[2]);
+    std::int32_t* acc = mem_.acc.row(static_cast<std::uint64_t>(in.operands[1]));
+    if (b.overwrite) {
+      std::copy(b.kept.begin(), b.kept.end(), acc);
+      continue;
     }
-    x = conv_rows_.data();
+    std::vector<std::int32_t> products(rows * n_);
+    int8_gemm_rows(b.rows.data(), rows, packed(it->weight_set), products.data(), true, threading_);
+    for (std::size_t e = 0; e < products.size(); ++e)
+      acc[e] = static_cast<std::int32_t>(static_cast<std::uint32_t>(acc[e]) -
+                                         static_cast<std::uint32_t>(products[e]));
   }
-  int8_gemm(x, rows, packed_[job.weight_set],
-            mem_.acc.row(static_cast<std::uint64_t>(in.operands[1])),
-            in.has(isa::kFlagMmcOverwrite), threading_);
 }
 
 void SystolicArray::flush_partial(Cycle t) {
+  undo_background();
   for (const Job& job : jobs_) {
     const isa::Instruction& in = job.cmd.instr;
     const auto rows = static_cast<Cycle>(in.operands[2]);
@@ -297,7 +367,10 @@ void SystolicArray::tick_fast(Cycle now) {
   // MMCs completing now (every completion cycle is ticked), before the loader.
   retired_now_ = false;
   while (!jobs_.empty() && jobs_.front().completion <= now) {
-    compute_mmc(jobs_.front());
+    if (jobs_.front().ticket)
+      queue_.wait(jobs_.front().ticket);
+    else
+      compute_mmc(jobs_.front());
     log_.complete(jobs_.front().cmd.seq, now);
     jobs_.pop_front();
     retired_now_ = true;

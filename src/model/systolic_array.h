@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "config/arch_config.h"
+#include "model/gemm_queue.h"
 #include "model/int8_gemm.h"
 #include "model/memories.h"
 #include "model/run_log.h"
@@ -75,6 +76,10 @@ SC_MODULE(SystolicArray) {
   // Fast path, after a fault in cycle `t`: the part of the MMCs in flight
   // that the detailed path had done by the end of cycle t.
   void flush_partial(Cycle t);
+  // Fast path, at the end of a run without a fault: MMCs still in flight
+  // (none, when the program ran to its end) had not completed, so what the
+  // background computed of them is taken back.
+  void drop_unfinished() { undo_background(); }
 
   // Adds the array's edges to a waveform: x entering each PE row at column 0
   // and the sums leaving each column at the bottom, with their valid bits.
@@ -92,11 +97,21 @@ SC_MODULE(SystolicArray) {
     std::vector<std::int8_t> x;
   };
 
+  // Fast path: an MMC computed on the GemmQueue's thread from its start.
+  struct Background {
+    std::vector<const std::int8_t*> rows;  // its input rows
+    std::vector<std::int8_t> pad;          // its padding row (MMC.C)
+    bool overwrite = false;
+    std::vector<std::int32_t> kept;        // the ACC rows it overwrote
+  };
+
   struct Job {
     UnitCommand cmd;
     Cycle start;
     Cycle completion;
     std::uint8_t weight_set;  // the set its rows use
+    std::uint64_t ticket = 0;  // its task on queue_; 0: computed at completion
+    std::unique_ptr<Background> background = nullptr;
   };
 
   void tick();
@@ -104,6 +119,13 @@ SC_MODULE(SystolicArray) {
   void accept_and_load(Cycle now);
   void count_busy_and_publish();
   void compute_mmc(const Job& job);
+  const PackedWeights& packed(std::uint8_t set);
+  // The input rows of an MMC where they are: the UB rows, or for MMC.C the
+  // map's rows and `pad` (filled with the padding value).
+  void gather_rows(const UnitCommand& command, std::vector<const std::int8_t*>& rows,
+                   std::vector<std::int8_t>& pad) const;
+  void maybe_start_in_background(Job& job);
+  void undo_background();
   // Row i of an MMC: UB[ub_row + i]; for MMC.C the UB row or the padding row
   // (in pad_row_) that the convolution geometry names for output pixel i.
   const std::int8_t* input_row(const UnitCommand& command, std::uint64_t i);
@@ -155,8 +177,11 @@ SC_MODULE(SystolicArray) {
   const GemmThreading threading_;
   PackedWeights packed_[2];     // weights_[s] packed for kernel_, when packed_valid_[s]
   bool packed_valid_[2] = {false, false};
-  std::vector<std::int8_t> conv_rows_;  // an MMC.C's input rows, gathered
+  std::vector<const std::int8_t*> row_ptrs_;  // an MMC's input rows, where they are
   std::vector<std::int8_t> pad_row_;    // every lane the padding value
+  // Declared after jobs_: destroyed (its thread joined) before the jobs whose
+  // rows its tasks read.
+  GemmQueue queue_;
 
   // Edge values for waveforms, sampled each cycle only when traced.
   bool traced_ = false;

@@ -204,7 +204,10 @@ RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, Memories& me
       wave->write_save_file();
     }
     sc_start();
-    if (fast && log.fault) top.systolic_array.flush_partial(log.fault->cycle);
+    if (fast && log.fault)
+      top.systolic_array.flush_partial(log.fault->cycle);
+    else if (fast)
+      top.systolic_array.drop_unfinished();
     count_array_work(cfg, prog, log);
     log.stats.tpuv1 = count_perf(cfg, prog, log, mem.weights.row(0));
     log.stats.events = count_events(cfg, prog, log);

@@ -210,7 +210,7 @@ TEST_CASE("Fast and detailed paths agree on compiled GEMMs on 4x4, 8x8 and 16x16
 TEST_CASE("Fast and detailed paths agree on random programs", "[fast_path]") {
   testing::RandomProgramGenerator gen(20261202);
   const std::vector<model::GemmKernel> kernels = available_kernels();
-  unsigned halted = 0, faulted = 0, limited = 0, threaded = 0, vectors = 0, norms = 0;
+  unsigned halted = 0, faulted = 0, limited = 0, threaded = 0, background = 0, vectors = 0, norms = 0;
   for (unsigned p = 0; p < 400; ++p) {
     const testing::RandomProgram rp = gen.next(/*faults=*/true);
     vectors += std::any_of(rp.program.code.begin(), rp.program.code.end(),
@@ -224,10 +224,14 @@ TEST_CASE("Fast and detailed paths agree on random programs", "[fast_path]") {
     fast.gemm_kernel = kernels[p % kernels.size()];
     if (p % 4 != 0) fast.gemm_threading = {gen.pick(2, 8), 1};
     threaded += fast.gemm_threading.max_threads > 1;
+    // Two programs in three with every MMC computed in the background from
+    // its start (GemmQueue), on one thread or split.
+    if (p % 3 != 2) fast.gemm_threading.async_macs = 1;
+    background += fast.gemm_threading.async_macs == 1;
     CAPTURE(p, rp.cfg.array_n, rp.cfg.host_latency, rp.cfg.host_bytes_per_cycle,
             rp.cfg.weight_latency, rp.cfg.weight_bytes_per_cycle, rp.cfg.act_latency,
             rp.cfg.fifo_depth, model::gemm_kernel_name(*fast.gemm_kernel),
-            fast.gemm_threading.max_threads);
+            fast.gemm_threading.max_threads, fast.gemm_threading.async_macs);
     INFO(program_text(rp.program));
     model::Memories mem(rp.cfg);
     gen.fill(mem);
@@ -248,6 +252,7 @@ TEST_CASE("Fast and detailed paths agree on random programs", "[fast_path]") {
   CHECK(faulted >= 10);
   CHECK(limited >= 300);
   CHECK(threaded >= 250);
+  CHECK(background >= 250);
   CHECK(vectors >= 200);  // programs with at least one VEC
   CHECK(norms >= 200);    // with at least one SMAX, LNRM or GELU
 }
@@ -266,17 +271,21 @@ TEST_CASE("Fast and detailed paths agree on random programs with MMCs of thousan
     model::RunOptions fast;
     fast.gemm_kernel = kernels[p % kernels.size()];
     fast.gemm_threading.max_threads = gen.pick(2, 8);
+    // Odd programs: every MMC in the background; even ones at the default
+    // threshold (16 M MACs, as the thread split).
+    if (p % 2 == 1) fast.gemm_threading.async_macs = 1;
     for (const isa::Instruction& in : rp.program.code)
       if (in.opcode == isa::Opcode::MMC &&
           model::gemm_threads(static_cast<std::size_t>(in.operands[2]), 64, fast.gemm_threading) >
               1)
         ++split_mmcs;
-    CAPTURE(p, model::gemm_kernel_name(*fast.gemm_kernel), fast.gemm_threading.max_threads);
+    CAPTURE(p, model::gemm_kernel_name(*fast.gemm_kernel), fast.gemm_threading.max_threads,
+            fast.gemm_threading.async_macs);
     INFO(program_text(rp.program));
     model::Memories mem(rp.cfg);
     gen.fill(mem);
     const model::RunLog log = check_paths(rp.cfg, rp.program, mem, 100'000'000, fast);
-    if (log.halted && log.stats.cycles > 1 && p % 2 == 0) {
+    if (log.halted && log.stats.cycles > 1 && (p % 4 == 0 || p % 4 == 1)) {
       const model::Cycle limit = gen.pick(0, static_cast<unsigned>(log.stats.cycles - 1));
       CAPTURE(limit);
       check_paths(rp.cfg, rp.program, mem, limit, fast);
@@ -514,20 +523,34 @@ TEST_CASE("Fast and detailed paths agree on tpuv1 (N = 256) with MMCs split over
   const Outcome detailed = run(cfg, r.program.value(), mem, options(Detail::Detailed));
   REQUIRE(detailed.log.halted);
   const std::vector<model::GemmKernel> kernels = available_kernels();
-  for (unsigned threads : {1u, 2u, 3u, 8u}) {
+  // Background MMCs: at the default threshold (every MMC here has 33 M MACs
+  // or more), never, and every MMC.
+  const std::size_t never = ~std::size_t{0}, every = 1, standard = model::GemmThreading{}.async_macs;
+  const std::pair<unsigned, std::size_t> settings[] = {{1, standard}, {2, never}, {3, every}, {8, standard}};
+  for (const auto& [threads, async_macs] : settings) {
     model::RunOptions fast = options(Detail::Fast);
     fast.gemm_kernel = kernels[threads % kernels.size()];
     fast.gemm_threading.max_threads = threads;
-    CAPTURE(threads, model::gemm_kernel_name(*fast.gemm_kernel));
+    fast.gemm_threading.async_macs = async_macs;
+    CAPTURE(threads, async_macs, model::gemm_kernel_name(*fast.gemm_kernel));
     check_same(run(cfg, r.program.value(), mem, fast), detailed);
   }
-  // The cycle the 977-row MMC (pc 3) started, plus 400: a fault with about
-  // 400 of its rows in the array or written.
-  const model::Cycle cut = detailed.log.retired[3].start + 400;
-  model::RunOptions fast = options(Detail::Fast, cut);
-  fast.gemm_threading.max_threads = 3;
-  check_same(run(cfg, r.program.value(), mem, fast),
-             run(cfg, r.program.value(), mem, options(Detail::Detailed, cut)));
+  // The cycle the 977-row MMC (pc 3) started, plus 100 or 600: a fault with
+  // that many of its rows in the array or written, while the overwriting
+  // 513-row MMC before it (pc 2, completing 511 cycles after pc 3's start at
+  // the earliest) is in flight too or has completed: the background MMCs are
+  // taken back (undo_background) before the partial writes.
+  for (const model::Cycle after : {100u, 600u}) {
+    const model::Cycle cut = detailed.log.retired[3].start + after;
+    const Outcome want = run(cfg, r.program.value(), mem, options(Detail::Detailed, cut));
+    for (const auto& [threads, async_macs] : settings) {
+      model::RunOptions fast = options(Detail::Fast, cut);
+      fast.gemm_threading.max_threads = threads;
+      fast.gemm_threading.async_macs = async_macs;
+      CAPTURE(after, threads, async_macs);
+      check_same(run(cfg, r.program.value(), mem, fast), want);
+    }
+  }
 }
 
 TEST_CASE("Prefaulting rows, with huge pages or without, keeps a memory's contents",
