@@ -29,6 +29,8 @@ const OnChip::Lowering& OnChip::lowering(LayerKind kind) {
       {LayerKind::Mul, &OnChip::lower_vec},                                     // lower_vec.cpp
       {LayerKind::Affine, &OnChip::lower_vec},                                  //
       {LayerKind::Upsample, &OnChip::lower_upsample},                           // lower_upsample.cpp
+      {LayerKind::LayerNorm, &OnChip::lower_norm},                              // lower_norm.cpp
+      {LayerKind::Gelu, &OnChip::lower_norm},                                   //
   };
   for (const Lowering& row : table)
     if (row.kind == kind) return row;

@@ -29,9 +29,13 @@
 
 namespace tpu::compiler {
 
-enum class LayerKind { Dense, Conv2d, MaxPool2d, Flatten, AvgPool2d, GlobalAvgPool2d, Add, Concat, Mul, Affine, Upsample };
+enum class LayerKind {
+  Dense, Conv2d, MaxPool2d, Flatten, AvgPool2d, GlobalAvgPool2d, Add, Concat, Mul, Affine, Upsample,
+  // Transformer layers on the activation unit (docs/quantization.md, "Transformer layers").
+  LayerNorm, Gelu,
+};
 // "dense", "conv2d", "maxpool2d", "flatten", "avgpool2d", "global_avgpool2d", "add", "concat",
-// "mul", "affine", "upsample"
+// "mul", "affine", "upsample", "layernorm", "gelu"
 const char* layer_kind_name(LayerKind kind);
 
 struct Layer {
@@ -77,6 +81,10 @@ struct Layer {
   // (docs/quantization.md, "Layers on the vector unit"). Mul reads two
   // tensors: the same shape, or a map and a 1 x 1 x C vector (the second).
   double alpha = 1.0, beta = 0.0;
+  // LayerNorm (LNRM, without the affine gamma/beta: docs/quantization.md,
+  // "Transformer layers"): the variance's epsilon; the token is the last axis
+  // (a map's pixel, or a 1-D tensor whole).
+  double eps = 1e-5;
 };
 
 

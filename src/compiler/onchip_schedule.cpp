@@ -61,7 +61,9 @@ class Scheduler {
           break;
         case Opcode::ACT:
         case Opcode::POOL:
-        case Opcode::VEC: act_q_.push_back(i); ready_at_[i] = clock_ + (op.opcode == Opcode::ACT ? 2 * cfg_.array_n + 1 : 0); break;
+        case Opcode::VEC:
+        case Opcode::LNRM:
+        case Opcode::GELU: act_q_.push_back(i); ready_at_[i] = clock_ + (op.opcode == Opcode::ACT ? 2 * cfg_.array_n + 1 : 0); break;
         default: host_q_.push_back(i); break;
       }
     }
@@ -115,7 +117,8 @@ class Scheduler {
 
   bool ready(std::size_t i) const {
     const Op& op = ops_[i];
-    if (op.opcode == Opcode::ACT || op.opcode == Opcode::POOL || op.opcode == Opcode::VEC)
+    if (op.opcode == Opcode::ACT || op.opcode == Opcode::POOL || op.opcode == Opcode::VEC ||
+        op.opcode == Opcode::LNRM || op.opcode == Opcode::GELU)
       return clock_ >= ready_at_.at(i);
     if (clock_ < host_free_) return false;
     if (op.after) {
@@ -167,6 +170,15 @@ class Scheduler {
     vec_ = v;
   }
 
+  // NGEO and NCON where the normalization registers differ from what an
+  // LNRM or GELU needs (docs/isa.md; the registers start at their reset values).
+  void set_norm(const isa::NormRegs& r) {
+    if (norm_.groups != r.groups || norm_.stride != r.stride || norm_.shift != r.shift)
+      e_.emit(Opcode::NGEO, 0, r.groups, r.stride, r.shift);
+    if (norm_.k0 != r.k0 || norm_.k1 != r.k1 || norm_.k2 != r.k2) e_.emit(Opcode::NCON, 0, r.k0, r.k1, r.k2);
+    norm_ = r;
+  }
+
   void emit(std::size_t i) {
     const Op& op = ops_[i];
     e_.set_layer(op.layer);
@@ -182,6 +194,11 @@ class Scheduler {
       case Opcode::ACT: q_.set(*op.requant); break;
       case Opcode::VEC:
         set_vec(op.geometry->vec);
+        q_.set(*op.requant);
+        break;
+      case Opcode::LNRM:
+      case Opcode::GELU:
+        set_norm(op.geometry->norm);
         q_.set(*op.requant);
         break;
       case Opcode::RHM:
@@ -222,6 +239,7 @@ class Scheduler {
   std::optional<std::pair<std::uint32_t, std::uint32_t>> win_;
   RequantRegister q_{e_};
   std::optional<isa::VecRegs> vec_;
+  isa::NormRegs norm_;
 };
 
 }  // namespace

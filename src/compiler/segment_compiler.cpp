@@ -56,7 +56,8 @@ void check_host_step_layers(const Network& net) {
                              (l.pad_top || l.pad_bottom || l.pad_left || l.pad_right);
     if (l.kind == LayerKind::AvgPool2d || l.kind == LayerKind::GlobalAvgPool2d ||
         l.kind == LayerKind::Add || l.kind == LayerKind::Concat || l.kind == LayerKind::Mul ||
-        l.kind == LayerKind::Affine || l.kind == LayerKind::Upsample || is_depthwise(l) || padded_pool)
+        l.kind == LayerKind::Affine || l.kind == LayerKind::Upsample || l.kind == LayerKind::LayerNorm ||
+        l.kind == LayerKind::Gelu || is_depthwise(l) || padded_pool)
       throw CompileError(fmt::format("{}: runs only on chip (the host-step compiler has no {})",
                                      layer_label(l, i),
                                      padded_pool ? "padded max-pool" : layer_kind_name(l.kind)));
@@ -89,7 +90,9 @@ class Grouper {
         case LayerKind::Concat:
         case LayerKind::Mul:
         case LayerKind::Affine:
-        case LayerKind::Upsample: throw CompileError("internal error: an on-chip layer in a host-step plan");
+        case LayerKind::Upsample:
+        case LayerKind::LayerNorm:
+        case LayerKind::Gelu: throw CompileError("internal error: an on-chip layer in a host-step plan");
       }
     }
     close();

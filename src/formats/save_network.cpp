@@ -95,6 +95,13 @@ void save_network(const compiler::Network& net, const std::string& dir) {
         break;
       case LayerKind::Flatten:
         break;
+      case LayerKind::LayerNorm:
+        j["eps"] = l.eps;
+        j["output"] = quant_json(l.output);
+        break;
+      case LayerKind::Gelu:
+        j["output"] = quant_json(l.output);
+        break;
     }
     root["layers"].push_back(j);
   }

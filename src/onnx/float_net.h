@@ -52,6 +52,9 @@ struct FloatLayer {
   // map and the same shape or a 1 x 1 x C vector (docs/quantization.md).
   double alpha = 1.0, beta = 0.0;
   bool unit_range = false;
+  // LayerNorm (over the last axis, without its affine: the importer makes
+  // the affine a depthwise 1x1 conv2d): the variance's epsilon.
+  double eps = 1e-5;
 };
 
 // A QDQ model's quantization of one tensor (a QuantizeLinear on it), in
@@ -68,6 +71,8 @@ struct FloatNet {
   // A sequence input (a recurrent layer's), model_input_shape {L, D}: the
   // model's (N, L, D), or with seq_first_input its (L, N, D); held 1 x L x D.
   bool sequence_input = false, seq_first_input = false;
+  // The output is a token sequence (N, L, D) (import_transformer.cpp), held 1 x L x D.
+  bool token_output = false;
   std::vector<FloatLayer> layers;              // the output is the last layer's
   std::vector<std::size_t> model_output_shape; // one sample, the model's layout
   // For a 1-D output that came from flattening a map: output_perm[i] is the

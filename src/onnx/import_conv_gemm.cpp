@@ -74,7 +74,13 @@ void Importer::gemm(const onnx::NodeProto& n) {
   else only_attrs(n, {"alpha", "beta", "transA", "transB"});
   const Value x = need_input(n, 0);
   const Shape in = shape(x);  // a copy: add_layer grows shapes_
-  if (in.size() != 1) fail(n, "needs a 2-D (N, features) input: flatten the map first");
+  // A token sequence (N, L, D) by a constant (D, Dout): a Linear on every
+  // token, a 1x1 conv2d of its 1 x L x D map (import_transformer.cpp).
+  const bool tokens = matmul && x.tokens && in.size() == 3;
+  if (in.size() != 1 && !tokens)
+    fail(n, x.tokens ? "multiplies a token sequence: only MatMul by a constant (D, Dout) matrix is supported"
+                     : "needs a 2-D (N, features) input: flatten the map first");
+  const std::size_t k_in = tokens ? in[2] : in[0];
   const Const& b0 = need_const(n, 1, "the weights (B)");
   if (b0.dims.size() != 2) fail(n, "the weights must be a matrix");
   if (!matmul && attr_int(n, "transA", 0) != 0) fail(n, "transA = 1 is not supported");
@@ -86,7 +92,7 @@ void Importer::gemm(const onnx::NodeProto& n) {
   const double beta = matmul ? 1.0 : attr_float(n, "beta", 1.0f);
   const auto K = static_cast<std::size_t>(trans_b ? b.dims[1] : b.dims[0]);
   const auto N = static_cast<std::size_t>(trans_b ? b.dims[0] : b.dims[1]);
-  if (K != in[0]) fail(n, fmt::format("weights for {} inputs on {}", K, in[0]));
+  if (K != k_in) fail(n, fmt::format("weights for {} inputs on {}", K, k_in));
   FloatLayer l;
   l.kind = LayerKind::Dense;
   l.inputs = {x.tensor};
@@ -106,7 +112,13 @@ void Importer::gemm(const onnx::NodeProto& n) {
     for (std::size_t j = 0; j < N; ++j)
       l.bias.push_back(static_cast<float>(beta * c.values[c.values.size() == 1 ? 0 : j]));
   }
-  set_output(n, add_value(n, std::move(l)));
+  if (tokens) {  // K x N is the HWIO weights of a 1x1 conv2d
+    l.kind = LayerKind::Conv2d;
+    l.weight_shape = {1, 1, K, N};
+  }
+  Value y = add_value(n, std::move(l));
+  y.tokens = tokens;
+  set_output(n, y);
 }
 
 }  // namespace tpu::onnximport::detail

@@ -133,6 +133,7 @@ compiler::Layer layer_fields(const FloatLayer& f) {
   l.inputs = f.inputs;
   l.pixel = f.pixel;
   l.act = f.act;
+  l.eps = f.eps;
   l.kernel_h = f.kernel_h;
   l.kernel_w = f.kernel_w;
   l.stride_h = f.stride_h;
@@ -297,6 +298,11 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
       case LayerKind::MaxPool2d:
       case LayerKind::Upsample:
       case LayerKind::Flatten:
+        break;
+      case LayerKind::LayerNorm:  // the activation unit's (docs/quantization.md, "Transformer layers")
+      case LayerKind::Gelu:
+        out = output_quant(false);
+        l.output = out;
         break;
     }
     quant.push_back(out);
