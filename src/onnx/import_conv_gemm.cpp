@@ -73,7 +73,8 @@ void Importer::gemm(const onnx::NodeProto& n) {
   if (matmul) only_attrs(n, {});
   else only_attrs(n, {"alpha", "beta", "transA", "transB"});
   const Value x = need_input(n, 0);
-  const Shape in = shape(x);  // a copy: add_layer grows shapes_
+  // One token x[:, t] of a sequence (import_transformer.cpp): its D features.
+  const Shape in = x.token >= 0 ? Shape{shape(x).back()} : shape(x);  // a copy: add_layer grows shapes_
   // A token sequence (N, L, D) by a constant (D, Dout): a Linear on every
   // token, a 1x1 conv2d of its 1 x L x D map (import_transformer.cpp).
   const bool tokens = matmul && x.tokens && in.size() == 3;
@@ -96,6 +97,7 @@ void Importer::gemm(const onnx::NodeProto& n) {
   FloatLayer l;
   l.kind = LayerKind::Dense;
   l.inputs = {x.tensor};
+  l.pixel = x.token;
   l.weight_scale = weight_scale;
   l.weight_shape = {K, N};
   l.weights.resize(K * N);

@@ -88,6 +88,26 @@ bool Importer::transformer_node(const onnx::NodeProto& n) {
     set_output(n, feature_affine(n, x, g, {}, n.name()));
     return true;
   }
+  for (const auto& i : n.input())
+    if (const auto it = values_.find(i); it != values_.end() && it->second.token >= 0 && op != "Gemm" && op != "MatMul")
+      fail(n, fmt::format("reads the token x[:, {}] of a sequence: only a Gemm or MatMul (a Linear) may read one",
+                          it->second.token));
+  if (op == "Gather" && reads_tokens(n)) {
+    only_attrs(n, {"axis"});
+    Value x = need_value(n, 0);
+    const std::int64_t axis = attr_int(n, "axis", 0);
+    const Const& idx = need_const(n, 1, "the index (one token)");
+    const std::size_t L = shape(x)[1];
+    const double t = idx.values.size() == 1 ? (idx.values[0] < 0 ? idx.values[0] + static_cast<double>(L) : idx.values[0])
+                                            : -1.0;
+    if ((axis != 1 && axis != -2) || !idx.dims.empty() || t < 0 || t >= static_cast<double>(L))
+      fail(n, fmt::format("only a Gather of one token (a scalar index in 0..{} on axis 1, x[:, t]) of a token sequence "
+                          "is supported", L - 1));
+    x.tokens = false;
+    x.token = static_cast<std::int64_t>(t);
+    set_output(n, x);
+    return true;
+  }
   if (reads_tokens(n)) {
     static const std::set<std::string> ok = {"MatMul", "Add", "Mul", "Identity", "Dropout"};
     if (!ok.count(op))

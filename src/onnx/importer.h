@@ -108,6 +108,10 @@ struct Value {
   // A token sequence (import_transformer.cpp): the model's (N, L, D), held
   // as a 1 x L x D map (not a 1-D model's (N, C, L) map).
   bool tokens = false;
+  // One token of a sequence (Gather of index t on the token axis, x[:, t]):
+  // pixel `token` of the map `tensor`, the model's (N, D); read only by a
+  // Gemm or MatMul, which becomes a dense layer of that pixel. -1: none.
+  std::int64_t token = -1;
 };
 
 // A pending Pad's amounts become the layer's padding (import_window.cpp).

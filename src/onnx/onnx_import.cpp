@@ -224,7 +224,8 @@ FloatNet Importer::run() {
     node(n);
     // What reads a token sequence and keeps its shape (Add, MatMul, Mul) makes one.
     if (tokens && n.output_size() > 0)
-      if (auto v = values_.find(n.output(0)); v != values_.end() && shapes_.at(v->second.tensor).size() == 3)
+      if (auto v = values_.find(n.output(0));
+          v != values_.end() && v->second.token < 0 && shapes_.at(v->second.tensor).size() == 3)
         v->second.tokens = true;
   }
   read_output();

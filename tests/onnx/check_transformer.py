@@ -16,7 +16,9 @@ independent references:
   check_transformer.py BIN_DIR SRC_DIR errors
 
 MODEL: ffn (a transformer encoder's feed-forward block x + Linear(GELU(
-Linear(LayerNorm(x)))), d_model 128, ff 512, L 32, batch 2), kws (a Conv1d
+Linear(LayerNorm(x)))), d_model 128, ff 512, L 32, batch 2), cls (that
+block at d_model 64, ff 128, L 16, scaled per feature, a final LayerNorm and
+a Linear head on the first token x[:, 0], batch 3), kws (a Conv1d
 keyword-spotting-like net: (N, 40, 98) MFCC-like input, three Conv1d + ReLU,
 a max pool over time, a global average over time, a Linear to 12 classes).
 `errors`: what tpu-sim refuses is one error line naming the node and exit
@@ -50,6 +52,23 @@ class FeedForward(nn.Module):
         return x + self.l2(nn.functional.gelu(self.l1(self.norm(x))))
 
 
+class TokenClassifier(nn.Module):
+    """A pre-norm feed-forward block on a token sequence (N, L, D) with a per-feature scale
+    (LayerScale), then the first token x[:, 0] through a final LayerNorm and a Linear head, as
+    ViT's classifier reads its class token (without attention)."""
+
+    def __init__(self, d=64, ff=128, classes=10):
+        super().__init__()
+        self.ffn = FeedForward(d, ff)
+        self.scale = nn.Parameter(0.5 + torch.rand(d))
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        y = self.norm(self.ffn(x) * self.scale)
+        return self.head(y[:, 0])
+
+
 def keyword_net():
     return nn.Sequential(
         nn.Conv1d(40, 64, 3, padding=1), nn.ReLU(),
@@ -71,6 +90,7 @@ def randomize_norm(model, gen):
 MODELS = {
     "ffn": (FeedForward, (32, 128), 2, "/norm/LayerNorm"),
     "kws": (keyword_net, (40, 98), 2, "/0/Conv"),
+    "cls": (TokenClassifier, (16, 64), 3, "/ffn/norm/LayerNorm"),
 }
 
 
@@ -169,7 +189,7 @@ def main():
         cycles = json.loads((t / "s.json").read_text())["total"]["cycles"]
         # The NumPy reference reads the saved model's input layout: (B, 1, L, D) for a token
         # sequence (the model's (B, L, D)), (B, 1, L, C) for a Conv1d net's (B, C, L).
-        x_nhwc = np.ascontiguousarray(x[:, None] if name == "ffn" else x.transpose(0, 2, 1)[:, None])
+        x_nhwc = np.ascontiguousarray(x[:, None] if name != "kws" else x.transpose(0, 2, 1)[:, None])
         np.save(t / "x_nhwc.npy", x_nhwc)
         run([sys.executable, str(src_dir / "tools/int8_reference.py"), str(t / "q/model.json"), "--input",
              str(t / "x_nhwc.npy"), "--out", str(t / "ref.npy")])
