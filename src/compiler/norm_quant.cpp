@@ -39,7 +39,9 @@ NormSetting gelu_setting(const QuantParams& in, const QuantParams& out) {
     const double s = in.scale / static_cast<double>(1 << sh);
     if (2.0 / (-kIerfA * s * s) < static_cast<double>(1 << 30)) break;
   }
-  if (sh < 0) throw CompileError(fmt::format("input scale {} is too large for the integer GELU", in.scale));
+  if (sh < 0)  // 1 / (|a| S'^2) grows as the scale shrinks: no shift fits a scale below about 8.3e-5
+    throw CompileError(fmt::format("input scale {} is too small for the integer GELU (its constant k1 needs "
+                                   "30 bits at pre-shift 0)", in.scale));
   const double s = in.scale / static_cast<double>(1 << sh);
   const double s_erf = s / std::sqrt(2.0);
   const double k0 = std::floor(-kIerfB / s_erf);
