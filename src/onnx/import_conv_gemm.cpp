@@ -72,7 +72,7 @@ void Importer::gemm(const onnx::NodeProto& n) {
   const bool matmul = n.op_type() == "MatMul";
   if (matmul) only_attrs(n, {});
   else only_attrs(n, {"alpha", "beta", "transA", "transB"});
-  const Value x = need_input(n, 0);
+  Value x = need_input(n, 0);
   // One token x[:, t] of a sequence (import_transformer.cpp): its D features.
   const Shape in = x.token >= 0 ? Shape{shape(x).back()} : shape(x);  // a copy: add_layer grows shapes_
   // A token sequence (N, L, D) by a constant (D, Dout): a Linear on every
@@ -82,6 +82,9 @@ void Importer::gemm(const onnx::NodeProto& n) {
     fail(n, x.tokens ? "multiplies a token sequence: only MatMul by a constant (D, Dout) matrix is supported"
                      : "needs a 2-D (N, features) input: flatten the map first");
   const std::size_t k_in = tokens ? in[2] : in[0];
+  // A LayerNorm's affine read only by this Linear folds into it: W' = gamma W, b' = b + beta W (ln_beta).
+  std::vector<double> gamma, ln_beta;
+  if (tokens && !qdq_) take_ln_affine(x, gamma, ln_beta);
   const Const& b0 = need_const(n, 1, "the weights (B)");
   if (b0.dims.size() != 2) fail(n, "the weights must be a matrix");
   if (!matmul && attr_int(n, "transA", 0) != 0) fail(n, "transA = 1 is not supported");
@@ -105,7 +108,8 @@ void Importer::gemm(const onnx::NodeProto& n) {
     // Row k of the model's input is row perm[k] of tpu-sim's.
     const std::size_t row = x.perm.empty() ? k : x.perm[k];
     for (std::size_t j = 0; j < N; ++j)
-      l.weights[row * N + j] = static_cast<float>(alpha * b.values[trans_b ? j * K + k : k * N + j]);
+      l.weights[row * N + j] = static_cast<float>(alpha * b.values[trans_b ? j * K + k : k * N + j] *
+                                                  (gamma.empty() ? 1.0 : gamma[k]));
   }
   if (!matmul && n.input_size() > 2 && !n.input(2).empty()) {
     const Const& c = need_const(n, 2, "the bias (C)");
@@ -113,6 +117,14 @@ void Importer::gemm(const onnx::NodeProto& n) {
       fail(n, fmt::format("a bias C of {} values for {} outputs is not supported", c.values.size(), N));
     for (std::size_t j = 0; j < N; ++j)
       l.bias.push_back(static_cast<float>(beta * c.values[c.values.size() == 1 ? 0 : j]));
+  }
+  if (!ln_beta.empty()) {
+    if (l.bias.empty()) l.bias.assign(N, 0.0f);
+    for (std::size_t j = 0; j < N; ++j) {
+      double add = 0.0;
+      for (std::size_t k = 0; k < K; ++k) add += ln_beta[k] * alpha * b.values[trans_b ? j * K + k : k * N + j];
+      l.bias[j] = static_cast<float>(l.bias[j] + add);
+    }
   }
   if (tokens) {  // K x N is the HWIO weights of a 1x1 conv2d
     l.kind = LayerKind::Conv2d;

@@ -144,6 +144,25 @@ Value Importer::feature_affine(const onnx::NodeProto& n, const Value& x, const s
   return y;
 }
 
+bool Importer::take_ln_affine(Value& x, std::vector<double>& gamma, std::vector<double>& beta) {
+  if (!ln_affine_.count(x.tensor) || x.tensor != net_.layers.size() || !read_once(x.tensor) || !x.perm.empty())
+    return false;
+  const FloatLayer& a = net_.layers.back();
+  gamma.assign(a.weights.begin(), a.weights.end());
+  beta.assign(a.bias.begin(), a.bias.end());
+  beta.resize(gamma.size(), 0.0);
+  x.tensor = a.inputs.at(0);
+  names_.erase(a.name);
+  ln_affine_.erase(net_.layers.size());
+  reads_.erase(net_.layers.size());  // the id goes to the Linear's layer, with its own readers
+  renames_.erase(net_.layers.size());
+  net_.layers.pop_back();
+  shapes_.pop_back();
+  layer_op_.pop_back();
+  first_new_tensor_ = net_.layers.size() + 1;
+  return true;
+}
+
 // The LayerNorm layer of x over its last axis, then the affine when gamma or
 // beta is not the identity; bound to `out`.
 void Importer::layernorm_layers(const onnx::NodeProto& n, const Value& x, double eps, const std::vector<double>& gamma,
@@ -167,6 +186,7 @@ void Importer::layernorm_layers(const onnx::NodeProto& n, const Value& x, double
       fail(n, "a LayerNorm with scale or bias needs a token sequence (N, L, D): the affine runs per feature of a map");
     y = feature_affine(n, y, unit ? std::vector<double>{} : gamma, zero ? std::vector<double>{} : beta,
                        sibling_name(n, "LayerNorm_affine"));
+    ln_affine_.insert(y.tensor);
   }
   bind(out, y);
 }

@@ -341,6 +341,13 @@ class Importer {
   std::set<std::size_t> skip_;
   std::map<std::size_t, std::function<void()>> deferred_;
   bool token_input_ = false;
+  // The LayerNorm affines (depthwise 1x1 conv2d) by tensor id: a Linear that
+  // is their only reader folds them into its weights.
+  std::set<std::size_t> ln_affine_;
+  // The layer computing x when it is a LayerNorm affine that a Linear on the
+  // tokens may fold (the last layer, read by that node alone): its gamma and
+  // beta, and x then names the affine's input. False otherwise.
+  bool take_ln_affine(Value& x, std::vector<double>& gamma, std::vector<double>& beta);
 };
 
 }  // namespace tpu::onnximport::detail
