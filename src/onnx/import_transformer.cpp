@@ -72,7 +72,7 @@ bool Importer::transformer_node(const onnx::NodeProto& n) {
   }
   if (op == "ReduceMean" && n.input_size() == 1 && values_.count(n.input(0))) {
     const Value& x = values_.at(n.input(0));
-    if (x.tokens || shape(x).size() == 1) return match_layernorm(n);
+    if ((x.tokens || shape(x).size() == 1) && match_layernorm(n)) return true;
   }
   if (op == "Div" && n.input_size() == 2 && values_.count(n.input(0)) && is_const(n.input(1))) return match_gelu(n);
   if (op == "Mul" && reads_tokens(n) && n.input_size() == 2 && (is_const(n.input(0)) || is_const(n.input(1)))) {
@@ -92,12 +92,49 @@ bool Importer::transformer_node(const onnx::NodeProto& n) {
     if (const auto it = values_.find(i); it != values_.end() && it->second.token >= 0 && op != "Gemm" && op != "MatMul")
       fail(n, fmt::format("reads the token x[:, {}] of a sequence: only a Gemm or MatMul (a Linear) may read one",
                           it->second.token));
+  // A map (N, C, H, W) as tokens, as ViT embeds its patches: Reshape to
+  // (N, C, H*W), then Transpose (0, 2, 1): the same planes, its pixels the tokens.
+  if (op == "Reshape" && n.input_size() == 2 && values_.count(n.input(0)) && is_const(n.input(1)) && !one_d_) {
+    const Value& x = values_.at(n.input(0));
+    const Shape s = shape(x);
+    const std::vector<double>& to = consts_.at(n.input(1)).values;
+    const onnx::NodeProto* tr = sole_consumer(n.output(0), "Transpose");
+    if (!x.tokens && x.token < 0 && x.perm.empty() && s.size() == 3 && to.size() == 3 && tr &&
+        attr_ints(*tr, "perm", {}) == std::vector<std::int64_t>{0, 2, 1} &&
+        to[1] == static_cast<double>(s[2]) && (to[2] == -1 || to[2] == static_cast<double>(s[0] * s[1]))) {
+      only_attrs(n, {"allowzero"});
+      Value v = x;
+      v.tokens = true;
+      skip_.insert(node_index(*tr));
+      bind(tr->output(0), v);
+      return true;
+    }
+  }
+  // The mean over the tokens (axis 1, as an encoder's mean pooling): a global
+  // average pool of the map, then a flatten.
+  if (op == "ReduceMean" && reads_tokens(n)) {
+    const std::vector<std::int64_t> axes = attr_ints(n, "axes", {});
+    if (axes.size() == 1 && (axes[0] == 1 || axes[0] == -2) && attr_int(n, "keepdims", 1) == 0) {
+      const Value x = need_value(n, 0);
+      FloatLayer pool;
+      pool.kind = LayerKind::GlobalAvgPool2d;
+      pool.inputs = {x.tensor};
+      const Value p = add_value(n, std::move(pool));
+      FloatLayer flat;
+      flat.kind = LayerKind::Flatten;
+      flat.inputs = {p.tensor};
+      onnx::NodeProto named = n;
+      named.set_name(n.name() + "_flatten");
+      set_output(n, add_value(named, std::move(flat)));
+      return true;
+    }
+  }
   if (op == "Gather" && reads_tokens(n)) {
     only_attrs(n, {"axis"});
     Value x = need_value(n, 0);
     const std::int64_t axis = attr_int(n, "axis", 0);
     const Const& idx = need_const(n, 1, "the index (one token)");
-    const std::size_t L = shape(x)[1];
+    const std::size_t L = shape(x)[0] * shape(x)[1];  // a map's pixels (ViT's patches) are tokens too
     const double t = idx.values.size() == 1 ? (idx.values[0] < 0 ? idx.values[0] + static_cast<double>(L) : idx.values[0])
                                             : -1.0;
     if ((axis != 1 && axis != -2) || !idx.dims.empty() || t < 0 || t >= static_cast<double>(L))
@@ -112,8 +149,8 @@ bool Importer::transformer_node(const onnx::NodeProto& n) {
     static const std::set<std::string> ok = {"MatMul", "Add", "Mul", "Identity", "Dropout"};
     if (!ok.count(op))
       fail(n, "reads a token sequence (N, L, D): tpu-sim takes MatMul by a constant, Add, Mul, LayerNorm (its "
-              "decomposed form or LayerNormalization) and GELU (the erf form) on token sequences (docs/onnx.md, "
-              "\"Transformer layers\")");
+              "decomposed form or LayerNormalization), GELU (the erf form), the mean over the tokens and a Gather of "
+              "one token on token sequences (docs/onnx.md, \"Transformer layers\")");
   }
   return false;
 }

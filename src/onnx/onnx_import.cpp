@@ -184,7 +184,7 @@ void Importer::read_output() {
     fail(fmt::format("output '{}' must be the last layer's result", out_name));
   const Shape& s = shapes_.back();
   if (out.tokens) {  // (N, L, D)
-    net_.model_output_shape = {s[1], s[2]};
+    net_.model_output_shape = {s[0] * s[1], s[2]};
     net_.token_output = true;
     net_.output_perm = out.perm;
     return;

@@ -18,7 +18,10 @@ independent references:
 MODEL: ffn (a transformer encoder's feed-forward block x + Linear(GELU(
 Linear(LayerNorm(x)))), d_model 128, ff 512, L 32, batch 2), cls (that
 block at d_model 64, ff 128, L 16, scaled per feature, a final LayerNorm and
-a Linear head on the first token x[:, 0], batch 3), kws (a Conv1d
+a Linear head on the first token x[:, 0], batch 3), patch (ViT's patch
+embedding, a Conv2d 3 -> 64 of 4 x 4 patches of 32 x 32 images, flatten(2)
+.transpose(1, 2), that block, a final LayerNorm, the mean over the 64 tokens,
+a Linear head; batch 2), kws (a Conv1d
 keyword-spotting-like net: (N, 40, 98) MFCC-like input, three Conv1d + ReLU,
 a max pool over time, a global average over time, a Linear to 12 classes).
 `errors`: what tpu-sim refuses is one error line naming the node and exit
@@ -69,6 +72,24 @@ class TokenClassifier(nn.Module):
         return self.head(y[:, 0])
 
 
+class PatchEncoder(nn.Module):
+    """ViT's plumbing without attention and without the class token and positional embedding:
+    a patch embedding (Conv2d 3 -> 64, 4 x 4 patches of a 32 x 32 image), flatten(2).transpose(1, 2)
+    to 64 tokens, the feed-forward block, a final LayerNorm, the mean over the tokens and a
+    Linear head."""
+
+    def __init__(self, d=64, ff=128, classes=10):
+        super().__init__()
+        self.patch = nn.Conv2d(3, d, 4, stride=4)
+        self.ffn = FeedForward(d, ff)
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        t = self.patch(x).flatten(2).transpose(1, 2)
+        return self.head(self.norm(self.ffn(t)).mean(dim=1))
+
+
 def keyword_net():
     return nn.Sequential(
         nn.Conv1d(40, 64, 3, padding=1), nn.ReLU(),
@@ -91,6 +112,7 @@ MODELS = {
     "ffn": (FeedForward, (32, 128), 2, "/norm/LayerNorm"),
     "kws": (keyword_net, (40, 98), 2, "/0/Conv"),
     "cls": (TokenClassifier, (16, 64), 3, "/ffn/norm/LayerNorm"),
+    "patch": (PatchEncoder, (3, 32, 32), 2, "/ffn/Gelu"),
 }
 
 
@@ -189,7 +211,8 @@ def main():
         cycles = json.loads((t / "s.json").read_text())["total"]["cycles"]
         # The NumPy reference reads the saved model's input layout: (B, 1, L, D) for a token
         # sequence (the model's (B, L, D)), (B, 1, L, C) for a Conv1d net's (B, C, L).
-        x_nhwc = np.ascontiguousarray(x[:, None] if name != "kws" else x.transpose(0, 2, 1)[:, None])
+        x_nhwc = np.ascontiguousarray(x[:, None] if name in ("ffn", "cls")
+                                      else x.transpose(0, 2, 1)[:, None] if name == "kws" else x.transpose(0, 2, 3, 1))
         np.save(t / "x_nhwc.npy", x_nhwc)
         run([sys.executable, str(src_dir / "tools/int8_reference.py"), str(t / "q/model.json"), "--input",
              str(t / "x_nhwc.npy"), "--out", str(t / "ref.npy")])
