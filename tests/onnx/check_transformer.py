@@ -25,7 +25,8 @@ a Linear head; batch 2), kws (a Conv1d
 keyword-spotting-like net: (N, 40, 98) MFCC-like input, three Conv1d + ReLU,
 a max pool over time, a global average over time, a Linear to 12 classes).
 `errors`: what tpu-sim refuses is one error line naming the node and exit
-status 3. Run with /usr/bin/python3.
+status 3; and an ONNX LayerNormalization (opset 17, built with onnx.helper)
+against NumPy and the C++ reference. Run with /usr/bin/python3.
 """
 import json
 import os
@@ -157,6 +158,40 @@ class Transposed(nn.Module):
         return self.norm(x).transpose(1, 2)
 
 
+def layer_normalization(t, tpu_sim, x, failures):
+    """ONNX LayerNormalization (opset 17, which torch 1.13 does not export): built here, its float
+    pass against NumPy's LayerNorm and its int8 output against the C++ reference (--check)."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    gamma, beta = (1 + 0.3 * rng.standard_normal(16)).astype(np.float32), (0.2 * rng.standard_normal(16)).astype(
+        np.float32)
+    w = rng.standard_normal((16, 8)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], name="/norm/LayerNormalization",
+                          epsilon=1e-3),
+         helper.make_node("MatMul", ["n", "w"], ["y"], name="/fc/MatMul")],
+        "ln", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 8, 16])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 8, 8])],
+        [numpy_helper.from_array(gamma, "g"), numpy_helper.from_array(beta, "b"), numpy_helper.from_array(w, "w")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(t / "ln.onnx"))
+    r = subprocess.run([tpu_sim, "net", str(t / "ln.onnx"), "--calibrate", str(t / "x.npy"), "--input",
+                        str(t / "x.npy"), "--preset", "small8", "--check", "--float-out", str(t / "lnf.npy"),
+                        "--out", str(t / "lny.npy")], capture_output=True, text=True)
+    if r.returncode != 0:
+        failures.append(f"LayerNormalization: tpu-sim net exited {r.returncode}: {r.stderr.strip()[:300]}")
+        return
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    want = ((x - mean) / np.sqrt(var + 1e-3) * gamma + beta) @ w
+    err = float(np.max(np.abs(np.load(t / "lnf.npy") - want)) / np.max(np.abs(want)))
+    corr = float(np.corrcoef(np.load(t / "lny.npy").ravel(), want.ravel())[0, 1])
+    print(f"LayerNormalization: float pass {err:.2e} of max|y| from NumPy, int8 correlation {corr:.5f}, "
+          "bit for bit against the C++ reference (--check)")
+    if err > 1e-4 or corr < 0.95:
+        failures.append(f"LayerNormalization: float pass {err:.2e} of max|y|, correlation {corr:.5f}")
+
+
 def errors(bin_dir):
     failures = []
     tpu_sim = str(bin_dir / "tpu-sim")
@@ -175,6 +210,7 @@ def errors(bin_dir):
             path = t / f"e{k}.onnx"
             torch.onnx.export(model.eval(), torch.from_numpy(x), str(path), opset_version=13)
             refused([tpu_sim, "net", str(path), *common], want, failures)
+        layer_normalization(t, tpu_sim, x, failures)
     for msg in failures:
         print("FAIL:", msg)
     return 1 if failures else 0
