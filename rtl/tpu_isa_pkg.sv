@@ -11,12 +11,12 @@ package tpu_isa_pkg;
   localparam int unsigned FlagsLsb = 8;
   localparam int unsigned FlagsBits = 8;
   localparam int unsigned SlotBits = 32;
-  localparam int unsigned NumSlots = 3;
+  localparam int unsigned LastSlotBits = 16;
+  localparam int unsigned NumSlots = 4;
   localparam int unsigned Slot0Lsb = 16;
   localparam int unsigned Slot1Lsb = 48;
   localparam int unsigned Slot2Lsb = 80;
-  localparam int unsigned ReservedLsb = 112;
-  localparam int unsigned ReservedBits = 16;
+  localparam int unsigned Slot3Lsb = 112;
   localparam int unsigned HeaderBytes = 16;
   localparam int unsigned FormatVersion = 1;
   localparam int unsigned MinArrayN = 4;
@@ -177,5 +177,8 @@ package tpu_isa_pkg;
   localparam int unsigned XRowWidth = 24;
   localparam longint XRowMin = 64'sd0;
   localparam longint XRowMax = 64'sd16777215;
+  localparam int unsigned WidthWidth = 16;
+  localparam longint WidthMin = 64'sd0;
+  localparam longint WidthMax = 64'sd65535;
 
 endpackage

@@ -75,10 +75,9 @@ std::string isa_package() {
   param("FlagsLsb", kFlagsLsb);
   param("FlagsBits", kFlagsBits);
   param("SlotBits", kSlotBits);
+  param("LastSlotBits", kLastSlotBits);
   param("NumSlots", kNumSlots);
   for (unsigned i = 0; i < kNumSlots; ++i) param(fmt::format("Slot{}Lsb", i), slot_lsb(i));
-  param("ReservedLsb", kReservedLsb);
-  param("ReservedBits", kReservedBits);
   param("HeaderBytes", kHeaderBytes);
   param("FormatVersion", kFormatVersion);
   param("MinArrayN", kMinArrayN);

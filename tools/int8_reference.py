@@ -533,8 +533,24 @@ def i_exp(p, k0, k1, k2):
     return np.minimum(e, NORM_E_MAX)
 
 
+def _token_width(f):
+    """f(x, regs) on the first `width` values of each token of x (..., G*N) (NGEO's width; 0 or
+    more than G*N for all of them); the values past them are q(0), SETQ's requantization of 0."""
+    def on_width(x, regs, width=0):
+        x = np.asarray(x, dtype=np.int64)
+        if width == 0 or width >= x.shape[-1]:
+            return f(x, regs)
+        rest = isa.requantize(np.zeros(x.shape[:-1] + (x.shape[-1] - width,), dtype=np.int64),
+                              regs.m, regs.s, regs.z)
+        return np.concatenate([f(x[..., :width], regs), rest.astype(np.int64)], axis=-1)
+    on_width.__doc__ = f.__doc__
+    return on_width
+
+
+@_token_width
 def softmax_int(x, regs):
-    """SMAX on int8 x (..., D): the tokens' softmax, int8 (docs/quantization.md)."""
+    """SMAX on int8 x (..., D): the tokens' softmax, int8 (docs/quantization.md). With width
+    (NGEO's D), over the first width values of each token, q(0) past them."""
     x = np.asarray(x, dtype=np.int64)
     p = (x - x.max(axis=-1, keepdims=True)) << regs.sh
     e = i_exp(p, regs.k0, regs.k1, regs.k2)
@@ -544,8 +560,10 @@ def softmax_int(x, regs):
     return isa.requantize(v, regs.m, regs.s, regs.z)
 
 
+@_token_width
 def layernorm_int(x, regs):
-    """LNRM on int8 x (..., D): (x - mean) / sqrt(var + eps), int8, without LayerNorm's affine."""
+    """LNRM on int8 x (..., D): (x - mean) / sqrt(var + eps), int8, without LayerNorm's affine.
+    With width (NGEO's D), over the first width values of each token, q(0) past them."""
     x = np.asarray(x, dtype=np.int64)
     d = x.shape[-1]
     total = x.sum(axis=-1, keepdims=True)

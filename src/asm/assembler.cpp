@@ -206,6 +206,7 @@ class Assembler {
     for (auto& [name, sym] : symbols_)
       if (sym.expr != nullptr) value_of(name, sym.loc);
     const unsigned n = resolve_array_n();
+    array_n_ = n;
     Result result;
     isa::Program prog;
     prog.array_n = n;
@@ -334,16 +335,21 @@ class Assembler {
     if (p.peek().kind != Tok::End)
       p.fail(p.peek().loc, fmt::format("expected ',' or end of line, found {}",
                                        LineParser::describe(p.peek())));
-    if (st.operands.size() != st.spec->num_operands) {
+    const unsigned required = st.spec->num_operands - st.spec->optional_operands;
+    if (st.operands.size() < required || st.operands.size() > st.spec->num_operands) {
       std::string names;
       for (unsigned i = 0; i < st.spec->num_operands; ++i)
-        names += fmt::format("{}{}", i ? ", " : "", isa::field_spec(st.spec->operands[i]).name);
+        names += fmt::format("{}{}{}{}", i ? ", " : "", i == required ? "[" : "",
+                             isa::field_spec(st.spec->operands[i]).name,
+                             i + 1 == st.spec->num_operands && i >= required ? "]" : "");
+      const std::string count = required == st.spec->num_operands
+                                    ? plural(required, "operand")
+                                    : fmt::format("{} to {} operands", required, st.spec->num_operands);
       p.fail(mn.loc, st.spec->num_operands == 0
                          ? fmt::format("{} takes no operands, got {}", st.spec->mnemonic,
                                        st.operands.size())
-                         : fmt::format("{} expects {} ({}), got {}", st.spec->mnemonic,
-                                       plural(st.spec->num_operands, "operand"), names,
-                                       st.operands.size()));
+                         : fmt::format("{} expects {} ({}), got {}", st.spec->mnemonic, count,
+                                       names, st.operands.size()));
     }
     stmts_.push_back(std::move(st));
   }
@@ -482,11 +488,22 @@ class Assembler {
       }
       in.operands[i] = *v;
     }
+    if (ok && in.opcode == isa::Opcode::NGEO) check_token_width(st, in);
     if (ok && options_.config != nullptr) check_memory(st, in);
     // The convolution registers, as the next MMC.C in program order finds
     // them (a program is straight-line code).
     if (ok) geometry_.apply(in);
     return in;
+  }
+
+  // NGEO's width counts a token's values: at most its groups rows of N lanes.
+  void check_token_width(const Statement& st, const isa::Instruction& in) {
+    const auto groups = static_cast<std::uint64_t>(in.operands[0]);
+    const auto width = static_cast<std::uint64_t>(in.operands[3]);
+    if (width <= groups * array_n_) return;
+    error(st.operands[3].loc,
+          fmt::format("width {} is more than a token's groups * N = {} * {} = {} values", width,
+                      groups, array_n_, groups * array_n_));
   }
 
   void check_memory(const Statement& st, const isa::Instruction& in) {
@@ -509,6 +526,7 @@ class Assembler {
   const Expr* array_expr_ = nullptr;
   SourceLoc array_loc_;
   int eval_depth_ = 0;  // eval() calls in progress
+  unsigned array_n_ = 0;  // N, once resolved (before any statement is built)
   isa::ConvGeometry geometry_;  // CMAP/CSTR/CTAP so far, for MMC.C's range check
 };
 

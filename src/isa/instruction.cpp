@@ -106,7 +106,7 @@ Instruction decode(const EncodedInstr& b) {
   if (std::string e = check_flags(*spec, instr.flags); !e.empty()) throw DecodeError(e);
   for (unsigned i = 0; i < kNumSlots; ++i) {
     const unsigned width = i < spec->num_operands ? field_spec(spec->operands[i]).width : 0;
-    if (get_bits(b, slot_lsb(i) + width, kSlotBits - width) != 0)
+    if (get_bits(b, slot_lsb(i) + width, slot_bits(i) - width) != 0)
       throw DecodeError(fmt::format("{}: unused bits of operand slot {} are not zero",
                                     spec->mnemonic, i));
     if (width == 0) continue;
@@ -116,8 +116,6 @@ Instruction decode(const EncodedInstr& b) {
       throw DecodeError(fmt::format("{}: {} = {} is out of range [{}, {}]", spec->mnemonic, f.name,
                                     instr.operands[i], f.min, f.max));
   }
-  if (get_bits(b, kReservedLsb, kReservedBits) != 0)
-    throw DecodeError(fmt::format("{}: reserved bits are not zero", spec->mnemonic));
   return instr;
 }
 
@@ -126,7 +124,11 @@ std::string disassemble(const Instruction& instr) {
   if (spec == nullptr) return fmt::format("<opcode 0x{:02x}>", static_cast<unsigned>(instr.opcode));
   std::string s(spec->mnemonic);
   if (const std::string f = flag_letters(*spec, instr.flags); !f.empty()) s += "." + f;
-  for (unsigned i = 0; i < spec->num_operands; ++i)
+  // Trailing optional operands that are 0 are left out (InstrSpec::optional_operands).
+  unsigned shown = spec->num_operands;
+  while (shown + spec->optional_operands > spec->num_operands && instr.operands[shown - 1] == 0)
+    --shown;
+  for (unsigned i = 0; i < shown; ++i)
     s += fmt::format("{}{}", i == 0 ? " " : ", ", instr.operands[i]);
   return s;
 }
@@ -179,6 +181,7 @@ void ConvGeometry::apply(const Instruction& in) {
       norm.groups = static_cast<std::uint32_t>(op[0]);
       norm.stride = static_cast<std::uint32_t>(op[1]);
       norm.shift = static_cast<std::uint32_t>(op[2]);
+      norm.width = static_cast<std::uint32_t>(op[3]);
       break;
     case Opcode::NCON:
       norm.k0 = static_cast<std::int32_t>(op[0]);

@@ -93,15 +93,23 @@ struct NormRegs {
   std::uint32_t groups = 1;  // UB rows of one token
   std::uint32_t stride = 0;  // UB rows between a token's rows
   std::uint32_t shift = 0;   // sh, 0..15
+  std::uint32_t width = 0;   // values of a token; 0 for groups * N
   std::int32_t k0 = 0, k1 = 0, k2 = 0;
+  // D, the values of a token an SMAX or LNRM takes its statistics over (the
+  // first D of lanes 0..N-1 of row 0, then of row 1, ...): width, or
+  // groups * N when width is 0 or more than that (docs/isa.md, NGEO).
+  std::uint64_t token_values(std::uint64_t n) const {
+    const std::uint64_t all = std::uint64_t{groups} * n;
+    return width == 0 || width > all ? all : width;
+  }
   // UB rows from a token's first row to its last, plus the tokens: the hull an
   // SMAX or LNRM of `tokens` tokens reads and writes.
   std::uint64_t span(std::uint64_t tokens) const {
     return std::uint64_t{groups - 1} * stride + tokens;
   }
   bool operator==(const NormRegs& o) const {
-    return groups == o.groups && stride == o.stride && shift == o.shift && k0 == o.k0 &&
-           k1 == o.k1 && k2 == o.k2;
+    return groups == o.groups && stride == o.stride && shift == o.shift && width == o.width &&
+           k0 == o.k0 && k1 == o.k1 && k2 == o.k2;
   }
 };
 

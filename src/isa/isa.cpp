@@ -27,6 +27,13 @@ constexpr bool table_is_consistent() {
   }
   for (const InstrSpec& s : kInstrs) {
     if (s.num_operands > kNumSlots || s.num_flags > s.flags.size()) return false;
+    if (s.optional_operands > s.num_operands) return false;
+    for (unsigned k = 0; k < s.num_operands; ++k) {
+      const FieldSpec& f = kFields[static_cast<unsigned>(s.operands[k])];
+      if (f.width > slot_bits(k)) return false;
+      // An operand left out is 0, which its field must accept.
+      if (k + s.optional_operands >= s.num_operands && (f.min > 0 || f.max < 0)) return false;
+    }
     std::uint8_t seen = 0;
     for (unsigned k = 0; k < s.num_flags; ++k) {
       const std::uint8_t m = static_cast<std::uint8_t>(1u << s.flags[k].bit);
@@ -39,7 +46,7 @@ constexpr bool table_is_consistent() {
     for (const InstrSpec& t : kInstrs)
       if (&s != &t && (s.opcode == t.opcode || s.mnemonic == t.mnemonic)) return false;
   }
-  return kReservedBits < kInstrBits;
+  return slot_lsb(kNumSlots - 1) + kLastSlotBits == kInstrBits && kLastSlotBits > 0;
 }
 static_assert(table_is_consistent(), "instruction table is inconsistent");
 

@@ -6,8 +6,9 @@
 //
 // Encoding (docs/isa.md): every instruction is kInstrBytes bytes, little-endian
 // as one 128-bit word. Bits [7:0] opcode, [15:8] flags, then kNumSlots operand
-// slots of kSlotBits bits each (operand i in slot i, encoded in its field's
-// width and zero-extended), then reserved bits that must be zero.
+// slots (operand i in slot i, encoded in its field's width and zero-extended):
+// three of kSlotBits bits and a last, short one in the word's top kLastSlotBits
+// bits. Every bit of a slot above its field (all of an unused slot) is zero.
 #pragma once
 
 #include <array>
@@ -25,12 +26,14 @@ inline constexpr unsigned kOpcodeBits = 8;
 inline constexpr unsigned kFlagsLsb = kOpcodeLsb + kOpcodeBits;
 inline constexpr unsigned kFlagsBits = 8;
 inline constexpr unsigned kSlotsLsb = kFlagsLsb + kFlagsBits;
-inline constexpr unsigned kSlotBits = 32;
-inline constexpr unsigned kNumSlots = 3;
-inline constexpr unsigned kReservedLsb = kSlotsLsb + kNumSlots * kSlotBits;
-inline constexpr unsigned kReservedBits = kInstrBits - kReservedLsb;
+inline constexpr unsigned kSlotBits = 32;  // slots 0 .. kNumSlots-2
+inline constexpr unsigned kNumSlots = 4;
+inline constexpr unsigned kLastSlotBits = kInstrBits - kSlotsLsb - (kNumSlots - 1) * kSlotBits;
 
 constexpr unsigned slot_lsb(unsigned slot) { return kSlotsLsb + slot * kSlotBits; }
+constexpr unsigned slot_bits(unsigned slot) {
+  return slot + 1 < kNumSlots ? kSlotBits : kLastSlotBits;
+}
 
 // ---- Operand fields ------------------------------------------------------
 enum class Field : std::uint8_t {
@@ -68,6 +71,7 @@ enum class Field : std::uint8_t {
   NormK1,
   NormK2,
   NormRow,     // unified buffer row of the input's first token or row
+  NormWidth,   // values of one SMAX/LNRM token, 0 for groups * N
 };
 
 struct FieldSpec {
@@ -80,7 +84,7 @@ struct FieldSpec {
   std::string_view description;
 };
 
-inline constexpr std::array<FieldSpec, 34> kFields{{
+inline constexpr std::array<FieldSpec, 35> kFields{{
     {Field::HostRow, "host_row", 32, false, 0, (std::int64_t{1} << 32) - 1, "host memory row"},
     {Field::UbRow, "ub_row", 24, false, 0, (1 << 24) - 1, "unified buffer row"},
     {Field::AccRow, "acc_row", 24, false, 0, (1 << 24) - 1, "accumulator row"},
@@ -121,6 +125,8 @@ inline constexpr std::array<FieldSpec, 34> kFields{{
     {Field::NormK2, "k2", 32, true, INT32_MIN, INT32_MAX, "constant k2 of SMAX, LNRM, GELU (int32)"},
     {Field::NormRow, "x_row", 24, false, 0, (1 << 24) - 1,
      "unified buffer row of the input's first token or row"},
+    {Field::NormWidth, "width", 16, false, 0, 65535,
+     "values of one SMAX or LNRM token, at most groups * N (0: groups * N)"},
 }};
 
 // The operations of VEC, as VSCL's `op` field holds them (docs/isa.md, VEC).
@@ -180,71 +186,75 @@ struct InstrSpec {
   std::uint8_t num_operands;
   std::array<Field, kNumSlots> operands;
   std::string_view summary;
+  // The last `optional_operands` operands may be left out in assembly (they
+  // are then 0) and are not printed when 0, so that programs written before
+  // they existed keep their text and their bytes.
+  std::uint8_t optional_operands = 0;
 };
 
 inline constexpr Field kNone = Field::Rows;  // filler for unused operand slots
 
 inline constexpr std::array<InstrSpec, 22> kInstrs{{
-    {Opcode::NOP, "NOP", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone}, "do nothing"},
-    {Opcode::RHM, "RHM", Unit::HostDma, 0, {}, 0, 3, {Field::HostRow, Field::UbRow, Field::Rows},
+    {Opcode::NOP, "NOP", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone, kNone}, "do nothing"},
+    {Opcode::RHM, "RHM", Unit::HostDma, 0, {}, 0, 3, {Field::HostRow, Field::UbRow, Field::Rows, kNone},
      "copy rows host memory -> unified buffer"},
     {Opcode::WHM, "WHM", Unit::HostDma, 1,
      {{{'A', 0, "source is the accumulators, written raw as int32 little-endian"}}}, 0, 3,
-     {Field::SrcRow, Field::HostRow, Field::Rows}, "copy rows unified buffer -> host memory"},
-    {Opcode::RW, "RW", Unit::WeightDma, 0, {}, 0, 1, {Field::WeightTile, kNone, kNone},
+     {Field::SrcRow, Field::HostRow, Field::Rows, kNone}, "copy rows unified buffer -> host memory"},
+    {Opcode::RW, "RW", Unit::WeightDma, 0, {}, 0, 1, {Field::WeightTile, kNone, kNone, kNone},
      "push one weight tile into the weight FIFO"},
     {Opcode::MMC, "MMC", Unit::MatrixUnit, 3,
      {{{'S', 0, "switch to the next weight tile from the FIFO first"},
        {'O', 1, "overwrite the accumulators instead of adding"},
        {'C', 2, "convolve: rows are output pixels, input rows from the convolution geometry"}}},
-     0, 3, {Field::UbRow, Field::AccRow, Field::Rows}, "matrix multiply UB rows into ACC rows"},
+     0, 3, {Field::UbRow, Field::AccRow, Field::Rows, kNone}, "matrix multiply UB rows into ACC rows"},
     {Opcode::ACT, "ACT", Unit::ActivationUnit, 3,
      {{{'R', 0, "ReLU"}, {'Q', 1, "sigmoid"}, {'T', 2, "tanh"}}}, 0b111, 3,
-     {Field::AccRow, Field::UbRow, Field::Rows},
+     {Field::AccRow, Field::UbRow, Field::Rows, kNone},
      "requantize and activate ACC rows into UB rows"},
-    {Opcode::SETQ, "SETQ", Unit::Controller, 0, {}, 0, 3, {Field::QMul, Field::QShift, Field::QZero},
+    {Opcode::SETQ, "SETQ", Unit::Controller, 0, {}, 0, 3, {Field::QMul, Field::QShift, Field::QZero, kNone},
      "set the requantization registers"},
-    {Opcode::SYNC, "SYNC", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone},
+    {Opcode::SYNC, "SYNC", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone, kNone},
      "wait until every earlier instruction has completed"},
-    {Opcode::CMAP, "CMAP", Unit::Controller, 0, {}, 0, 3, {Field::MapH, Field::MapW, Field::OutW},
+    {Opcode::CMAP, "CMAP", Unit::Controller, 0, {}, 0, 3, {Field::MapH, Field::MapW, Field::OutW, kNone},
      "set the convolution map geometry: input height and width, output width"},
     {Opcode::CSTR, "CSTR", Unit::Controller, 0, {}, 0, 3,
-     {Field::StrideY, Field::StrideX, Field::Pad},
+     {Field::StrideY, Field::StrideX, Field::Pad, kNone},
      "set the convolution strides and the padding value"},
-    {Opcode::CTAP, "CTAP", Unit::Controller, 0, {}, 0, 2, {Field::OriginY, Field::OriginX, kNone},
+    {Opcode::CTAP, "CTAP", Unit::Controller, 0, {}, 0, 2, {Field::OriginY, Field::OriginX, kNone, kNone},
      "set the input pixel of output pixel (0, 0) for the next convolution passes"},
     {Opcode::POOL, "POOL", Unit::ActivationUnit, 1,
      {{{'A', 0, "average: the window's sum less pad, requantized (without: the maximum)"}}}, 0, 3,
-     {Field::MapRow, Field::UbRow, Field::Rows},
+     {Field::MapRow, Field::UbRow, Field::Rows, kNone},
      "pool windows of a UB map into UB rows, one per output pixel"},
-    {Opcode::CWIN, "CWIN", Unit::Controller, 0, {}, 0, 2, {Field::WinH, Field::WinW, kNone},
+    {Opcode::CWIN, "CWIN", Unit::Controller, 0, {}, 0, 2, {Field::WinH, Field::WinW, kNone, kNone},
      "set the pooling window"},
     {Opcode::VEC, "VEC", Unit::ActivationUnit, 3,
      {{{'R', 0, "ReLU"}, {'Q', 1, "sigmoid"}, {'T', 2, "tanh"}}}, 0b111, 3,
-     {Field::VecARow, Field::UbRow, Field::Rows},
+     {Field::VecARow, Field::UbRow, Field::Rows, kNone},
      "combine UB rows with operand B lane by lane, requantize and activate into UB rows"},
     {Opcode::VSRC, "VSRC", Unit::Controller, 1,
      {{{'B', 0, "operand B is one row, broadcast over every row"}}}, 0, 3,
-     {Field::VecBRow, Field::VecZeroA, Field::VecZeroB},
+     {Field::VecBRow, Field::VecZeroA, Field::VecZeroB, kNone},
      "set VEC's operand B and the zero points of A and B"},
-    {Opcode::HLT, "HLT", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone},
+    {Opcode::HLT, "HLT", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone, kNone},
      "stop once every earlier instruction has completed"},
     {Opcode::VSCL, "VSCL", Unit::Controller, 0, {}, 0, 3,
-     {Field::VecFactorA, Field::VecFactorB, Field::VecOp},
+     {Field::VecFactorA, Field::VecFactorB, Field::VecOp, kNone},
      "set VEC's factors of A and B and its operation"},
-    {Opcode::NGEO, "NGEO", Unit::Controller, 0, {}, 0, 3,
-     {Field::NormGroups, Field::NormStride, Field::NormShift},
-     "set the token geometry of SMAX and LNRM and the input shift of SMAX and GELU"},
-    {Opcode::NCON, "NCON", Unit::Controller, 0, {}, 0, 3, {Field::NormK0, Field::NormK1, Field::NormK2},
+    {Opcode::NGEO, "NGEO", Unit::Controller, 0, {}, 0, 4,
+     {Field::NormGroups, Field::NormStride, Field::NormShift, Field::NormWidth},
+     "set the token geometry of SMAX and LNRM and the input shift of SMAX and GELU", 1},
+    {Opcode::NCON, "NCON", Unit::Controller, 0, {}, 0, 3, {Field::NormK0, Field::NormK1, Field::NormK2, kNone},
      "set the constants of SMAX, LNRM and GELU"},
     {Opcode::SMAX, "SMAX", Unit::ActivationUnit, 0, {}, 0, 3,
-     {Field::NormRow, Field::UbRow, Field::Rows},
+     {Field::NormRow, Field::UbRow, Field::Rows, kNone},
      "integer softmax of each token's UB rows into UB rows"},
     {Opcode::LNRM, "LNRM", Unit::ActivationUnit, 0, {}, 0, 3,
-     {Field::NormRow, Field::UbRow, Field::Rows},
+     {Field::NormRow, Field::UbRow, Field::Rows, kNone},
      "integer LayerNorm (no affine) of each token's UB rows into UB rows"},
     {Opcode::GELU, "GELU", Unit::ActivationUnit, 0, {}, 0, 3,
-     {Field::NormRow, Field::UbRow, Field::Rows},
+     {Field::NormRow, Field::UbRow, Field::Rows, kNone},
      "integer GELU of UB rows into UB rows, element by element"},
 }};
 

@@ -158,7 +158,8 @@ ActivationUnit::PendingWrite ActivationUnit::row_write(Cycle now, std::uint64_t 
 // Token t's row g is read at start + 3Gt + g (pass 1), + G (pass 2) and + 2G
 // (pass 3, which writes it A cycles later); the per-token scalars pass from
 // one pass to the next (docs/quantization.md, "Integer softmax, LayerNorm and
-// GELU").
+// GELU"). Only the token's first D values count; the lanes past them are
+// written q(0).
 void ActivationUnit::read_norm(Cycle now) {
   const Job& job = jobs_.front();
   const isa::Instruction& in = job.cmd.instr;
@@ -170,20 +171,23 @@ void ActivationUnit::read_norm(Cycle now) {
   const std::size_t n = cfg_.array_n;
   const std::uint64_t offset = g * r.stride + t;
   const std::int8_t* x = mem_.ub.row(static_cast<std::uint64_t>(in.operands[0]) + offset);
+  // The token's D values: this row's lanes below `used` (D >= 1: lane 0 of row 0 is one).
+  const std::uint64_t d = r.token_values(n);
+  const std::size_t used = static_cast<std::size_t>(std::min<std::uint64_t>(n, d > g * n ? d - g * n : 0));
   if (pass == 0) {
     if (g == 0) norm_first_ = softmax ? x[0] : 0;
-    for (std::size_t j = 0; j < n; ++j)
+    for (std::size_t j = 0; j < used; ++j)
       norm_first_ = softmax ? std::max<std::int64_t>(norm_first_, x[j]) : norm_first_ + x[j];
     return;
   }
   // LNRM's mean, from pass 1's sum, for passes 2 and 3.
-  const std::int64_t mean = softmax ? 0 : layernorm_mean(norm_first_, g_rows * n);
+  const std::int64_t mean = softmax ? 0 : layernorm_mean(norm_first_, d);
   const auto exp_of = [&](std::int8_t v) {
     return norm_exp((std::int64_t{v} - norm_first_) * (std::int64_t{1} << r.shift), r);
   };
   if (pass == 1) {
     if (g == 0) norm_second_ = 0;
-    for (std::size_t j = 0; j < n; ++j) {
+    for (std::size_t j = 0; j < used; ++j) {
       const std::int64_t y = layernorm_dev(x[j], mean);
       norm_second_ += softmax ? exp_of(x[j]) : y * y;
     }
@@ -194,9 +198,10 @@ void ActivationUnit::read_norm(Cycle now) {
   const bool last = t + 1 == tokens && g + 1 == g_rows;
   PendingWrite w = row_write(now, static_cast<std::uint64_t>(in.operands[1]) + offset, last);
   std::int32_t* v = vec_values_.data();
-  for (std::size_t j = 0; j < n; ++j)
+  for (std::size_t j = 0; j < used; ++j)
     v[j] = softmax ? softmax_value(exp_of(x[j]), norm_recip_)
                    : layernorm_value(layernorm_dev(x[j], mean), norm_recip_);
+  std::fill(v + used, v + n, 0);  // lanes past D: q(0)
   activate_row(v, n, job.cmd.requant, ActFunction::None, w.data.data());
   pipeline_.push_back(std::move(w));
   if (last) jobs_.pop_front();

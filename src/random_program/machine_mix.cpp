@@ -134,7 +134,7 @@ class MachineMix : ProgramDraw {
             vec.broadcast ? rows(c) : std::min<std::uint64_t>(rows(c), c.ub_rows - vec.b_row);
         return make(isa::Opcode::VEC, kActivations[pick(0, 3)], ub_row(c, r), ub_row(c, r), r);
       }
-      case 25: return norm_register();
+      case 25: return norm_register(c);
       case 26: {
         // SMAX and LNRM read and write the hull of their tokens' rows.
         static const isa::Opcode kNorms[] = {isa::Opcode::SMAX, isa::Opcode::LNRM, isa::Opcode::GELU};
@@ -174,10 +174,15 @@ class MachineMix : ProgramDraw {
     }
   }
 
-  // NGEO (tokens of 1 to 3 rows up to 8 apart, every shift) or NCON (constants
+  // NGEO (tokens of 1 to 3 rows up to 8 apart, every shift, half of them of
+  // every width 1..G*N, the others of all G*N values) or NCON (constants
   // small, at the int32 limits, or anywhere: the arithmetic's saturations).
-  isa::Instruction norm_register() {
-    if (pick(0, 1)) return make(isa::Opcode::NGEO, 0, pick(1, 3), pick(0, 8), pick(0, 15));
+  isa::Instruction norm_register(const ArchConfig& c) {
+    if (pick(0, 1)) {
+      const unsigned groups = pick(1, 3), stride = pick(0, 8), shift = pick(0, 15);
+      const unsigned width = pick(0, 1) ? pick(1, groups * static_cast<unsigned>(c.array_n)) : 0;
+      return make(isa::Opcode::NGEO, 0, groups, stride, shift, width);
+    }
     const auto constant = [this]() -> std::int64_t {
       switch (pick(0, 3)) {
         case 0: return pick(0, 1) ? INT32_MIN : INT32_MAX;

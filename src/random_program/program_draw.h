@@ -20,11 +20,11 @@ class ProgramDraw {
 
   // An instruction; the mixes pass only the operands its opcode has.
   static isa::Instruction make(isa::Opcode op, std::uint8_t flags, std::int64_t a = 0,
-                               std::int64_t b = 0, std::int64_t c = 0) {
+                               std::int64_t b = 0, std::int64_t c = 0, std::int64_t d = 0) {
     isa::Instruction in;
     in.opcode = op;
     in.flags = flags;
-    in.operands = {a, b, c};
+    in.operands = {a, b, c, d};
     return in;
   }
 

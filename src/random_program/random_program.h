@@ -51,8 +51,9 @@ struct RandomProgram {
 // S and O; CWIN with windows of 1 to 3 pixels each way and POOL and POOL.A of
 // those maps (outputs anywhere, their own map included); VSRC (with and
 // without broadcast) and VSCL (factors of every sign, small and at the int16
-// limits, every operation) between VECs of every activation; NGEO and NCON
-// (constants up to the int32 limits) between SMAX, LNRM and GELU, which only
+// limits, every operation) between VECs of every activation; NGEO (token
+// widths D of every value, all G * N half the time) and NCON (constants up to
+// the int32 limits) between SMAX, LNRM and GELU, which only
 // this mix draws (the RTL, which the other mix feeds, lacks them). Every range
 // stays inside its memory (an MMC.C's or a POOL's whole input map inside the
 // UB, as the registers stand when it issues), unless faults are asked for:

@@ -179,6 +179,10 @@ TEST_CASE("a wrong operand count is reported at the mnemonic", "[asm][diag]") {
       {"SETQ 1, 2, 3, 4", 1, 1, "SETQ expects 3 operands (M, S, Z), got 4"},
       {"CMAP 1, 2", 1, 1, "CMAP expects 3 operands (in_h, in_w, out_w), got 2"},
       {"CSTR", 1, 1, "CSTR expects 3 operands (stride_y, stride_x, pad), got 0"},
+      // NGEO's width is optional: 3 or 4 operands.
+      {"NGEO 1, 2", 1, 1, "NGEO expects 3 to 4 operands (groups, stride, sh, [width]), got 2"},
+      {"NGEO 1, 2, 3, 4, 5", 1, 1,
+       "NGEO expects 3 to 4 operands (groups, stride, sh, [width]), got 5"},
       {"CTAP 1", 1, 1, "CTAP expects 2 operands (y0, x0), got 1"},
       {"CTAP 1, 2, 3", 1, 1, "CTAP expects 2 operands (y0, x0), got 3"},
       {"MMC.C 0, 0", 1, 1, "MMC expects 3 operands (ub_row, acc_row, rows), got 2"},
@@ -315,6 +319,12 @@ TEST_CASE("out-of-range pooling operands are reported at the operand", "[asm][di
       {"NGEO 1, 16777216, 0", 1, 9,
        "16777216 is out of range for stride (24-bit unsigned field, 0..16777215)"},
       {"NGEO 1, 0, 16", 1, 12, "16 is out of range for sh (4-bit unsigned field, 0..15)"},
+      {"NGEO 1, 0, 0, 65536", 1, 15,
+       "65536 is out of range for width (16-bit unsigned field, 0..65535)"},
+      {"NGEO 1, 0, 0, -1", 1, 15, "-1 is out of range for width"},
+      // A token's width is at most its groups rows of N = 8 lanes (the default array).
+      {"NGEO 1, 0, 0, 9", 1, 15, "width 9 is more than a token's groups * N = 1 * 8 = 8 values"},
+      {"NGEO 3, 8, 2, 25", 1, 15, "width 25 is more than a token's groups * N = 3 * 8 = 24 values"},
       {"NCON 2147483648, 0, 0", 1, 6,
        "2147483648 is out of range for k0 (32-bit signed field, -2147483648..2147483647)"},
       {"NCON 0, 0, -2147483649", 1, 12, "-2147483649 is out of range for k2"},

@@ -60,6 +60,10 @@ class RandomInstructions {
     in.flags = flags(s);
     for (unsigned i = 0; i < s.num_operands; ++i)
       in.operands[i] = operand(tpu::isa::kFields[static_cast<unsigned>(s.operands[i])]);
+    // NGEO's width is at most groups * N, which the assembler checks: keep it
+    // within what every N (at least kMinArrayN) allows.
+    if (s.opcode == tpu::isa::Opcode::NGEO)
+      in.operands[3] = in.operands[3] % (in.operands[0] * tpu::isa::kMinArrayN + 1);
     return in;
   }
 
@@ -321,6 +325,8 @@ TEST_CASE("the documented examples assemble to their bytes and disassemble back"
       {"NCON 22713, 44335, 1030312935", "12 00 b9 58 00 00 2f ad 00 00 e7 53 69 3d 00 00"},
       {"SETQ 1073741824, 52, -128", "06 00 00 00 00 40 34 00 00 00 80 00 00 00 00 00"},
       {"SMAX 0, 0, 64", "13 00 00 00 00 00 00 00 00 00 40 00 00 00 00 00"},
+      {"NGEO 3, 16, 2, 20", "11 00 03 00 00 00 10 00 00 00 02 00 00 00 14 00"},
+      {"LNRM 0, 64, 32", "14 00 00 00 00 00 40 00 00 00 20 00 00 00 00 00"},
   };
   for (const Example& e : examples) {
     INFO(e.text);

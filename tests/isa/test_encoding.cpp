@@ -166,7 +166,7 @@ TEST_CASE("the instruction table matches the documented ISA", "[isa][encoding]")
       {"VSRC", 0x0E, "B", 0, {Field::VecBRow, Field::VecZeroA, Field::VecZeroB}},
       {"HLT", 0x0F, "", 0, {}},
       {"VSCL", 0x10, "", 0, {Field::VecFactorA, Field::VecFactorB, Field::VecOp}},
-      {"NGEO", 0x11, "", 0, {Field::NormGroups, Field::NormStride, Field::NormShift}},
+      {"NGEO", 0x11, "", 0, {Field::NormGroups, Field::NormStride, Field::NormShift, Field::NormWidth}},
       {"NCON", 0x12, "", 0, {Field::NormK0, Field::NormK1, Field::NormK2}},
       {"SMAX", 0x13, "", 0, {Field::NormRow, Field::UbRow, Field::Rows}},
       {"LNRM", 0x14, "", 0, {Field::NormRow, Field::UbRow, Field::Rows}},
@@ -241,6 +241,8 @@ TEST_CASE("the operand fields have the documented widths and ranges", "[isa][enc
       {Field::NormK1, "k1", 32, true, -2147483648, 2147483647},
       {Field::NormK2, "k2", 32, true, -2147483648, 2147483647},
       {Field::NormRow, "x_row", 24, false, 0, u24},
+      // NGEO's token width D: 0 (all groups * N) or 1..65535, in slot 3's 16 bits.
+      {Field::NormWidth, "width", 16, false, 0, 65535},
   };
   REQUIRE(tpu::isa::kFields.size() == doc.size());
   for (const Doc& d : doc) {
@@ -271,6 +273,9 @@ TEST_CASE("hand-written instructions encode to hand-written bytes", "[isa][encod
       // NGEO's 16-, 24- and 4-bit fields; NCON's int32 constants in two's complement.
       {{Opcode::NGEO, 0, {65535, 0x123456, 15}},
        {0x11, 0, 0xFF, 0xFF, 0, 0, 0x56, 0x34, 0x12, 0, 0x0F, 0, 0, 0, 0, 0}},
+      // NGEO's width in slot 3, bytes 14 and 15.
+      {{Opcode::NGEO, 0, {1, 0, 0, 0xABCD}},
+       {0x11, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xCD, 0xAB}},
       {{Opcode::NCON, 0, {-1, -2147483648, 2147483647}},
        {0x12, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0x80, 0xFF, 0xFF, 0xFF, 0x7F, 0, 0}},
       {{Opcode::GELU, 0, {1, 2, 3}}, {0x15, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0}},
@@ -328,10 +333,10 @@ TEST_CASE("every legal instruction encodes to the documented layout", "[isa][enc
   const std::vector<Instruction> all = all_legal_instructions();
   // NOP, SYNC, HLT: 1 each; RW: 5; RHM, SETQ, CMAP, CSTR: 125; CTAP, CWIN:
   // 25; WHM, POOL: 2 x 125; MMC: 8 x 125 (S, O, C); ACT: 4 x 125; VEC: 4 x
-  // 125 (R, Q, T); VSRC: 2 x 125 (B); VSCL: 125; NGEO, NCON, SMAX, LNRM,
-  // GELU: 125 each.
+  // 125 (R, Q, T); VSRC: 2 x 125 (B); VSCL: 125; NCON, SMAX, LNRM, GELU:
+  // 125 each; NGEO (four operands): 625.
   REQUIRE(all.size() == 3 + 5 + 4 * 125 + 2 * 25 + 2 * 2 * 125 + 8 * 125 + 4 * 125 + 4 * 125 +
-                            2 * 125 + 125 + 5 * 125);
+                            2 * 125 + 125 + 4 * 125 + 625);
   for (const Instruction& in : all) {
     INFO(in);
     CHECK(hex(encode(in)) == hex(expected_bytes(in)));
@@ -404,7 +409,7 @@ TEST_CASE("decode rejects nonzero bits above an operand field's width", "[isa][d
   unsigned checked = 0;
   for (const InstrSpec& s : kInstrs)
     for (unsigned i = 0; i < s.num_operands; ++i)
-      for (unsigned bit = field(s.operands[i]).width; bit < 32; ++bit) {
+      for (unsigned bit = field(s.operands[i]).width; bit < tpu::isa::slot_bits(i); ++bit) {
         INFO(s.mnemonic << " slot " << i << " bit " << bit);
         CHECK_THAT(decode_error(with_bit(expected_bytes(minimal(s)), 16 + 32 * i + bit)),
                    Contains("unused bits of operand slot"));
@@ -415,21 +420,20 @@ TEST_CASE("decode rejects nonzero bits above an operand field's width", "[isa][d
 
 TEST_CASE("decode rejects nonzero bits in unused operand slots", "[isa][decode]") {
   for (const InstrSpec& s : kInstrs)
-    for (unsigned i = s.num_operands; i < 3; ++i)
-      for (unsigned bit = 0; bit < 32; ++bit) {
+    for (unsigned i = s.num_operands; i < tpu::isa::kNumSlots; ++i)
+      for (unsigned bit = 0; bit < tpu::isa::slot_bits(i); ++bit) {
         INFO(s.mnemonic << " slot " << i << " bit " << bit);
         CHECK_THAT(decode_error(with_bit(expected_bytes(minimal(s)), 16 + 32 * i + bit)),
                    Contains("unused bits of operand slot"));
       }
 }
 
-TEST_CASE("decode rejects nonzero reserved bits 112 to 127", "[isa][decode]") {
-  for (const InstrSpec& s : kInstrs)
-    for (unsigned bit = 112; bit < 128; ++bit) {
-      INFO(s.mnemonic << " bit " << bit);
-      CHECK_THAT(decode_error(with_bit(expected_bytes(minimal(s)), bit)),
-                 Contains("reserved bits are not zero"));
-    }
+TEST_CASE("operand slot 3 is the word's bits 112 to 127, 16 of them", "[isa][encoding]") {
+  // docs/isa.md section 4: three 32-bit slots from bit 16, then slot 3 in bytes 14 and 15.
+  CHECK(tpu::isa::kNumSlots == 4);
+  CHECK(tpu::isa::slot_lsb(3) == 112);
+  CHECK(tpu::isa::slot_bits(3) == 16);
+  CHECK(tpu::isa::slot_bits(2) == 32);
 }
 
 TEST_CASE("decode rejects encodable values outside a field's legal range", "[isa][decode]") {
@@ -467,7 +471,7 @@ TEST_CASE("validate and encode reject operands just outside a field's range", "[
 
 TEST_CASE("validate and encode reject nonzero unused operands", "[isa][validate]") {
   for (const InstrSpec& s : kInstrs)
-    for (unsigned i = s.num_operands; i < 3; ++i) {
+    for (unsigned i = s.num_operands; i < tpu::isa::kNumSlots; ++i) {
       Instruction in = minimal(s);
       in.operands[i] = 1;
       INFO(s.mnemonic << " operand " << i);
@@ -529,7 +533,7 @@ TEST_CASE("decode's messages are the documented ones", "[isa][decode]") {
   CHECK(decode_error(expected_bytes(no_rows)) == "RHM: rows = 0 is out of range [1, 16777215]");
 
   CHECK(decode_error(with_bit(expected_bytes(minimal(spec_for(Opcode::HLT))), 127)) ==
-        "HLT: reserved bits are not zero");
+        "HLT: unused bits of operand slot 3 are not zero");
 }
 
 TEST_CASE("decode rejects convolution registers outside their ranges", "[isa][decode]") {

@@ -282,10 +282,10 @@ TEST_CASE("parse_program's messages are the documented ones", "[isa][program]") 
   trailing.push_back(0);
   CHECK(parse_error(trailing) ==
         "trailing bytes: header says 2 instructions (48 bytes) but the file has 49 bytes");
-  Bytes reserved_bit = hlt_bytes();
+  Bytes reserved_bit = hlt_bytes();  // HLT has no operand in slot 3
   reserved_bit[15] = 0x80;
   CHECK(parse_error(valid_file(8, {rw_bytes(0), reserved_bit})) ==
-        "pc 1: HLT: reserved bits are not zero");
+        "pc 1: HLT: unused bits of operand slot 3 are not zero");
 }
 
 TEST_CASE("the documented example header is what serialize writes", "[isa][program]") {

@@ -194,6 +194,46 @@ TEST_CASE("SMAX of a token of equal values is 1/D, and GELU of the zero point is
     }
 }
 
+TEST_CASE("SMAX and LNRM take a token's first D values (NGEO's width) and write q(0) past them",
+          "[norm]") {
+  // Tokens of G = 2 rows at N = 8 (16 lanes), one token, rows 0 and 1. The
+  // lanes past D hold 100, which would be the maximum (SMAX) and move the
+  // mean (LNRM) if they were taken. Closed forms (docs/quantization.md):
+  // SMAX of D equal values is v = (e * (2^62 // (D e))) >> 32 with e = 2^20
+  // (k1 = 2^10, k2 = 0 at p = 0), q(v) = ((v + 2^23) >> 24) + 5; LNRM of
+  // two values a and b at D = 4 (2 of each, k0 = 0) is v = +-2^15, q(v) =
+  // +-8 + 3 with M = 1, S = 12, Z = 3. Past D every lane is q(0) = Z.
+  const ArchConfig cfg = make_config(8, 2);
+  for (std::uint64_t d : {1u, 4u, 12u, 16u}) {
+    CAPTURE(d);
+    model::Memories mem(cfg);
+    for (std::uint64_t k = 0; k < 16; ++k) mem.ub.row(k / 8)[k % 8] = k < d ? -9 : 100;
+    const RunLog log = run_both(cfg,
+                                "NGEO 2, 1, 0, " + std::to_string(d) +
+                                    "\nNCON 100, 1024, 0\nSETQ 1, 24, 5\nSMAX 0, 100, 1\nHLT\n",
+                                mem);
+    check_unit(log, 3, 3, 3 + 6 + 2);  // c + 3GT + A, whatever D
+    const std::int64_t e = std::int64_t{1} << 20;
+    const std::int64_t v = (e * ((std::int64_t{1} << 62) / (static_cast<std::int64_t>(d) * e))) >> 32;
+    const int want = static_cast<int>(std::min<std::int64_t>(((v + (1 << 23)) >> 24) + 5, 127));
+    for (std::uint64_t k = 0; k < 16; ++k) {
+      CAPTURE(k);
+      CHECK(int{mem.ub.row(100 + k / 8)[k % 8]} == (k < d ? want : 5));
+    }
+  }
+  model::Memories mem(cfg);
+  const std::int8_t lanes[8] = {-9, -9, 7, 7, 100, 100, 100, 100};
+  std::copy(lanes, lanes + 8, mem.ub.row(0));
+  std::fill(mem.ub.row(1), mem.ub.row(1) + 8, std::int8_t{100});
+  run_both(cfg, "NGEO 2, 1, 0, 4\nNCON 0, 0, 0\nSETQ 1, 12, 3\nLNRM 0, 100, 1\nHLT\n", mem);
+  const int want[8] = {-5, -5, 11, 11, 3, 3, 3, 3};
+  for (std::uint64_t j = 0; j < 8; ++j) {
+    CAPTURE(j);
+    CHECK(int{mem.ub.row(100)[j]} == want[j]);
+    CHECK(int{mem.ub.row(101)[j]} == 3);
+  }
+}
+
 TEST_CASE("The lane arithmetic stays defined when an SMAX changes its own input between passes",
           "[norm]") {
   // Pass 3 may read a value above pass 1's maximum (p > 0: taken as 0) or an

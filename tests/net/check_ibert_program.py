@@ -8,7 +8,8 @@ the int8 extremes are loaded into the unified buffer as planes 8 rows apart (the
 networks on chip", with rows between the planes that no token uses); the program runs an SMAX,
 an in-place SMAX, an LNRM (epsilon and a zero variance) and a GELU (input zero point -3) with the
 constants the reference's *_constants functions choose, LNRM and GELU again with fine output
-steps, and writes the results to host memory.
+steps, then an SMAX and an LNRM for each of three token widths D (NGEO's width) below G*N: 1, a
+width that is not a multiple of N (N + N/2 + 1) and 2N; and writes the results to host memory.
 With an RTL build of the preset, --engine rtl must refuse the program with a clear message.
 
   check_ibert_program.py BIN_DIR SOURCE_DIR PRESET DETAIL
@@ -23,6 +24,12 @@ import numpy as np
 ARRAY_N = {"small4": 4, "small8": 8, "small16": 16}
 TOKENS, GROUPS, PLANE = 6, 3, 8
 IN_SCALE, GELU_ZERO = 0.08, -3
+OUTPUTS = 6  # results of the program before the token widths'
+
+
+def widths(n):
+    """The token widths D < GROUPS * N the program tries: one value, not a multiple of N, 2N."""
+    return [1, n + n // 2 + 1, 2 * n]
 
 
 def planes_to_tokens(rows, n):
@@ -37,7 +44,7 @@ def tokens_to_planes(tokens, n, fill):
     return rows
 
 
-def program(sm, ln, ge, ln_fine, ge_fine):
+def program(sm, ln, ge, ln_fine, ge_fine, ln_widths, n):
     span = GROUPS * PLANE
     lines = [
         f"RHM 0, 0, {span}", f"RHM 0, 400, {span}",
@@ -50,7 +57,15 @@ def program(sm, ln, ge, ln_fine, ge_fine):
         f"GELU 0, 300, {span}",
         f"SETQ {ge_fine.m}, {ge_fine.s}, {ge_fine.z}", f"GELU 0, 600, {span}",
     ]
-    for k, ub in enumerate((100, 400, 200, 300, 500, 600)):
+    outputs = [100, 400, 200, 300, 500, 600]
+    for k, (d, lw) in enumerate(zip(widths(n), ln_widths)):
+        sm_ub, ln_ub = 1000 + 100 * k, 1050 + 100 * k
+        lines += [f"NGEO {GROUPS}, {PLANE}, {sm.sh}, {d}", f"NCON {sm.k0}, {sm.k1}, {sm.k2}",
+                  f"SETQ {sm.m}, {sm.s}, {sm.z}", f"SMAX 0, {sm_ub}, {TOKENS}",
+                  f"NCON {lw.k0}, {lw.k1}, {lw.k2}", f"SETQ {lw.m}, {lw.s}, {lw.z}",
+                  f"LNRM 0, {ln_ub}, {TOKENS}"]
+        outputs += [sm_ub, ln_ub]
+    for k, ub in enumerate(outputs):
         lines.append(f"WHM {ub}, {span * (k + 1)}, {span}")
     return "\n".join(lines + ["HLT", ""])
 
@@ -77,8 +92,12 @@ def main(bin_dir, source_dir, preset, detail):
     # a fifth of the step.
     ln_fine = ln._replace(m=1, s=8, z=0)
     ge_fine = ref.gelu_constants(IN_SCALE, GELU_ZERO, 0.01, -128)
+    # LNRM over D values: its constants for D (eps, sqrt(D)), the output zero point 3 so that
+    # the lanes past D (q(0) = 3) differ from the UB's zeros.
+    ln_widths = [ref.layernorm_constants(IN_SCALE, d, 5.0 / 127, eps=1e-3, out_zero=3)
+                 for d in widths(n)]
     soft = ref.softmax_int(x, sm)
-    host = np.zeros((7 * span + 1, n), dtype=np.int8)
+    host = np.zeros(((OUTPUTS + 2 * len(ln_widths) + 1) * span + 1, n), dtype=np.int8)
     host[:span] = rows
     expected = host.copy()
     expected[span:2 * span] = tokens_to_planes(soft, n, np.zeros_like(gap))
@@ -87,12 +106,17 @@ def main(bin_dir, source_dir, preset, detail):
     expected[4 * span:5 * span] = ref.gelu_int(rows, ge)
     expected[5 * span:6 * span] = tokens_to_planes(ref.layernorm_int(x, ln_fine), n, np.zeros_like(gap))
     expected[6 * span:7 * span] = ref.gelu_int(rows, ge_fine)
+    zeros = np.zeros_like(gap)
+    for k, (d, lw) in enumerate(zip(widths(n), ln_widths)):
+        at = (OUTPUTS + 1 + 2 * k) * span
+        expected[at:at + span] = tokens_to_planes(ref.softmax_int(x, sm, width=d), n, zeros)
+        expected[at + span:at + 2 * span] = tokens_to_planes(ref.layernorm_int(x, lw, width=d), n, zeros)
     # The reference is not trivial on these tokens: every output varies.
     assert len(np.unique(soft)) > 10 and len(np.unique(expected[4 * span:5 * span])) > 10
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        (tmp / "norm.s").write_text(f".array {n}\n" + program(sm, ln, ge, ln_fine, ge_fine))
+        (tmp / "norm.s").write_text(f".array {n}\n" + program(sm, ln, ge, ln_fine, ge_fine, ln_widths, n))
         np.save(tmp / "host.npy", host)
         np.save(tmp / "weights.npy", np.zeros((1, n, n), dtype=np.int8))
         tool = Path(bin_dir)
