@@ -1,8 +1,8 @@
 // Lowering of the transformer layers on the activation unit
 // (docs/quantization.md, "Transformer layers"): a LayerNorm is one LNRM per
 // piece of samples, its tokens the pixels of the planes (NGEO: the map's
-// groups as the token's rows, the chunk's plane size as their stride, so one
-// instruction covers every token of the piece); a GELU is one GELU per output
+// groups as the token's rows, the chunk's plane size as their stride, its
+// channels as the width, so one instruction covers every token of the piece); a GELU is one GELU per output
 // plane and piece, element by element like an ACT. The scheduler emits the
 // NGEO, NCON and SETQ each needs (the registers in the op's geometry.norm).
 #include <fmt/format.h>
@@ -26,10 +26,8 @@ void OnChip::lower_norm(std::size_t i, std::uint64_t bc) {
   const std::uint64_t d = in.shape.back();
   NormSetting s = layernorm ? layernorm_setting(in.quant, d, l.eps, l.output) : gelu_setting(in.quant, l.output);
   if (layernorm) {
-    if (d != yp.groups * n_)
-      throw CompileError(fmt::format("{}: a LayerNorm over {} values needs a multiple of the array's {} lanes "
-                                     "(NGEO has no token width yet)",
-                                     layer_label(l, i), d, n_));
+    // A token of D < groups * N values: NGEO's width (the lanes past D are written q(0), read by no one).
+    if (d != yp.groups * n_) s.regs.width = static_cast<std::uint32_t>(d);
     s.regs.groups = static_cast<std::uint32_t>(yp.groups);
     s.regs.stride = static_cast<std::uint32_t>(bc * yp.pixels);
   }

@@ -173,8 +173,8 @@ class Scheduler {
   // NGEO and NCON where the normalization registers differ from what an
   // LNRM or GELU needs (docs/isa.md; the registers start at their reset values).
   void set_norm(const isa::NormRegs& r) {
-    if (norm_.groups != r.groups || norm_.stride != r.stride || norm_.shift != r.shift)
-      e_.emit(Opcode::NGEO, 0, r.groups, r.stride, r.shift);
+    if (norm_.groups != r.groups || norm_.stride != r.stride || norm_.shift != r.shift || norm_.width != r.width)
+      e_.emit(Opcode::NGEO, 0, r.groups, r.stride, r.shift, r.width);
     if (norm_.k0 != r.k0 || norm_.k1 != r.k1 || norm_.k2 != r.k2) e_.emit(Opcode::NCON, 0, r.k0, r.k1, r.k2);
     norm_ = r;
   }
