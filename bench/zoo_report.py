@@ -1,8 +1,13 @@
 """docs/models.md from the model zoo's results (bench/model_zoo.py): the intro, the table of
 measurements, what a correlation means for a random-weight network, notes per model where
-something is off, and how to regenerate. Every figure comes from the results; nothing is typed in.
+something is off, and how to regenerate. Every figure comes from the results; nothing is typed in,
+except the sections of bench/zoo_handwritten.md (sequence models, transformer layers: measured by
+their own tests), copied in as they are, so that regenerating the page keeps them.
 """
 
+from pathlib import Path
+
+HANDWRITTEN = Path(__file__).resolve().parent / "zoo_handwritten.md"  # docs/models.md's hand-written sections
 MIN_CORRELATION = 0.95  # issue 28's bar for tpu-sim's int8 output against PyTorch's float output
 DIAGNOSTICS = [("weights_int8_per_channel", "PyTorch, weights int8 per channel"),
                ("weights_int8_folded_per_tensor", "PyTorch, tpu-sim's weights (BN folded, int8 per tensor)"),
@@ -258,6 +263,8 @@ def markdown(doc):
     n = notes(rows)
     if n:
         parts += ["## Notes", "", *n, ""]
+    # The sections measured by other tests (sequence models, transformer layers), written by hand.
+    parts += [HANDWRITTEN.read_text().rstrip("\n"), ""]
     parts += [
         "## Sequence models",
         "",

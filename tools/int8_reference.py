@@ -408,6 +408,16 @@ def apply(layer, inputs, base):
     if t == "matmul":
         out = layer["output"]
         return Tensor(matmul(x, inputs[1], layer), out["scale"], out["zero_point"])
+    # Transformer layers on the activation unit (docs/quantization.md, "Transformer layers").
+    if t in ("layernorm", "gelu"):
+        out = layer["output"]
+        if t == "layernorm":
+            regs = layernorm_constants(x.scale, x.values.shape[-1], out["scale"], layer.get("eps", 1e-5),
+                                       out["zero_point"])
+            y = layernorm_int(x.values, regs)
+        else:
+            y = gelu_int(x.values, gelu_constants(x.scale, x.zero_point, out["scale"], out["zero_point"]))
+        return Tensor(np.asarray(y).astype(np.int8), out["scale"], out["zero_point"])
     raise ValueError(f"unknown layer type {t}")
 
 

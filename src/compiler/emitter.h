@@ -26,7 +26,7 @@ class Emitter {
   void set_layer(std::size_t layer) { layer_ = layer; }
   // Appends one instruction; an operand out of its field is a compiler bug.
   void emit(isa::Opcode op, std::uint8_t flags, std::int64_t a = 0, std::int64_t b = 0,
-            std::int64_t c = 0);
+            std::int64_t c = 0, std::int64_t d = 0);
   std::vector<isa::Instruction>& code() { return code_; }
   std::vector<std::size_t>& layers() { return layers_; }
   std::string& text() { return asm_; }

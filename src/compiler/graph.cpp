@@ -9,6 +9,7 @@
 #include "common/plural.h"
 #include "compiler/attention.h"
 #include "compiler/network.h"
+#include "compiler/norm_quant.h"
 #include "compiler/shapes.h"
 
 namespace tpu::compiler {
@@ -285,6 +286,27 @@ TensorInfo infer_matmul(const Layer& l, const TensorInfo& a, const TensorInfo& b
   return out;
 }
 
+// LayerNorm and GELU on the activation unit (norm_quant.h): the input's shape,
+// the layer's output quantization.
+TensorInfo infer_norm(const Layer& l, const TensorInfo& cur, const std::string& what) {
+  const char* kind = layer_kind_name(l.kind);
+  if (l.int32_output) throw CompileError(fmt::format("{}: a {} has int8 output", what, kind));
+  if (l.act != model::ActFunction::None) throw CompileError(fmt::format("{}: a {} has no activation", what, kind));
+  check_quant(l.output, what + ": the output");
+  TensorInfo out;
+  out.shape = cur.shape;
+  out.quant = l.output;
+  try {
+    if (l.kind == LayerKind::LayerNorm)
+      layernorm_setting(cur.quant, cur.shape.back(), l.eps, l.output);  // throws if impossible
+    else
+      gelu_setting(cur.quant, l.output);
+  } catch (const CompileError& e) {
+    throw CompileError(fmt::format("{}: {}", what, e.what()));
+  }
+  return out;
+}
+
 // The network input's tensor; throws CompileError when its shape or
 // quantization is not one a network can have.
 TensorInfo infer_input(const Network& net) {
@@ -341,6 +363,8 @@ const char* layer_kind_name(LayerKind kind) {
     case LayerKind::Upsample: return "upsample";
     case LayerKind::Softmax: return "softmax";
     case LayerKind::MatMul: return "matmul";
+    case LayerKind::LayerNorm: return "layernorm";
+    case LayerKind::Gelu: return "gelu";
   }
   return "?";
 }
@@ -410,6 +434,8 @@ std::vector<TensorInfo> infer_network(const Network& net, bool check_unread) {
       // --- attention ---
       case LayerKind::Softmax: out = infer_softmax(l, cur, what); break;
       case LayerKind::MatMul: out = infer_matmul(l, cur, infos[ids[1]], what); break;
+      case LayerKind::LayerNorm:
+      case LayerKind::Gelu: out = infer_norm(l, cur, what); break;
     }
     infos.push_back(out);
   }

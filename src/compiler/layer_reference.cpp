@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
+#include "compiler/norm_quant.h"
 #include "compiler/reference.h"
 
 namespace tpu::compiler {
@@ -267,6 +269,82 @@ Tensor affine(const Layer& l, const TensorInfo& in, const Tensor& x) {
   return y;
 }
 
+// ---- Transformer layers (docs/quantization.md, "Integer softmax, LayerNorm
+// and GELU", "Transformer layers"), written from the formulas there; the
+// registers are the compiler's choice (norm_quant.h), which
+// tools/int8_reference.py makes independently.
+
+std::int64_t floor_div(std::int64_t a, std::int64_t b) {
+  const std::int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+// floor(sqrt(n)), n >= 0 (exact: corrected after the double estimate).
+std::int64_t floor_sqrt(std::int64_t n) {
+  auto r = static_cast<std::int64_t>(std::sqrt(static_cast<double>(n)));
+  while (r > 0 && r * r > n) --r;
+  while ((r + 1) * (r + 1) <= n) ++r;
+  return r;
+}
+
+// sat8(((v * M + 2^(S-1)) >> S) + Z) with the product exact.
+std::int32_t requantize_wide(std::int64_t v, const model::Requant& q) {
+  __int128 p = static_cast<__int128>(v) * q.multiplier;
+  if (q.shift > 0) p += static_cast<__int128>(1) << (q.shift - 1);
+  p >>= q.shift;
+  p += q.zero_point;
+  return static_cast<std::int32_t>(std::clamp<__int128>(p, -128, 127));
+}
+
+// LayerNorm without its affine: each token (the last axis) normalized by
+// LNRM's integer arithmetic.
+Tensor layernorm(const Layer& l, const TensorInfo& in, const Tensor& x) {
+  const std::int64_t d = static_cast<std::int64_t>(in.shape.back());
+  const NormSetting ns = layernorm_setting(in.quant, static_cast<std::uint64_t>(d), l.eps, l.output);
+  Tensor y;
+  y.shape = x.shape;
+  y.data.resize(x.data.size());
+  for (std::size_t t0 = 0; t0 < x.data.size(); t0 += static_cast<std::size_t>(d)) {
+    std::int64_t sum = 0;
+    for (std::int64_t k = 0; k < d; ++k) sum += x.data[t0 + static_cast<std::size_t>(k)];
+    const std::int64_t mean = floor_div(sum * 32 + d, 2 * d);  // round(16 sum / D), ties up
+    std::int64_t var = 0;
+    for (std::int64_t k = 0; k < d; ++k) {
+      const std::int64_t dev = std::int64_t{x.data[t0 + static_cast<std::size_t>(k)]} * 16 - mean;
+      var += dev * dev;
+    }
+    const std::int64_t sq = floor_sqrt(std::max<std::int64_t>(var + ns.regs.k0, 0));
+    const std::int64_t recip = (std::int64_t{1} << 32) / std::max<std::int64_t>(sq, 1);
+    for (std::int64_t k = 0; k < d; ++k) {
+      const std::size_t e = t0 + static_cast<std::size_t>(k);
+      const std::int64_t dev = std::int64_t{x.data[e]} * 16 - mean;
+      y.data[e] = requantize_wide((dev * recip) >> 16, ns.requant);
+    }
+  }
+  return y;
+}
+
+// GELU element by element: I-BERT's i-erf in GELU's integer arithmetic.
+Tensor gelu(const Layer& l, const TensorInfo& in, const Tensor& x) {
+  const NormSetting ns = gelu_setting(in.quant, l.output);
+  const isa::NormRegs& r = ns.regs;
+  const auto sat32 = [](std::int64_t v) {
+    return std::clamp<std::int64_t>(v, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max());
+  };
+  const std::int64_t k = std::max<std::int64_t>(r.k0, 0);
+  Tensor y;
+  y.shape = x.shape;
+  y.data.resize(x.data.size());
+  for (std::size_t e = 0; e < x.data.size(); ++e) {
+    const std::int64_t q = sat32((std::int64_t{x.data[e]} - r.k2) * (std::int64_t{1} << r.shift));
+    const std::int64_t u = std::min<std::int64_t>(q < 0 ? -q : q, k) - k;
+    const std::int64_t sgn = q > 0 ? 1 : (q < 0 ? -1 : 0);
+    const std::int64_t w = sat32(r.k1 + sgn * (r.k1 - u * u));
+    y.data[e] = requantize_wide(q * w, ns.requant);
+  }
+  return y;
+}
+
 }  // namespace
 
 model::Requant reference_requant(double real, std::int32_t zero_point) {
@@ -356,6 +434,8 @@ std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x) {
       case LayerKind::MatMul:
         outs.push_back(reference_matmul(l, in, infos[ids[1]], out, cur, tensor(ids[1])));
         break;
+      case LayerKind::LayerNorm: outs.push_back(layernorm(l, in, cur)); break;
+      case LayerKind::Gelu: outs.push_back(gelu(l, in, cur)); break;
     }
   }
   return outs;

@@ -32,6 +32,8 @@ const OnChip::Lowering& OnChip::lowering(LayerKind kind) {
       // --- attention ---
       {LayerKind::Softmax, &OnChip::lower_softmax},                             // lower_softmax.cpp
       {LayerKind::MatMul, &OnChip::lower_matmul},                               // lower_matmul.cpp
+      {LayerKind::LayerNorm, &OnChip::lower_norm},                              // lower_norm.cpp
+      {LayerKind::Gelu, &OnChip::lower_norm},                                   //
   };
   for (const Lowering& row : table)
     if (row.kind == kind) return row;

@@ -33,9 +33,11 @@ enum class LayerKind {
   Dense, Conv2d, MaxPool2d, Flatten, AvgPool2d, GlobalAvgPool2d, Add, Concat, Mul, Affine, Upsample,
   // --- attention (docs/quantization.md, "Softmax and attention") ---
   Softmax, MatMul,
+  // Transformer layers on the activation unit (docs/quantization.md, "Transformer layers").
+  LayerNorm, Gelu,
 };
 // "dense", "conv2d", "maxpool2d", "flatten", "avgpool2d", "global_avgpool2d", "add", "concat",
-// "mul", "affine", "upsample", "softmax", "matmul"
+// "mul", "affine", "upsample", "softmax", "matmul", "layernorm", "gelu"
 const char* layer_kind_name(LayerKind kind);
 
 struct Layer {
@@ -89,6 +91,10 @@ struct Layer {
   // and the output H x W x C (A B). `alpha` scales the product (attention's
   // 1/sqrt(dk)); docs/quantization.md, "MatMul of two activations".
   bool transpose_b = false;
+  // LayerNorm (LNRM, without the affine gamma/beta: docs/quantization.md,
+  // "Transformer layers"): the variance's epsilon; the token is the last axis
+  // (a map's pixel, or a 1-D tensor whole).
+  double eps = 1e-5;
 };
 
 

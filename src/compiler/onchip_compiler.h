@@ -168,6 +168,7 @@ class OnChip {
   void lower_pool(std::size_t i, std::uint64_t bc);
   void lower_vec(std::size_t i, std::uint64_t bc);
   void lower_upsample(std::size_t i, std::uint64_t bc);
+  void lower_norm(std::size_t i, std::uint64_t bc);  // LayerNorm and GELU (lower_norm.cpp)
   void lower_view(std::size_t, std::uint64_t) {}  // a flatten: its output is a view of its input
   // --- attention (lower_softmax.cpp, lower_matmul.cpp) ---
   void lower_softmax(std::size_t i, std::uint64_t bc);

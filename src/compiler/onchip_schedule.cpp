@@ -62,7 +62,9 @@ class Scheduler {
         case Opcode::ACT:
         case Opcode::POOL:
         case Opcode::VEC:
-        case Opcode::SMAX: act_q_.push_back(i); ready_at_[i] = clock_ + (op.opcode == Opcode::ACT ? 2 * cfg_.array_n + 1 : 0); break;
+        case Opcode::SMAX:
+        case Opcode::LNRM:
+        case Opcode::GELU: act_q_.push_back(i); ready_at_[i] = clock_ + (op.opcode == Opcode::ACT ? 2 * cfg_.array_n + 1 : 0); break;
         default: host_q_.push_back(i); break;
       }
     }
@@ -116,7 +118,8 @@ class Scheduler {
 
   bool ready(std::size_t i) const {
     const Op& op = ops_[i];
-    if (op.opcode == Opcode::ACT || op.opcode == Opcode::POOL || op.opcode == Opcode::VEC || op.opcode == Opcode::SMAX)
+    if (op.opcode == Opcode::ACT || op.opcode == Opcode::POOL || op.opcode == Opcode::VEC ||
+        op.opcode == Opcode::SMAX || op.opcode == Opcode::LNRM || op.opcode == Opcode::GELU)
       return clock_ >= ready_at_.at(i);
     if (clock_ < host_free_) return false;
     if (op.after) {
@@ -168,12 +171,12 @@ class Scheduler {
     vec_ = v;
   }
 
-  // NGEO and NCON where the normalization registers differ from what the SMAX needs.
+  // NGEO and NCON where the normalization registers differ from what an
+  // LNRM or GELU needs (docs/isa.md; the registers start at their reset values).
   void set_norm(const isa::NormRegs& r) {
-    if (!norm_ || norm_->groups != r.groups || norm_->stride != r.stride || norm_->shift != r.shift)
-      e_.emit(Opcode::NGEO, 0, r.groups, r.stride, r.shift);
-    if (!norm_ || norm_->k0 != r.k0 || norm_->k1 != r.k1 || norm_->k2 != r.k2)
-      e_.emit(Opcode::NCON, 0, r.k0, r.k1, r.k2);
+    if (norm_.groups != r.groups || norm_.stride != r.stride || norm_.shift != r.shift || norm_.width != r.width)
+      e_.emit(Opcode::NGEO, 0, r.groups, r.stride, r.shift, r.width);
+    if (norm_.k0 != r.k0 || norm_.k1 != r.k1 || norm_.k2 != r.k2) e_.emit(Opcode::NCON, 0, r.k0, r.k1, r.k2);
     norm_ = r;
   }
 
@@ -195,6 +198,8 @@ class Scheduler {
         q_.set(*op.requant);
         break;
       case Opcode::SMAX:
+      case Opcode::LNRM:
+      case Opcode::GELU:
         set_norm(op.geometry->norm);
         q_.set(*op.requant);
         break;
@@ -236,7 +241,7 @@ class Scheduler {
   std::optional<std::pair<std::uint32_t, std::uint32_t>> win_;
   RequantRegister q_{e_};
   std::optional<isa::VecRegs> vec_;
-  std::optional<isa::NormRegs> norm_;
+  isa::NormRegs norm_;
 };
 
 }  // namespace

@@ -57,7 +57,7 @@ void check_host_step_layers(const Network& net) {
     if (l.kind == LayerKind::AvgPool2d || l.kind == LayerKind::GlobalAvgPool2d ||
         l.kind == LayerKind::Add || l.kind == LayerKind::Concat || l.kind == LayerKind::Mul ||
         l.kind == LayerKind::Affine || l.kind == LayerKind::Upsample || l.kind == LayerKind::Softmax ||
-        l.kind == LayerKind::MatMul ||
+        l.kind == LayerKind::MatMul || l.kind == LayerKind::LayerNorm || l.kind == LayerKind::Gelu ||
         is_depthwise(l) || padded_pool)
       throw CompileError(fmt::format("{}: runs only on chip (the host-step compiler has no {})",
                                      layer_label(l, i),
@@ -93,7 +93,9 @@ class Grouper {
         case LayerKind::Affine:
         case LayerKind::Upsample:
         case LayerKind::Softmax:
-        case LayerKind::MatMul: throw CompileError("internal error: an on-chip layer in a host-step plan");
+        case LayerKind::MatMul:
+        case LayerKind::LayerNorm:
+        case LayerKind::Gelu: throw CompileError("internal error: an on-chip layer in a host-step plan");
       }
     }
     close();

@@ -325,6 +325,21 @@ void parse_flatten(const Reader& r, const json& j, const std::string& where, Lay
   l.kind = LayerKind::Flatten;
 }
 
+// Transformer layers on the activation unit (docs/quantization.md, "Transformer layers").
+void parse_layernorm(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "eps", "output"});
+  l.kind = LayerKind::LayerNorm;
+  l.eps = j.contains("eps") ? r.number(j.at("eps"), where, "eps") : 1e-5;
+  if (!(l.eps >= 0.0) || !std::isfinite(l.eps)) r.fail(where, "'eps' must be finite and at least 0");
+  l.output = r.quant(r.need(j, "output", where), where + ": output");
+}
+
+void parse_gelu(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "output"});
+  l.kind = LayerKind::Gelu;
+  l.output = r.quant(r.need(j, "output", where), where + ": output");
+}
+
 using LayerParser = void (*)(const Reader&, const json&, const std::string&, Layer&);
 
 // The layer types of the format, in the order the error message lists them.
@@ -333,7 +348,8 @@ constexpr std::pair<const char*, LayerParser> kLayerTypes[] = {
     {"avgpool2d", parse_avgpool2d}, {"global_avgpool2d", parse_global_avgpool2d},
     {"add", parse_add},         {"concat", parse_concat},   {"mul", parse_mul},
     {"affine", parse_affine},   {"upsample", parse_upsample}, {"flatten", parse_flatten},
-    {"softmax", parse_softmax}, {"matmul", parse_matmul}};
+    {"softmax", parse_softmax}, {"matmul", parse_matmul},
+    {"layernorm", parse_layernorm}, {"gelu", parse_gelu}};
 
 // "layers"[i]: its name, its type's fields, its inputs (names of earlier
 // layers, or "input", in `tensor_of`, which gains this layer's name).

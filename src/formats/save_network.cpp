@@ -104,6 +104,13 @@ void save_network(const compiler::Network& net, const std::string& dir) {
         j["alpha"] = l.alpha;
         j["output"] = quant_json(l.output);
         break;
+      case LayerKind::LayerNorm:
+        j["eps"] = l.eps;
+        j["output"] = quant_json(l.output);
+        break;
+      case LayerKind::Gelu:
+        j["output"] = quant_json(l.output);
+        break;
     }
     root["layers"].push_back(j);
   }

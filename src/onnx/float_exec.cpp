@@ -96,6 +96,9 @@ Shape float_layer_shape(const FloatLayer& l, const std::vector<Shape>& shapes) {
       if (l.transpose_b ? b[2] != in[2] : b[0] * b[1] != in[2]) fail(l, "multiplies maps of mismatched shapes");
       return {in[0], in[1], l.transpose_b ? b[0] * b[1] : b[2]};
     }
+    case LayerKind::LayerNorm:
+    case LayerKind::Gelu:
+      return in;
     case LayerKind::Concat: {
       Shape out = in;
       out.back() = 0;
@@ -192,6 +195,24 @@ void run_sample(const FloatLayer& l, const Shape& is, const Shape& os, const std
       for (std::size_t oy = 0; oy < os[0]; ++oy)
         for (std::size_t ox = 0; ox < os[1]; ++ox)
           std::copy_n(x + ((oy / l.stride_h) * is[1] + ox / l.stride_w) * is[2], is[2], y + (oy * os[1] + ox) * is[2]);
+      return;
+    case LayerKind::LayerNorm: {  // over the last axis, in double; no affine
+      const std::size_t d = is.back();
+      for (std::size_t t0 = 0, n = count(os); t0 < n; t0 += d) {
+        double mean = 0.0, var = 0.0;
+        for (std::size_t k = 0; k < d; ++k) mean += x[t0 + k];
+        mean /= static_cast<double>(d);
+        for (std::size_t k = 0; k < d; ++k) var += (x[t0 + k] - mean) * (x[t0 + k] - mean);
+        const double inv = 1.0 / std::sqrt(var / static_cast<double>(d) + l.eps);
+        for (std::size_t k = 0; k < d; ++k) y[t0 + k] = static_cast<float>((x[t0 + k] - mean) * inv);
+      }
+      return;
+    }
+    case LayerKind::Gelu:  // the exact form: x (1 + erf(x / sqrt 2)) / 2
+      for (std::size_t i = 0, n = count(os); i < n; ++i) {
+        const double v = x[i];
+        y[i] = static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
+      }
       return;
     case LayerKind::Dense:
     case LayerKind::Conv2d:

@@ -56,6 +56,9 @@ struct FloatLayer {
   // MatMul of two activations: B (inputs[1]) used transposed; alpha scales the
   // product. B is quantized symmetric (zero point 0), whatever layer makes it.
   bool transpose_b = false;
+  // LayerNorm (over the last axis, without its affine: the importer makes
+  // the affine a depthwise 1x1 conv2d): the variance's epsilon.
+  double eps = 1e-5;
 };
 
 // A QDQ model's quantization of one tensor (a QuantizeLinear on it), in
@@ -72,6 +75,8 @@ struct FloatNet {
   // A sequence input (a recurrent layer's), model_input_shape {L, D}: the
   // model's (N, L, D), or with seq_first_input its (L, N, D); held 1 x L x D.
   bool sequence_input = false, seq_first_input = false;
+  // The output is a token sequence (N, L, D) (import_transformer.cpp), held 1 x L x D.
+  bool token_output = false;
   std::vector<FloatLayer> layers;              // the output is the last layer's
   std::vector<std::size_t> model_output_shape; // one sample, the model's layout
   // For a 1-D output that came from flattening a map: output_perm[i] is the

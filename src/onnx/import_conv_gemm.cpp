@@ -72,9 +72,19 @@ void Importer::gemm(const onnx::NodeProto& n) {
   const bool matmul = n.op_type() == "MatMul";
   if (matmul) only_attrs(n, {});
   else only_attrs(n, {"alpha", "beta", "transA", "transB"});
-  const Value x = need_input(n, 0);
-  const Shape in = shape(x);  // a copy: add_layer grows shapes_
-  if (in.size() != 1) fail(n, "needs a 2-D (N, features) input: flatten the map first");
+  Value x = need_input(n, 0);
+  // One token x[:, t] of a sequence (import_transformer.cpp): its D features.
+  const Shape in = x.token >= 0 ? Shape{shape(x).back()} : shape(x);  // a copy: add_layer grows shapes_
+  // A token sequence (N, L, D) by a constant (D, Dout): a Linear on every
+  // token, a 1x1 conv2d of its 1 x L x D map (import_transformer.cpp).
+  const bool tokens = matmul && x.tokens && in.size() == 3;
+  if (in.size() != 1 && !tokens)
+    fail(n, x.tokens ? "multiplies a token sequence: only MatMul by a constant (D, Dout) matrix is supported"
+                     : "needs a 2-D (N, features) input: flatten the map first");
+  const std::size_t k_in = tokens ? in[2] : in[0];
+  // A LayerNorm's affine read only by this Linear folds into it: W' = gamma W, b' = b + beta W (ln_beta).
+  std::vector<double> gamma, ln_beta;
+  if (tokens && !qdq_) take_ln_affine(x, gamma, ln_beta);
   const Const& b0 = need_const(n, 1, "the weights (B)");
   if (b0.dims.size() != 2) fail(n, "the weights must be a matrix");
   if (!matmul && attr_int(n, "transA", 0) != 0) fail(n, "transA = 1 is not supported");
@@ -86,10 +96,11 @@ void Importer::gemm(const onnx::NodeProto& n) {
   const double beta = matmul ? 1.0 : attr_float(n, "beta", 1.0f);
   const auto K = static_cast<std::size_t>(trans_b ? b.dims[1] : b.dims[0]);
   const auto N = static_cast<std::size_t>(trans_b ? b.dims[0] : b.dims[1]);
-  if (K != in[0]) fail(n, fmt::format("weights for {} inputs on {}", K, in[0]));
+  if (K != k_in) fail(n, fmt::format("weights for {} inputs on {}", K, k_in));
   FloatLayer l;
   l.kind = LayerKind::Dense;
   l.inputs = {x.tensor};
+  l.pixel = x.token;
   l.weight_scale = weight_scale;
   l.weight_shape = {K, N};
   l.weights.resize(K * N);
@@ -97,7 +108,8 @@ void Importer::gemm(const onnx::NodeProto& n) {
     // Row k of the model's input is row perm[k] of tpu-sim's.
     const std::size_t row = x.perm.empty() ? k : x.perm[k];
     for (std::size_t j = 0; j < N; ++j)
-      l.weights[row * N + j] = static_cast<float>(alpha * b.values[trans_b ? j * K + k : k * N + j]);
+      l.weights[row * N + j] = static_cast<float>(alpha * b.values[trans_b ? j * K + k : k * N + j] *
+                                                  (gamma.empty() ? 1.0 : gamma[k]));
   }
   if (!matmul && n.input_size() > 2 && !n.input(2).empty()) {
     const Const& c = need_const(n, 2, "the bias (C)");
@@ -106,7 +118,21 @@ void Importer::gemm(const onnx::NodeProto& n) {
     for (std::size_t j = 0; j < N; ++j)
       l.bias.push_back(static_cast<float>(beta * c.values[c.values.size() == 1 ? 0 : j]));
   }
-  set_output(n, add_value(n, std::move(l)));
+  if (!ln_beta.empty()) {
+    if (l.bias.empty()) l.bias.assign(N, 0.0f);
+    for (std::size_t j = 0; j < N; ++j) {
+      double add = 0.0;
+      for (std::size_t k = 0; k < K; ++k) add += ln_beta[k] * alpha * b.values[trans_b ? j * K + k : k * N + j];
+      l.bias[j] = static_cast<float>(l.bias[j] + add);
+    }
+  }
+  if (tokens) {  // K x N is the HWIO weights of a 1x1 conv2d
+    l.kind = LayerKind::Conv2d;
+    l.weight_shape = {1, 1, K, N};
+  }
+  Value y = add_value(n, std::move(l));
+  y.tokens = tokens;
+  set_output(n, y);
 }
 
 }  // namespace tpu::onnximport::detail

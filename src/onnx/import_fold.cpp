@@ -153,7 +153,7 @@ void Importer::fold_bias(const onnx::NodeProto& n) {
   // for (N, C, H, W), as NumPy aligns shapes from the right).
   bool per_channel = b.values.size() == 1;
   if (!per_channel && b.values.size() == C) {
-    const std::size_t at = l.kind == LayerKind::Dense ? 1 : one_d_ ? 2 : 3;
+    const std::size_t at = l.kind == LayerKind::Dense || x.tokens ? 1 : one_d_ ? 2 : 3;
     per_channel = b.dims.size() >= at;
     for (std::size_t i = 0; i < b.dims.size(); ++i)
       if (b.dims[i] != 1 && i != b.dims.size() - at) per_channel = false;

@@ -34,6 +34,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -104,6 +105,13 @@ struct Value {
   // tensor as any other.
   std::string seq_axes;
   std::vector<std::size_t> steps;
+  // A token sequence (import_transformer.cpp): the model's (N, L, D), held
+  // as a 1 x L x D map (not a 1-D model's (N, C, L) map).
+  bool tokens = false;
+  // One token of a sequence (Gather of index t on the token axis, x[:, t]):
+  // pixel `token` of the map `tensor`, the model's (N, D); read only by a
+  // Gemm or MatMul, which becomes a dense layer of that pixel. -1: none.
+  std::int64_t token = -1;
 };
 
 // A pending Pad's amounts become the layer's padding (import_window.cpp).
@@ -251,6 +259,28 @@ class Importer {
   void unsqueeze(const onnx::NodeProto& n);
   void expand(const onnx::NodeProto& n);
 
+  // Transformer layers (import_transformer.cpp; docs/onnx.md, "Transformer
+  // layers"): true when it imported the node (or recognized it as the first
+  // of a pattern whose layers come at its last node); refuses other
+  // operators on token sequences.
+  bool transformer_node(const onnx::NodeProto& n);
+  // Sub, Pow, Sqrt, Erf outside the LayerNorm and GELU patterns: refused.
+  void transformer_only(const onnx::NodeProto& n);
+  bool reads_tokens(const onnx::NodeProto& n) const;
+  // Whether a rank-3 input (N, A, B) is a token sequence (its readers are
+  // MatMul, Add, Mul, LayerNorm's) rather than a 1-D model's (N, C, L).
+  bool token_sequence(const std::string& input) const;
+  const onnx::NodeProto* sole_consumer(const std::string& name, const char* op) const;
+  std::size_t node_index(const onnx::NodeProto& n) const;
+  bool const_scalar(const std::string& name, double& v) const;
+  bool match_layernorm(const onnx::NodeProto& r);
+  bool match_gelu(const onnx::NodeProto& d);
+  void layer_normalization(const onnx::NodeProto& n);
+  void layernorm_layers(const onnx::NodeProto& n, const Value& x, double eps, const std::vector<double>& gamma,
+                        const std::vector<double>& beta, const std::string& out);
+  Value feature_affine(const onnx::NodeProto& n, const Value& x, const std::vector<double>& gamma,
+                       const std::vector<double>& beta, const std::string& name);
+
   // Resize and Upsample (import_resize.cpp).
   void resize(const onnx::NodeProto& n);
   std::vector<double> resize_factors(const onnx::NodeProto& n, const std::vector<double>& model_in);
@@ -306,6 +336,21 @@ class Importer {
   std::string seq_input_;
   std::map<std::size_t, compiler::QuantParams> tq_;  // QDQ: per tensor id, its quantization
   std::vector<std::string> layer_op_;  // per layer, the ONNX operator that made it
+  // Transformer patterns (import_transformer.cpp): the readers of each name
+  // (node indices), the nodes a recognized pattern makes nothing of, and what
+  // its last node makes. The input is a token sequence (N, L, D).
+  std::map<std::string, std::vector<std::size_t>> consumers_;
+  std::map<const onnx::NodeProto*, std::size_t> node_index_;
+  std::set<std::size_t> skip_;
+  std::map<std::size_t, std::function<void()>> deferred_;
+  bool token_input_ = false;
+  // The LayerNorm affines (depthwise 1x1 conv2d) by tensor id: a Linear that
+  // is their only reader folds them into its weights.
+  std::set<std::size_t> ln_affine_;
+  // The layer computing x when it is a LayerNorm affine that a Linear on the
+  // tokens may fold (the last layer, read by that node alone): its gamma and
+  // beta, and x then names the affine's input. False otherwise.
+  bool take_ln_affine(Value& x, std::vector<double>& gamma, std::vector<double>& beta);
 };
 
 }  // namespace tpu::onnximport::detail

@@ -81,6 +81,12 @@ const std::map<std::string_view, Importer::NodeImporter>& Importer::operator_tab
       {"Squeeze", &Importer::squeeze},
       {"Unsqueeze", &Importer::unsqueeze},
       {"Expand", &Importer::expand},
+      // Transformer layers (import_transformer.cpp): the rest of their patterns is above.
+      {"Sub", &Importer::transformer_only},
+      {"Pow", &Importer::transformer_only},
+      {"Sqrt", &Importer::transformer_only},
+      {"Erf", &Importer::transformer_only},
+      {"LayerNormalization", &Importer::transformer_only},
   };
   return table;
 }
@@ -89,6 +95,7 @@ void Importer::node(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   if (const std::string why = node_operator_error(n.domain(), op); !why.empty()) fail(n, why);
   if (n.output_size() < 1) fail(n, "has no output");
+  if (transformer_node(n)) return;
   const auto it = operator_table().find(op);
   if (it == operator_table().end())  // node_operator_error accepts only the table's operators
     fail(n, "operator not supported (docs/onnx.md lists the supported ones)");
@@ -145,6 +152,12 @@ const onnx::ValueInfoProto& Importer::read_input() {
   } else if (dims.size() == 3) {
     net_.model_input_shape = dims;
     net_.input_shape = {dims[1], dims[2], dims[0]};
+  } else if (dims.size() == 2 && token_sequence(input->name())) {
+    // (N, L, D) read by a MatMul, LayerNorm or Add: a token sequence, 1 x L x D.
+    token_input_ = true;
+    net_.model_input_shape = dims;
+    net_.input_shape = {1, dims[0], dims[1]};
+    net_.sequence_input = true;
   } else if (dims.size() == 2) {
     one_d_ = true;  // (N, C, L): H = 1, W = L
     net_.model_input_shape = dims;
@@ -172,6 +185,12 @@ void Importer::read_output() {
   if (net_.layers.empty() || out.tensor != net_.layers.size())
     fail(fmt::format("output '{}' must be the last layer's result", out_name));
   const Shape& s = shapes_.back();
+  if (out.tokens) {  // (N, L, D)
+    net_.model_output_shape = {s[0] * s[1], s[2]};
+    net_.token_output = true;
+    net_.output_perm = out.perm;
+    return;
+  }
   net_.model_output_shape = s.size() == 3 ? (one_d_ ? Shape{s[2], s[1]} : Shape{s[2], s[0], s[1]}) : s;
   net_.output_perm = out.perm;
 }
@@ -185,13 +204,31 @@ FloatNet Importer::run() {
   for (const auto& o : g_.output()) ++uses_[o.name()];
   first_new_tensor_ = 1;
   Value in;
-  if (net_.sequence_input) in.seq_axes = seq_input_;
+  if (!seq_input_.empty()) in.seq_axes = seq_input_;
+  in.tokens = token_input_;
   bind(input.name(), in);
   names_.insert("input");
 
-  for (const auto& n : g_.node()) {
+  for (int k = 0; k < g_.node_size(); ++k) {
+    node_index_[&g_.node(k)] = static_cast<std::size_t>(k);
+    for (const auto& i : g_.node(k).input()) consumers_[i].push_back(static_cast<std::size_t>(k));
+  }
+  for (int k = 0; k < g_.node_size(); ++k) {
+    const onnx::NodeProto& n = g_.node(k);
     first_new_tensor_ = net_.layers.size() + 1;
+    const auto at = static_cast<std::size_t>(k);
+    if (const auto d = deferred_.find(at); d != deferred_.end()) {
+      d->second();  // a transformer pattern's last node
+      continue;
+    }
+    if (skip_.count(at)) continue;
+    const bool tokens = reads_tokens(n);
     node(n);
+    // What reads a token sequence and keeps its shape (Add, MatMul, Mul) makes one.
+    if (tokens && n.output_size() > 0)
+      if (auto v = values_.find(n.output(0));
+          v != values_.end() && v->second.token < 0 && shapes_.at(v->second.tensor).size() == 3)
+        v->second.tokens = true;
   }
   read_output();
   if (qdq_) finish_qdq();

@@ -72,6 +72,11 @@ std::vector<float> to_model_layout(const FloatNet& net, const std::vector<std::s
   if (shape.size() == 4) {  // (B, H, W, C) -> (B, C, H, W)
     const std::size_t H = shape[1], W = shape[2], C = shape[3];
     out_shape = {batch, C, H, W};
+    if (net.token_output) {  // (B, 1, L, D) is the model's (B, L, D) already
+      out_shape = {batch, H * W, C};
+      std::transform(data.begin(), data.end(), out.begin(), [](double v) { return static_cast<float>(v); });
+      return out;
+    }
     if (net.model_output_shape.size() == 2) out_shape = {batch, C, W};  // a 1-D model's (B, C, L), H = 1
     for (std::size_t n = 0; n < batch; ++n)
       for (std::size_t c = 0; c < C; ++c)

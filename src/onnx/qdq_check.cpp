@@ -31,6 +31,8 @@ void Importer::finish_qdq() {
       case LayerKind::Upsample:  // refused at its node already
       case LayerKind::Softmax:
       case LayerKind::MatMul:
+      case LayerKind::LayerNorm:
+      case LayerKind::Gelu:
         fail(fmt::format("{}: is not supported in a QDQ model", node));
       case LayerKind::Dense:
       case LayerKind::Conv2d:

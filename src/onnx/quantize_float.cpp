@@ -137,6 +137,7 @@ compiler::Layer layer_fields(const FloatLayer& f) {
   l.inputs = f.inputs;
   l.pixel = f.pixel;
   l.act = f.act;
+  l.eps = f.eps;
   l.kernel_h = f.kernel_h;
   l.kernel_w = f.kernel_w;
   l.stride_h = f.stride_h;
@@ -319,6 +320,11 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
         l.output = out;
         break;
       case LayerKind::MatMul:
+        out = output_quant(false);
+        l.output = out;
+        break;
+      case LayerKind::LayerNorm:  // the activation unit's (docs/quantization.md, "Transformer layers")
+      case LayerKind::Gelu:
         out = output_quant(false);
         l.output = out;
         break;

@@ -58,7 +58,8 @@ def output_quant(model):
                 q = (layer["output"]["scale"], layer["output"]["zero_point"])
         elif t in ("mul", "affine") and layer.get("activation") in ("sigmoid", "tanh"):
             q = (1.0 / 127.0, 0)
-        elif t in ("avgpool2d", "global_avgpool2d", "add", "concat", "mul", "affine", "softmax") and "output" in layer:
+        elif t in ("avgpool2d", "global_avgpool2d", "add", "concat", "mul", "affine", "softmax", "layernorm",
+                   "gelu") and "output" in layer:
             q = (layer["output"]["scale"], layer["output"]["zero_point"])
         else:
             q = src
