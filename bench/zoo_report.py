@@ -1,7 +1,7 @@
 """docs/models.md from the model zoo's results (bench/model_zoo.py): the intro, the table of
 measurements, what a correlation means for a random-weight network, notes per model where
 something is off, and how to regenerate. Every figure comes from the results; nothing is typed in,
-except the sections of bench/zoo_handwritten.md (sequence models, transformer layers: measured by
+except the sections of bench/zoo_handwritten.md (transformer layers: measured by
 their own tests), copied in as they are, so that regenerating the page keeps them.
 """
 
@@ -263,8 +263,6 @@ def markdown(doc):
     n = notes(rows)
     if n:
         parts += ["## Notes", "", *n, ""]
-    # The sections measured by other tests (sequence models, transformer layers), written by hand.
-    parts += [HANDWRITTEN.read_text().rstrip("\n"), ""]
     parts += [
         "## Sequence models",
         "",
@@ -272,6 +270,10 @@ def markdown(doc):
         "paper's LSTM0 and LSTM1 rebuilt as LSTMs) are on their own page, [sequence_models.md](sequence_models.md), "
         "which this script does not generate.",
         "",
+    ]
+    # The sections measured by other tests (transformer layers), written by hand.
+    parts += [HANDWRITTEN.read_text().rstrip("\n"), ""]
+    parts += [
         "## Regenerating",
         "",
         "```sh",
