@@ -2,7 +2,8 @@
 // one SMAX per chunk over every pixel of its samples. A pixel's channels are
 // a token: its G = ceil(C / N) planes are the token's rows, b*P rows apart
 // (plane g of sample n at (g*b + n)*P), and the chunk's b*P pixels are b*P
-// consecutive tokens from plane 0's first row. The scheduler emits the NGEO,
+// consecutive tokens from plane 0's first row; NGEO's width is C when C is not
+// G*N. The scheduler emits the NGEO,
 // NCON and SETQ it needs.
 #include <fmt/format.h>
 
@@ -12,15 +13,9 @@
 namespace tpu::compiler::onchip {
 
 void OnChip::lower_softmax(std::size_t i, std::uint64_t bc) {
-  const Layer& l = net_.layers[i];
   const std::size_t in = layer_inputs(net_, i)[0];
   const Place& xp = places_[base_of(in)];
   const Place& yp = places_[i + 1];
-  if (xp.channels % n_ != 0)
-    throw CompileError(fmt::format(
-        "{}: a softmax over {} channels: SMAX reads every lane of a token's rows, so on chip the channels "
-        "must be a multiple of N = {} (NGEO has no token width yet)",
-        layer_label(l, i), xp.channels, n_));
   const SoftmaxConstants c = softmax_constants(infos_[in].quant.scale);
   isa::ConvGeometry geo;
   geo.norm.groups = static_cast<std::uint32_t>(xp.groups);
@@ -29,6 +24,8 @@ void OnChip::lower_softmax(std::size_t i, std::uint64_t bc) {
   geo.norm.k0 = c.k0;
   geo.norm.k1 = c.k1;
   geo.norm.k2 = c.k2;
+  // A token of D < groups * N values: NGEO's width (the lanes past D are written q(0)).
+  if (xp.channels != xp.groups * n_) geo.norm.width = static_cast<std::uint32_t>(xp.channels);
   Op op;
   op.opcode = isa::Opcode::SMAX;
   op.a = static_cast<std::int64_t>(plane(in, 0, 0, bc));

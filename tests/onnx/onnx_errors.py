@@ -112,12 +112,6 @@ CASES = {
     # name: (model bytes or ModelProto, expected message after "PATH: ")
     "logsoftmax": (net(head=helper.make_node("LogSoftmax", ["g"], ["y"], name="sm")),
                    "node 'sm' (LogSoftmax): operator not supported (docs/onnx.md lists the supported ones)"),
-    # Softmax is imported (docs/quantization.md, "Softmax and attention"); on chip its 10 features
-    # are not a multiple of N = 8.
-    "softmax_lanes": (net(head=helper.make_node("Softmax", ["g"], ["y"], name="sm")),
-                      "layer 'sm': a softmax over 10 channels: SMAX reads every lane of a token's rows, so on "
-                      "chip the channels must be a multiple of N = 8 (NGEO has no token width yet) (and with "
-                      "host steps: layer 'sm': runs only on chip (the host-step compiler has no softmax))"),
     "dilation": (net(conv_attrs={"pads": [2, 2, 2, 2], "dilations": [2, 2]}),
                  "node 'conv' (Conv): dilations [2, 2] are not supported (tpu-sim's convolutions and pools "
                  "are not dilated)"),
