@@ -41,7 +41,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_onnx_model import output_quant  # noqa: E402
+from check_onnx_model import output_quant, refused, run  # noqa: E402
 
 
 class LinearSoftmax(nn.Module):
@@ -64,24 +64,6 @@ MODELS = {
     "softmax32": (lambda: LinearSoftmax(16, 32, 3.0), 16, 5, "tpuv1"),
     "softmax300": (lambda: LinearSoftmax(16, 300, 3.0), 16, 3, "tpuv1"),
 }
-
-
-def run(cmd, env=None):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        print(r.stdout[-3000:], r.stderr[-3000:], sep="\n")
-        raise SystemExit(f"FAIL: {cmd[0]} {cmd[1]} exited {r.returncode}")
-    return r
-
-
-def refused(cmd, want, failures):
-    """`cmd` must exit 3 with one error line holding `want`."""
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    lines = r.stderr.strip().splitlines()
-    if r.returncode != 3 or len(lines) != 1 or want not in lines[0]:
-        failures.append(f"expected status 3 and one line with {want!r}, got {r.returncode}: {r.stderr.strip()[:300]}")
-    else:
-        print("refused as expected:", lines[0])
 
 
 def errors(bin_dir):

@@ -15,6 +15,7 @@ Run with /usr/bin/python3 (Debian's python3-torch, python3-torchvision,
 python3-numpy, python3-sklearn).
 """
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,39 @@ TOLERANCE = {"resnet18": (0.10, 0.995), "mobilenet_v2": (0.40, 0.95), "digits": 
 SIZE = {"squeezenet1_1": 66, "googlenet": 64, "densenet121": 64, "regnet_y_400mf": 64, "resnext50_32x4d": 64,
         "mnasnet0_5": 64, "inception_v3": 96, "shufflenet_v2_x0_5": 64, "regnet_x_400mf": 64,
         "mobilenet_v3_small": 64, "efficientnet_b0": 64}
+
+
+def run(cmd, env=None):
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        print(r.stdout[-3000:], r.stderr[-3000:], sep="\n")
+        raise SystemExit(f"FAIL: {cmd[0]} {cmd[1]} exited {r.returncode}")
+    return r
+
+
+def refused(cmd, want, failures):
+    """`cmd` must exit 3 with one error line holding `want`."""
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    lines = r.stderr.strip().splitlines()
+    if r.returncode != 3 or len(lines) != 1 or want not in lines[0]:
+        failures.append(f"expected status 3 and one line with {want!r}, got {r.returncode}: {r.stderr.strip()[:300]}")
+    else:
+        print("refused as expected:", lines[0])
+
+
+def check_rows_and_detailed(report, saved, base, t, cycles, y, detailed, failures):
+    """The --report CSV `report` has a row for every layer of the saved model; with `detailed`, the
+    same command `base` on the detailed path (TPU_DETAIL) gives `cycles` and the output `y`."""
+    missing = [layer["name"] for layer in saved["layers"] if layer["name"] not in report]
+    if missing:
+        failures.append(f"the report has no rows for layers {missing[:5]}")
+    if detailed:
+        env = dict(os.environ, TPU_DETAIL="detailed")
+        run(base + ["--out", str(t / "yd.npy"), "--stats", str(t / "sd.json")], env=env)
+        dcycles = json.loads((t / "sd.json").read_text())["total"]["cycles"]
+        print(f"detailed path: {dcycles} cycles")
+        if dcycles != cycles or not np.array_equal(np.load(t / "yd.npy"), y):
+            failures.append(f"the detailed path gives {dcycles} cycles (fast {cycles}) or another output")
 
 
 def output_quant(model):

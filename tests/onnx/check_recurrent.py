@@ -25,7 +25,6 @@ whole sequence as the output, a model file whose dense layer reads a pixel
 its input does not have). Run with /usr/bin/python3.
 """
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_onnx_model import output_quant  # noqa: E402
+from check_onnx_model import check_rows_and_detailed, output_quant, refused, run  # noqa: E402
 
 
 class Net(nn.Module):
@@ -69,24 +68,6 @@ MODELS = {
 def sequences(length, d, batch, batch_first, rng):
     x = rng.standard_normal((batch, length, d)).astype(np.float32)
     return x if batch_first else np.ascontiguousarray(x.transpose(1, 0, 2))
-
-
-def run(cmd, env=None):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        print(r.stdout[-3000:], r.stderr[-3000:], sep="\n")
-        raise SystemExit(f"FAIL: {cmd[0]} {cmd[1]} exited {r.returncode}")
-    return r
-
-
-def refused(cmd, want, failures):
-    """`cmd` must exit 3 with one error line holding `want`."""
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    lines = r.stderr.strip().splitlines()
-    if r.returncode != 3 or len(lines) != 1 or want not in lines[0]:
-        failures.append(f"expected status 3 and one line with {want!r}, got {r.returncode}: {r.stderr.strip()[:300]}")
-    else:
-        print("refused as expected:", lines[0])
 
 
 def errors(bin_dir):
@@ -203,16 +184,7 @@ def main():
         report = (t / "r.csv").read_text()
         if ".t3.gate_i" not in report and ".t3.gate_z" not in report:
             failures.append("the report does not name the steps' gates (.t3.gate_i / .t3.gate_z)")
-        missing = [layer["name"] for layer in saved["layers"] if layer["name"] not in report]
-        if missing:
-            failures.append(f"the report has no rows for layers {missing[:5]}")
-        if detailed:
-            env = dict(os.environ, TPU_DETAIL="detailed")
-            run(base + ["--out", str(t / "yd.npy"), "--stats", str(t / "sd.json")], env=env)
-            dcycles = json.loads((t / "sd.json").read_text())["total"]["cycles"]
-            print(f"detailed path: {dcycles} cycles")
-            if dcycles != cycles or not np.array_equal(np.load(t / "yd.npy"), y):
-                failures.append(f"the detailed path gives {dcycles} cycles (fast {cycles}) or another output")
+        check_rows_and_detailed(report, saved, base, t, cycles, y, detailed, failures)
     for msg in failures:
         print("FAIL:", msg)
     return 1 if failures else 0

@@ -29,7 +29,6 @@ status 3; and an ONNX LayerNormalization (opset 17, built with onnx.helper)
 against NumPy and the C++ reference. Run with /usr/bin/python3.
 """
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_onnx_model import output_quant  # noqa: E402
+from check_onnx_model import check_rows_and_detailed, output_quant, refused, run  # noqa: E402
 
 
 class FeedForward(nn.Module):
@@ -115,24 +114,6 @@ MODELS = {
     "cls": (TokenClassifier, (16, 64), 3, "/ffn/norm/LayerNorm"),
     "patch": (PatchEncoder, (3, 32, 32), 2, "/ffn/Gelu"),
 }
-
-
-def run(cmd, env=None):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if r.returncode != 0:
-        print(r.stdout[-3000:], r.stderr[-3000:], sep="\n")
-        raise SystemExit(f"FAIL: {cmd[0]} {cmd[1]} exited {r.returncode}")
-    return r
-
-
-def refused(cmd, want, failures):
-    """`cmd` must exit 3 with one error line holding `want`."""
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    lines = r.stderr.strip().splitlines()
-    if r.returncode != 3 or len(lines) != 1 or want not in lines[0]:
-        failures.append(f"expected status 3 and one line with {want!r}, got {r.returncode}: {r.stderr.strip()[:300]}")
-    else:
-        print("refused as expected:", lines[0])
 
 
 class TanhGelu(nn.Module):
@@ -281,16 +262,7 @@ def main():
         report = (t / "r.csv").read_text()
         if must_name not in report:
             failures.append(f"the report does not name {must_name}")
-        missing = [layer["name"] for layer in saved["layers"] if layer["name"] not in report]
-        if missing:
-            failures.append(f"the report has no rows for layers {missing[:5]}")
-        if detailed:
-            env = dict(os.environ, TPU_DETAIL="detailed")
-            run(base + ["--out", str(t / "yd.npy"), "--stats", str(t / "sd.json")], env=env)
-            dcycles = json.loads((t / "sd.json").read_text())["total"]["cycles"]
-            print(f"detailed path: {dcycles} cycles")
-            if dcycles != cycles or not np.array_equal(np.load(t / "yd.npy"), y):
-                failures.append(f"the detailed path gives {dcycles} cycles (fast {cycles}) or another output")
+        check_rows_and_detailed(report, saved, base, t, cycles, y, detailed, failures)
     for msg in failures:
         print("FAIL:", msg)
     return 1 if failures else 0
