@@ -30,8 +30,6 @@ here runs them on the simulator.
 Run with /usr/bin/python3.
 """
 import json
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -41,7 +39,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_onnx_model import output_quant, refused, run  # noqa: E402
+from check_onnx_model import check_rows_and_detailed, output_quant, refused, run  # noqa: E402
 
 
 class LinearSoftmax(nn.Module):
@@ -189,16 +187,7 @@ def main():
         # probability p by at most about p * s), the polynomial and the output's step of 1/256.
         if quant_err > 0.05:
             failures.append(f"the int8 softmax is {quant_err:.4f} from PyTorch's")
-        report = (t / "r.csv").read_text()
-        missing = [layer["name"] for layer in saved["layers"] if layer["name"] not in report]
-        if missing:
-            failures.append(f"the report has no rows for layers {missing}")
-        env = dict(os.environ, TPU_DETAIL="detailed")
-        run(base + ["--out", str(t / "yd.npy"), "--stats", str(t / "sd.json")], env=env)
-        dcycles = json.loads((t / "sd.json").read_text())["total"]["cycles"]
-        print(f"detailed path: {dcycles} cycles")
-        if dcycles != cycles or not np.array_equal(np.load(t / "yd.npy"), y):
-            failures.append(f"the detailed path gives {dcycles} cycles (fast {cycles}) or another output")
+        check_rows_and_detailed((t / "r.csv").read_text(), saved, base, t, cycles, y, True, failures)
     for msg in failures:
         print("FAIL:", msg)
     return 1 if failures else 0
