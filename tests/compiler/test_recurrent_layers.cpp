@@ -14,6 +14,7 @@
 #include "config/arch_config.h"
 #include "model/tpu.h"
 #include "runtime/run_network.h"
+#include "support/on_chip_check.h"
 
 namespace {
 
@@ -22,6 +23,7 @@ using compiler::Layer;
 using compiler::LayerKind;
 using compiler::Network;
 using compiler::Tensor;
+using test::random_input;
 
 Layer dense(std::vector<std::size_t> inputs, std::size_t k, std::size_t nout, std::mt19937& rng,
             std::int64_t pixel = -1) {
@@ -36,19 +38,6 @@ Layer dense(std::vector<std::size_t> inputs, std::size_t k, std::size_t nout, st
   l.weight_scale = 0.004;
   l.output = {0.05, static_cast<std::int32_t>(std::uniform_int_distribution<int>(-20, 20)(rng))};
   return l;
-}
-
-Tensor random_input(const Network& net, std::size_t batch, std::mt19937& rng) {
-  Tensor x;
-  x.shape = {batch};
-  std::size_t count = batch;
-  for (std::size_t d : net.input_shape) {
-    x.shape.push_back(d);
-    count *= d;
-  }
-  std::uniform_int_distribution<int> v(-128, 127);
-  for (std::size_t i = 0; i < count; ++i) x.data.push_back(v(rng));
-  return x;
 }
 
 // An LSTM-step-like graph: h = dense(pixel t of the input); g = dense(pixel
@@ -77,16 +66,7 @@ TEST_CASE("dense layers of several inputs and of one pixel run on chip as the re
     INFO("L " << length << ", D " << d << ", H " << h);
     const Network net = step_net(length, d, h, rng);
     const Tensor x = random_input(net, 3, rng);
-    const compiler::NetworkPlan plan = compiler::compile_network(net, x.batch(), cfg);
-    REQUIRE(plan.on_chip_plan);
-    const compiler::NetworkRun run = compiler::run_network(
-        plan, x, cfg, [&](std::size_t, const compiler::ProgramPlan& p, model::Memories& mem) {
-          return model::run_program(cfg, p.program, mem);
-        });
-    REQUIRE_FALSE(run.fault);
-    const Tensor want = compiler::reference_network(net, x);
-    CHECK(run.output.shape == want.shape);
-    CHECK(run.output.data == want.data);
+    test::check_on_chip_matches_reference(net, x, cfg);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "config/arch_config.h"
 #include "model/tpu.h"
 #include "runtime/run_network.h"
+#include "support/on_chip_check.h"
 
 namespace {
 
@@ -23,6 +24,7 @@ using compiler::Layer;
 using compiler::LayerKind;
 using compiler::Network;
 using compiler::Tensor;
+using test::random_input;
 
 Layer norm_layer(LayerKind kind, std::vector<std::size_t> inputs, compiler::QuantParams out) {
   Layer l;
@@ -31,19 +33,6 @@ Layer norm_layer(LayerKind kind, std::vector<std::size_t> inputs, compiler::Quan
   l.output = out;
   l.eps = 1e-3;
   return l;
-}
-
-Tensor random_input(const Network& net, std::size_t batch, std::mt19937& rng) {
-  Tensor x;
-  x.shape = {batch};
-  std::size_t count = batch;
-  for (std::size_t d : net.input_shape) {
-    x.shape.push_back(d);
-    count *= d;
-  }
-  std::uniform_int_distribution<int> v(-128, 127);
-  for (std::size_t i = 0; i < count; ++i) x.data.push_back(v(rng));
-  return x;
 }
 
 // input -> layernorm -> gelu (the output), and a gelu of the input added in
@@ -77,16 +66,7 @@ TEST_CASE("layernorm and gelu run on chip as the reference", "[layers][transform
     INFO("shape " << shape.size() << "-D, C " << shape.back() << ", input zero point " << zin);
     const Network net = norm_net(shape, zin);
     const Tensor x = random_input(net, 3, rng);
-    const compiler::NetworkPlan plan = compiler::compile_network(net, x.batch(), cfg);
-    REQUIRE(plan.on_chip_plan);
-    const compiler::NetworkRun run = compiler::run_network(
-        plan, x, cfg, [&](std::size_t, const compiler::ProgramPlan& p, model::Memories& mem) {
-          return model::run_program(cfg, p.program, mem);
-        });
-    REQUIRE_FALSE(run.fault);
-    const Tensor want = compiler::reference_network(net, x);
-    CHECK(run.output.shape == want.shape);
-    CHECK(run.output.data == want.data);
+    test::check_on_chip_matches_reference(net, x, cfg);
   }
 }
 
