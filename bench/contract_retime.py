@@ -3,10 +3,11 @@ today's contract or the revised one (R5 load, R6 ACT latency 4, R4 ACC half
 banks). A sketch for an estimate, checked against today's model's trace
 (docs/microarchitecture.md, "Revised timing contract", R10); no tests of its own.
 
-    /usr/bin/python3 bench/contract_retime.py PROGRAM.asm [SPLIT]
+    /usr/bin/python3 bench/contract_retime.py PROGRAM.s [SPLIT]
 
-PROGRAM.asm is tpu-dis text of a tpuv1 program (N = 256); it prints the total
-cycles today and under each revised variant."""
+PROGRAM.s is the numeric assembly `tpu-sim net MODEL --preset tpuv1 --emit-asm`
+writes for one of bench/tpuv1_apps.py's models (N = 256 is assumed); it prints
+the total cycles today and under each revised variant."""
 import re, sys
 N, Lh, Bh, Lw, Bw, F, ACC_ROWS = 256, 100, 20, 100, 49, 4, 4096
 T = -(-N * N // Bw)
@@ -16,7 +17,7 @@ ACC_BANKS = 4
 def parse(path):
     prog = []
     for l in open(path):
-        l = l.split(';')[0].strip()
+        l = l.split(';')[0].split('#')[0].strip()
         if not l: continue
         op, *rest = l.split(None, 1)
         args = [int(x) for x in rest[0].split(',')] if rest else []
