@@ -74,7 +74,7 @@ case "$case_name" in
     head -c 40 "$tmp/ok.tpu" >"$tmp/truncated.tpu"
     { printf 'XXXX'; tail -c +5 "$tmp/ok.tpu"; } >"$tmp/magic.tpu"
     { head -c 4 "$tmp/ok.tpu"; printf '\x02\x00'; tail -c +7 "$tmp/ok.tpu"; } >"$tmp/version.tpu"
-    { head -c 16 "$tmp/ok.tpu"; printf '\x16'; tail -c +18 "$tmp/ok.tpu"; } >"$tmp/opcode.tpu"
+    { head -c 16 "$tmp/ok.tpu"; printf '\x18'; tail -c +18 "$tmp/ok.tpu"; } >"$tmp/opcode.tpu"
     { head -c 17 "$tmp/ok.tpu"; printf '\x01'; tail -c +19 "$tmp/ok.tpu"; } >"$tmp/flag.tpu"
     : >"$tmp/empty.tpu"
     for f in truncated magic version opcode flag empty; do
@@ -82,7 +82,7 @@ case "$case_name" in
       [ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "$f: not one line"; }
       grep -q "^tpu-dis: error: $tmp/$f.tpu: " "$tmp/err" || fail "$f: message does not name the file"
     done
-    grep -q "unknown opcode 0x16" <("$bin/tpu-dis" "$tmp/opcode.tpu" 2>&1) || fail "opcode message"
+    grep -q "unknown opcode 0x18" <("$bin/tpu-dis" "$tmp/opcode.tpu" 2>&1) || fail "opcode message"
     head -c 1 "$tmp/ok.tpu" >"$tmp/byte.tpu"
     expect_status 3 "$bin/tpu-dis" "$tmp/byte.tpu"
     grep -qx "tpu-dis: error: $tmp/byte.tpu: truncated header: 1 byte, a program starts with 16" \
