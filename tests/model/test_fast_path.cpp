@@ -210,13 +210,17 @@ TEST_CASE("Fast and detailed paths agree on compiled GEMMs on 4x4, 8x8 and 16x16
 TEST_CASE("Fast and detailed paths agree on random programs", "[fast_path]") {
   testing::RandomProgramGenerator gen(20261202);
   const std::vector<model::GemmKernel> kernels = available_kernels();
-  unsigned halted = 0, faulted = 0, limited = 0, threaded = 0, background = 0, vectors = 0, norms = 0;
+  unsigned halted = 0, faulted = 0, limited = 0, threaded = 0, background = 0, vectors = 0, norms = 0,
+           operands = 0;
   for (unsigned p = 0; p < 400; ++p) {
     const testing::RandomProgram rp = gen.next(/*faults=*/true);
     vectors += std::any_of(rp.program.code.begin(), rp.program.code.end(),
                            [](const isa::Instruction& in) { return in.opcode == isa::Opcode::VEC; });
     norms += std::any_of(rp.program.code.begin(), rp.program.code.end(), [](const isa::Instruction& in) {
       return in.opcode == isa::Opcode::SMAX || in.opcode == isa::Opcode::LNRM || in.opcode == isa::Opcode::GELU;
+    });
+    operands += std::any_of(rp.program.code.begin(), rp.program.code.end(), [](const isa::Instruction& in) {
+      return in.opcode == isa::Opcode::HWT || in.opcode == isa::Opcode::RWU;
     });
     // Each kernel in turn; from the second program on, every MMC of two or
     // more rows split over 2 to 8 threads (one thread per MAC at most).
@@ -255,6 +259,7 @@ TEST_CASE("Fast and detailed paths agree on random programs", "[fast_path]") {
   CHECK(background >= 250);
   CHECK(vectors >= 200);  // programs with at least one VEC
   CHECK(norms >= 200);    // with at least one SMAX, LNRM or GELU
+  CHECK(operands >= 200);  // with at least one HWT or RWU
 }
 
 TEST_CASE("Fast and detailed paths agree on random programs with MMCs of thousands of rows",
