@@ -381,6 +381,48 @@ TEST_CASE("The vector kernels multiply a tile's used extent and give the definit
   }
 }
 
+TEST_CASE("The VNNI packing is the documented layout, zero outside the used extent", "[fast_path]") {
+  // The layout the VNNI kernel reads (int8_gemm.cpp), written here apart from the packing
+  // loops: byte ((b * quads + q) * 32 + jj) * 4 + kk is W[4q + kk][32b + jj]
+  // inside the used extent and 0 outside, colsum[j] = 128 * sum_k W[k][j].
+  // Packing needs no AVX-512, so this runs on every CPU.
+  std::mt19937 rng(33);
+  for (std::size_t n : {std::size_t{4}, std::size_t{33}, std::size_t{64}, std::size_t{256}}) {
+    for (std::size_t ku : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{5}, n - 1, n}) {
+      for (std::size_t nu : {std::size_t{1}, std::size_t{31}, std::size_t{32}, std::size_t{33}, n - 1, n}) {
+        if (nu > n || ku > n || (ku == 0 && nu != 1)) continue;
+        std::vector<std::int8_t> w(n * n, 0);
+        for (std::size_t k = 0; k < ku; ++k)
+          for (std::size_t j = 0; j < nu; ++j) w[k * n + j] = static_cast<std::int8_t>(rng());
+        if (ku > 0) w[(ku - 1) * n + nu - 1] = -128;  // the extent's corner is used
+        const model::PackedWeights p = model::pack_weights(w.data(), n, model::GemmKernel::Avx512Vnni);
+        CAPTURE(n, ku, nu);
+        REQUIRE(p.k_used == ku);
+        REQUIRE(p.n_used == (ku == 0 ? 0 : nu));
+        const std::size_t quads = (p.k_used + 3) / 4, blocks = (p.n_used + 31) / 32;
+        REQUIRE(p.bytes.size() == blocks * quads * 128);
+        REQUIRE(p.colsum.size() == blocks * 32);
+        bool layout = true, sums = true;
+        for (std::size_t b = 0; b < blocks; ++b)
+          for (std::size_t q = 0; q < quads; ++q)
+            for (std::size_t jj = 0; jj < 32; ++jj)
+              for (std::size_t kk = 0; kk < 4; ++kk) {
+                const std::size_t k = 4 * q + kk, j = 32 * b + jj;
+                const std::int8_t want = k < p.k_used && j < p.n_used ? w[k * n + j] : 0;
+                layout = layout && p.bytes[((b * quads + q) * 32 + jj) * 4 + kk] == want;
+              }
+        for (std::size_t j = 0; j < blocks * 32; ++j) {
+          std::int32_t sum = 0;
+          for (std::size_t k = 0; j < n && k < n; ++k) sum += w[k * n + j];
+          sums = sums && p.colsum[j] == 128 * sum;
+        }
+        CHECK(layout);
+        CHECK(sums);
+      }
+    }
+  }
+}
+
 TEST_CASE("split_rows covers every row exactly once in at most `threads` bands", "[fast_path]") {
   std::vector<std::size_t> sizes;
   for (std::size_t r = 0; r <= 3 * 8 * 64 + 9; ++r) sizes.push_back(r);
