@@ -254,6 +254,15 @@ class Importer {
   void gru_step(const onnx::NodeProto& n, RecurrentUnit& u, std::size_t t);
   // --- attention (import_attention.cpp; docs/quantization.md, "Softmax and attention") ---
   void softmax(const onnx::NodeProto& n);
+  // MultiheadAttention as torch.onnx.export writes it, recognized at its first
+  // Transpose (1, 0, 2) of the tokens; its layers come at its last node.
+  bool match_mha(const onnx::NodeProto& t);
+  // The one reader of `from`'s output, which must be a `op` (skipped: part of
+  // the pattern); anything else is refused naming `from`.
+  const onnx::NodeProto& mha_next(const onnx::NodeProto& from, const char* op, const std::string& what);
+  // ViT's class token (Concat of constant tokens in front) and positional
+  // embedding (Add of a constant per token and feature): token_bias layers.
+  bool token_constants(const onnx::NodeProto& n);
 
   // Unsqueeze and Expand of constants (import_consts.cpp: shape arithmetic).
   void unsqueeze(const onnx::NodeProto& n);
@@ -290,7 +299,8 @@ class Importer {
   void identity(const onnx::NodeProto& n);
   void shape_op(const onnx::NodeProto& n);
   void gather(const onnx::NodeProto& n);
-  void const_arith(const onnx::NodeProto& n);
+  void const_arith(const onnx::NodeProto& n);  // Add, Mul, Div, Equal of constants
+  void const_where(const onnx::NodeProto& n);
   void const_concat(const onnx::NodeProto& n);
   void const_slice(const onnx::NodeProto& n);
   void cast_const(const onnx::NodeProto& n, std::int64_t to);

@@ -71,6 +71,8 @@ const std::map<std::string_view, Importer::NodeImporter>& Importer::operator_tab
       {"Shape", &Importer::shape_op},
       {"Gather", &Importer::gather},
       {"ConstantOfShape", &Importer::constant_of_shape},
+      {"Equal", &Importer::const_arith},
+      {"Where", &Importer::const_where},
       {"QuantizeLinear", &Importer::quantize_linear},
       {"DequantizeLinear", &Importer::dequantize_linear},
       {"Cast", &Importer::cast},
