@@ -347,6 +347,10 @@ int Net::run() {
   const std::string timeline_path = outputs.file(args_.timeline, run::Outputs::When::SuccessOrFault);
   // stderr only (progress.h); with --progress also when it is not a terminal.
   const run::ProgressScope progress(args_.progress || run::ProgressScope::stderr_is_terminal());
+  if (reference_only_ &&
+      (args_.check || !report_.empty() || !args_.stats.empty() || !args_.timeline.empty() || !args_.labels.empty()))
+    throw CLI::ValidationError("--reference-only", "runs no simulation: --check, --report, --stats, --timeline "
+                                                   "and --labels need one");
   const NetInput in = prepare(cfg, is_onnx, outputs);
   const compiler::Network& net = in.net;
   const compiler::Tensor& x = in.x;
@@ -354,9 +358,6 @@ int Net::run() {
   std::vector<std::int64_t> labels;
   if (!args_.labels.empty()) labels = read_labels(args_.labels, batch);
   if (reference_only_) {
-    if (args_.check || !report_path.empty() || !stats_path.empty() || !timeline_path.empty() || !args_.labels.empty())
-      throw CLI::ValidationError("--reference-only", "runs no simulation: --check, --report, --stats, --timeline "
-                                                     "and --labels need one");
     run::progress_show(fmt::format("tpu-sim net: the int8 reference on {}", plural(batch, "sample")));
     const compiler::Tensor y = compiler::reference_network(net, x);
     run::progress_clear();
