@@ -97,8 +97,6 @@ bool Importer::match_mha(const onnx::NodeProto& t) {
     fail(n, fmt::format("is not the MultiheadAttention pattern (docs/onnx.md, \"MultiheadAttention\"): {}", what));
   };
   only_attrs(t, {"perm"});
-  if (attr_ints(t, "perm", {}) != std::vector<std::int64_t>{1, 0, 2})
-    bad(t, "a token sequence (N, L, D) is transposed only as MultiheadAttention's (1, 0, 2)");
   const Value x = need_value(t, 0);
   const Shape xs = shape(x);
   const std::size_t L = xs[1], D = xs[2];

@@ -147,7 +147,8 @@ bool Importer::transformer_node(const onnx::NodeProto& n) {
     set_output(n, x);
     return true;
   }
-  if (op == "Transpose" && reads_tokens(n)) return match_mha(n);
+  if (op == "Transpose" && reads_tokens(n) && attr_ints(n, "perm", {}) == std::vector<std::int64_t>{1, 0, 2})
+    return match_mha(n);
   if (op == "Concat" && reads_tokens(n)) return token_constants(n);
   if (op == "Add" && reads_tokens(n) && n.input_size() == 2 && (is_const(n.input(0)) || is_const(n.input(1)))) {
     const Const& c = consts_.at(n.input(is_const(n.input(0)) ? 0 : 1));
