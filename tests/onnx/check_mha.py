@@ -241,8 +241,22 @@ def errors(bin_dir):
             path = t / f"e{k}.onnx"
             torch.onnx.export(model.eval(), torch.from_numpy(x), str(path), opset_version=13)
             refused([tpu_sim, "net", str(path), *common], want, failures)
+        # A wrong head split: the keys reshaped to 8 heads of 16 features, the queries to 4 of 32.
+        import onnx
+        from onnx import numpy_helper
+        path = t / "split.onnx"
+        torch.onnx.export(encoder_layer(64, "relu", False).eval(), torch.from_numpy(x), str(path), opset_version=13)
+        m = onnx.load(str(path))
+        shape_of = {n.input[1] for n in m.graph.node if n.name == "/self_attn/Reshape_1"}
+        for n in m.graph.node:
+            if n.op_type == "Constant" and n.output[0] in shape_of:
+                n.attribute[0].t.CopyFrom(numpy_helper.from_array(np.array([8, 16, 16], np.int64)))
+        onnx.save(m, str(path))
+        refused([tpu_sim, "net", str(path), *common], "node '/self_attn/Reshape_1' (Reshape): is not the "
+                "MultiheadAttention pattern (docs/onnx.md, \"MultiheadAttention\"): the heads' shape [8, 16, 16] "
+                "differs from the query's [8, 8, 32]", failures)
         # --reference-only runs no simulation: the simulation's outputs are refused.
-        r = subprocess.run([tpu_sim, "net", str(t / "e1.onnx"), *common, "--check"], capture_output=True, text=True)
+        r = subprocess.run([tpu_sim, "net", str(path), *common, "--check"], capture_output=True, text=True)
         if r.returncode == 0 or "--reference-only" not in r.stderr:
             failures.append(f"--reference-only with --check: status {r.returncode}, {r.stderr.strip()[:200]}")
     for msg in failures:
