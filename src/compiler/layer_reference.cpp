@@ -296,8 +296,6 @@ std::int32_t requantize_wide(std::int64_t v, const model::Requant& q) {
   return static_cast<std::int32_t>(std::clamp<__int128>(p, -128, 127));
 }
 
-// LayerNorm without its affine: each token (the last axis) normalized by
-// LNRM's integer arithmetic.
 // Constant tokens and positions (docs/quantization.md): acc = b[p][c] for the
 // prefix_tokens constant tokens, (x - z_x) + b[p][c] for the input's, in int32
 // (|b| <= 2^30), requantized with s_x / s_y.
@@ -318,6 +316,8 @@ Tensor token_bias(const Layer& l, const TensorInfo& in, const TensorInfo& out, c
   return y;
 }
 
+// LayerNorm without its affine: each token (the last axis) normalized by
+// LNRM's integer arithmetic.
 Tensor layernorm(const Layer& l, const TensorInfo& in, const Tensor& x) {
   const std::int64_t d = static_cast<std::int64_t>(in.shape.back());
   const NormSetting ns = layernorm_setting(in.quant, static_cast<std::uint64_t>(d), l.eps, l.output);
