@@ -76,18 +76,18 @@ std::string module_path(const onnx::NodeProto& n) {
 
 }  // namespace
 
-const onnx::NodeProto& Importer::mha_next(const onnx::NodeProto& from, const char* op, const std::string& what) {
+const onnx::NodeProto& Importer::mha_next(const onnx::NodeProto& from, const char* op, const std::string& what,
+                                          const char* hint) {
   const std::string& out = from.output(0);
+  const std::string why = hint ? fmt::format("; {}", hint) : std::string();
   const auto it = consumers_.find(out);
   if (it == consumers_.end() || it->second.size() != 1 || uses_.at(out) != 1)
     fail(from, fmt::format("is not the MultiheadAttention pattern (docs/onnx.md, \"MultiheadAttention\"): its output "
-                           "must be read by one {} ({}) only{}", op, what,
-                           std::string(op) == "Softmax" ? "; attention masks are not supported" : ""));
+                           "must be read by one {} ({}) only{}", op, what, why));
   const onnx::NodeProto& c = g_.node(static_cast<int>(it->second[0]));
   if (c.op_type() != op)
     fail(from, fmt::format("is not the MultiheadAttention pattern (docs/onnx.md, \"MultiheadAttention\"): its output "
-                           "is read by {} '{}', not a {} ({}){}", c.op_type(), c.name(), op, what,
-                           std::string(op) == "Softmax" ? "; attention masks are not supported" : ""));
+                           "is read by {} '{}', not a {} ({}){}", c.op_type(), c.name(), op, what, why));
   skip_.insert(node_index(c));
   return c;
 }
@@ -103,11 +103,14 @@ bool Importer::match_mha(const onnx::NodeProto& t) {
   if (xs[0] != 1) bad(t, "reads a map, not a token sequence");
   skip_.insert(node_index(t));
   const onnx::NodeProto& mm = mha_next(t, "MatMul", "the packed in-projection");
-  if (mm.input(0) != t.output(0) || !is_const(mm.input(1)) ||
-      consts_.at(mm.input(1)).dims != std::vector<std::int64_t>{std::int64_t(D), std::int64_t(3 * D)})
-    bad(mm, fmt::format("the in-projection must be a MatMul of the tokens by a packed constant ({}, {}): separate "
-                        "query, key and value projections (cross-attention) are not supported", D, 3 * D));
-  const onnx::NodeProto& pb = mha_next(mm, "Add", "the in-projection's bias");
+  if (mm.input(0) != t.output(0) || !is_const(mm.input(1)))
+    bad(mm, "the in-projection must be a MatMul of the transposed tokens by a constant");
+  if (consts_.at(mm.input(1)).dims != std::vector<std::int64_t>{std::int64_t(D), std::int64_t(3 * D)})
+    bad(mm, fmt::format("the in-projection's weights are [{}], not the packed ({}, {}) of self-attention's query, key "
+                        "and value: separate query, key and value projections (cross-attention, kdim or vdim) are "
+                        "not supported", fmt::join(consts_.at(mm.input(1)).dims, ", "), D, 3 * D));
+  const onnx::NodeProto& pb =
+      mha_next(mm, "Add", "the in-projection's bias", "MultiheadAttention(bias=False) is not supported");
   // The bias Add's output: read by a Shape (its last axis, 3D) and the three Slices.
   const auto readers = consumers_.find(pb.output(0));
   std::vector<const onnx::NodeProto*> slices;
@@ -169,7 +172,7 @@ bool Importer::match_mha(const onnx::NodeProto& t) {
   qk = &mha_next(*scale, "MatMul", "the scores Q K^T");
   if (qk->input(0) != scale->output(0) || qk->input(1) != br[ki].transpose->output(0))
     bad(*qk, "the scores must be MatMul(scaled Q, K transposed)");
-  const onnx::NodeProto& sm = mha_next(*qk, "Softmax", "over the keys");
+  const onnx::NodeProto& sm = mha_next(*qk, "Softmax", "over the keys", "attention masks are not supported");
   const onnx::NodeProto& pv = mha_next(sm, "MatMul", "P V");
   if (pv.input(0) != sm.output(0) || pv.input(1) != br[vi].transpose->output(0))
     bad(pv, "the output must be MatMul(softmax, V)");

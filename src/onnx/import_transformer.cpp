@@ -163,8 +163,9 @@ bool Importer::transformer_node(const onnx::NodeProto& n) {
     static const std::set<std::string> ok = {"MatMul", "Add", "Mul", "Identity", "Dropout", "Relu"};
     if (!ok.count(op))
       fail(n, "reads a token sequence (N, L, D): tpu-sim takes MatMul by a constant, Add, Mul, ReLU, LayerNorm (its "
-              "decomposed form or LayerNormalization), GELU (the erf form), the mean over the tokens and a Gather of "
-              "one token on token sequences (docs/onnx.md, \"Transformer layers\")");
+              "decomposed form or LayerNormalization), GELU (the erf form), the mean over the tokens, a Gather of "
+              "one token, ViT's class token and positions, and MultiheadAttention (its first node a Transpose "
+              "(1, 0, 2)) on token sequences (docs/onnx.md, \"Transformer layers\")");
   }
   return false;
 }

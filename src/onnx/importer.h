@@ -258,8 +258,10 @@ class Importer {
   // Transpose (1, 0, 2) of the tokens; its layers come at its last node.
   bool match_mha(const onnx::NodeProto& t);
   // The one reader of `from`'s output, which must be a `op` (skipped: part of
-  // the pattern); anything else is refused naming `from`.
-  const onnx::NodeProto& mha_next(const onnx::NodeProto& from, const char* op, const std::string& what);
+  // the pattern); anything else is refused naming `from`, with `hint` (the
+  // likely cause) when given.
+  const onnx::NodeProto& mha_next(const onnx::NodeProto& from, const char* op, const std::string& what,
+                                  const char* hint = nullptr);
   // ViT's class token (Concat of constant tokens in front) and positional
   // embedding (Add of a constant per token and feature): token_bias layers.
   bool token_constants(const onnx::NodeProto& n);

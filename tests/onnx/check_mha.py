@@ -28,8 +28,9 @@ torchvision's encoder block does, need_weights=False, d 64, 4 heads, L 17,
 batch 2), vit_small (torchvision's VisionTransformer(image_size=32,
 patch_size=8, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128): its
 class token and positional embedding, batch 2), vit_b_16 (torchvision's
-vit_b_16(weights=None) at 224 x 224, batch 1: the full tier). `errors`: a mask, batch_first=False and cross-attention are one error
-line each, status 3.
+vit_b_16(weights=None) at 224 x 224, batch 1: the full tier). `errors`: a mask, batch_first=False, cross-attention,
+bias=False and a wrong head split are one error line each naming the node, status
+3; --reference-only with --check is a usage error.
 Run with /usr/bin/python3.
 """
 import json
@@ -223,6 +224,17 @@ class Cross(nn.Module):
         return self.attn(x, m, m, need_weights=False)[0]
 
 
+class NoBias(nn.Module):
+    """nn.MultiheadAttention(bias=False): no Add after the in-projection."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(128, 4, bias=False, batch_first=True)
+
+    def forward(self, x):
+        return self.attn(x, x, x, need_weights=False)[0]
+
+
 def errors(bin_dir):
     failures = []
     tpu_sim = str(bin_dir / "tpu-sim")
@@ -235,7 +247,11 @@ def errors(bin_dir):
         cases = [
             (Masked(), "attention masks are not supported"),
             (encoder_layer(64, "relu", False, batch_first=False), "batch_first=False"),
-            (Cross(), "separate query, key and value projections"),
+            (Cross(), "node '/attn/MatMul' (MatMul): is not the MultiheadAttention pattern (docs/onnx.md, "
+                      "\"MultiheadAttention\"): the in-projection's weights are [128, 128], not the packed (128, 384)"),
+            (NoBias(), "node '/attn/MatMul' (MatMul): is not the MultiheadAttention pattern (docs/onnx.md, "
+                       "\"MultiheadAttention\"): its output must be read by one Add (the in-projection's bias) only; "
+                       "MultiheadAttention(bias=False) is not supported"),
         ]
         for k, (model, want) in enumerate(cases):
             path = t / f"e{k}.onnx"
