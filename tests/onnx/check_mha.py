@@ -23,7 +23,8 @@ PyTorch transformer encoders exported to ONNX (opset 13) here, imported by
 MODEL: post_relu (nn.TransformerEncoderLayer d_model 128, nhead 4, ff 256,
 ReLU, post-norm, batch_first, L 32, batch 2), pre_gelu (ff 512, GELU,
 norm_first, batch 1), stack2 (nn.TransformerEncoder of 2 post-norm GELU layers
-of ff 256, batch 2), mha (nn.MultiheadAttention called directly as
+of ff 256, batch 2), encoder2 (nn.TransformerEncoder of 2 layers with
+PyTorch's defaults: ff 2048, ReLU, post-norm; batch_first, batch 2), mha (nn.MultiheadAttention called directly as
 torchvision's encoder block does, need_weights=False, d 64, 4 heads, L 17,
 batch 2), vit_small (torchvision's VisionTransformer(image_size=32,
 patch_size=8, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128): its
@@ -97,6 +98,8 @@ MODELS = {
     "pre_gelu": (lambda: encoder_layer(512, "gelu", True), (32, 128), 1, "/self_attn", 4),
     "stack2": (lambda: nn.TransformerEncoder(encoder_layer(256, "gelu", False), 2, enable_nested_tensor=False),
                (32, 128), 2, "/layers.1/self_attn", 4),
+    "encoder2": (lambda: nn.TransformerEncoder(nn.TransformerEncoderLayer(128, 4, batch_first=True, dropout=0.0), 2,
+                                               enable_nested_tensor=False), (32, 128), 2, "/layers.1/self_attn", 4),
     "mha": (SelfAttention, (17, 64), 2, "/attn", 4),
     "vit_small": (lambda: vit(**SMALL_VIT), (3, 32, 32), 2, VIT_ATTN.format(1), 4),
     "vit_b_16": (vit, (3, 224, 224), 1, VIT_ATTN.format(11), 12),
