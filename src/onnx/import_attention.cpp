@@ -126,12 +126,12 @@ bool Importer::match_mha(const onnx::NodeProto& t) {
     bad(pb, "the in-projection must be read by three Slices (query, key, value) and at most a Shape");
   for (const onnx::NodeProto* s : slices) skip_.insert(node_index(*s));
   if (shp) {
-    // Its value is known: the model's (L, N, 3D), N the graph input's batch.
+    // Its value is known: the model's (L, N, 3D), N the graph input's batch
+    // (1 when not fixed, as for other Shapes of a sequence).
     skip_.insert(node_index(*shp));
-    const auto& d0 = g_.input(0).type().tensor_type().shape().dim(0);
     Const c;
     c.type = onnx::TensorProto::INT64;
-    c.values = {double(L), d0.has_dim_value() ? double(d0.dim_value()) : 1.0, double(3 * D)};
+    c.values = {double(L), input_batch_ > 0 ? double(input_batch_) : 1.0, double(3 * D)};
     c.dims = {3};
     consts_[shp->output(0)] = std::move(c);
   }

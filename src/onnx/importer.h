@@ -346,6 +346,8 @@ class Importer {
   // The input is a sequence read by a recurrent layer (axes "TNF", or "NTF"
   // when batch first), held as 1 x L x D per sample; empty: it is not.
   std::string seq_input_;
+  // The one real input's declared batch (its dimension 0), 0 when not fixed.
+  std::int64_t input_batch_ = 0;
   std::map<std::size_t, compiler::QuantParams> tq_;  // QDQ: per tensor id, its quantization
   std::vector<std::string> layer_op_;  // per layer, the ONNX operator that made it
   // Transformer patterns (import_transformer.cpp): the readers of each name
