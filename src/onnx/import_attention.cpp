@@ -211,13 +211,16 @@ bool Importer::match_mha(const onnx::NodeProto& t) {
       return consts_.at(r.input(1)).values;
     };
     const std::vector<double> rs = shape_of(*q.reshape);
-    if (rs.size() != 3 || rs[0] != double(L) || rs[2] < 1 || D % static_cast<std::size_t>(rs[2]) != 0)
+    // Whole numbers in range before any cast (a -1 or a float constant is refused, not cast).
+    const auto whole = [](double num, double hi) { return num >= 1 && num <= hi && std::floor(num) == num; };
+    if (rs.size() != 3 || rs[0] != double(L) || !whole(rs[2], double(D)) || D % static_cast<std::size_t>(rs[2]) != 0)
       bad(*q.reshape, fmt::format("the heads' shape [{}] is not (L = {}, N * heads, head features dividing D = {})",
                                   fmt::join(rs, ", "), L, D));
     const auto dh = static_cast<std::size_t>(rs[2]);
     const std::size_t H = D / dh;
-    if (static_cast<std::size_t>(rs[1]) % H != 0 || rs[1] < 1)
-      bad(*q.reshape, fmt::format("{} is not N times the {} heads", rs[1], H));
+    if (!whole(rs[1], double(std::size_t{1} << 40)) || static_cast<std::size_t>(rs[1]) % H != 0)
+      bad(*q.reshape, fmt::format("the heads' shape [{}]: {} is not N times the {} heads (a whole number; no -1)",
+                                  fmt::join(rs, ", "), rs[1], H));
     const std::size_t N = static_cast<std::size_t>(rs[1]) / H;
     for (const Branch* b : {&k, &v})
       if (shape_of(*b->reshape) != rs)

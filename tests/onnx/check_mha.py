@@ -24,14 +24,15 @@ MODEL: post_relu (nn.TransformerEncoderLayer d_model 128, nhead 4, ff 256,
 ReLU, post-norm, batch_first, L 32, batch 2), pre_gelu (ff 512, GELU,
 norm_first, batch 1), stack2 (nn.TransformerEncoder of 2 post-norm GELU layers
 of ff 256, batch 2), encoder2 (nn.TransformerEncoder of 2 layers with
-PyTorch's defaults: ff 2048, ReLU, post-norm; batch_first, batch 2), mha (nn.MultiheadAttention called directly as
-torchvision's encoder block does, need_weights=False, d 64, 4 heads, L 17,
-batch 2), vit_small (torchvision's VisionTransformer(image_size=32,
-patch_size=8, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128): its
-class token and positional embedding, batch 2), vit_b_16 (torchvision's
-vit_b_16(weights=None) at 224 x 224, batch 1: the full tier). `errors`: a mask, batch_first=False, cross-attention,
-bias=False and a wrong head split are one error line each naming the node, status
-3; --reference-only with --check is a usage error.
+PyTorch's defaults: ff 2048, ReLU, post-norm; batch_first, batch 2), mha
+(nn.MultiheadAttention called directly as torchvision's encoder block does,
+need_weights=False, d 64, 4 heads, L 17, batch 2), vit_small (torchvision's
+VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=4,
+hidden_dim=64, mlp_dim=128): its class token and positional embedding, batch
+2), vit_b_16 (torchvision's vit_b_16(weights=None) at 224 x 224, batch 1: the
+full tier). `errors`: a mask, batch_first=False, cross-attention, bias=False
+and wrong head splits (keys unlike queries, a -1) are one error line each
+naming the node, status 3; --reference-only with --check is a usage error.
 Run with /usr/bin/python3.
 """
 import json
@@ -260,20 +261,27 @@ def errors(bin_dir):
             path = t / f"e{k}.onnx"
             torch.onnx.export(model.eval(), torch.from_numpy(x), str(path), opset_version=13)
             refused([tpu_sim, "net", str(path), *common], want, failures)
-        # A wrong head split: the keys reshaped to 8 heads of 16 features, the queries to 4 of 32.
+        # Head splits edited in the exported graph (the query's Reshape is /self_attn/Reshape, the keys'
+        # /self_attn/Reshape_1): the keys reshaped to 8 heads of 16 features, the queries to 4 of 32; the
+        # queries' N * heads given as -1.
         import onnx
         from onnx import numpy_helper
-        path = t / "split.onnx"
-        torch.onnx.export(encoder_layer(64, "relu", False).eval(), torch.from_numpy(x), str(path), opset_version=13)
-        m = onnx.load(str(path))
-        shape_of = {n.input[1] for n in m.graph.node if n.name == "/self_attn/Reshape_1"}
-        for n in m.graph.node:
-            if n.op_type == "Constant" and n.output[0] in shape_of:
-                n.attribute[0].t.CopyFrom(numpy_helper.from_array(np.array([8, 16, 16], np.int64)))
-        onnx.save(m, str(path))
-        refused([tpu_sim, "net", str(path), *common], "node '/self_attn/Reshape_1' (Reshape): is not the "
-                "MultiheadAttention pattern (docs/onnx.md, \"MultiheadAttention\"): the heads' shape [8, 16, 16] "
-                "differs from the query's [8, 8, 32]", failures)
+        torch.onnx.export(encoder_layer(64, "relu", False).eval(), torch.from_numpy(x), str(t / "layer.onnx"),
+                          opset_version=13)
+        split_cases = [
+            ("/self_attn/Reshape_1", [8, 16, 16], "the heads' shape [8, 16, 16] differs from the query's [8, 8, 32]"),
+            ("/self_attn/Reshape", [8, -1, 32], "the heads' shape [8, -1, 32]: -1 is not N times the 4 heads"),
+        ]
+        for k, (node, new_shape, want) in enumerate(split_cases):
+            m = onnx.load(str(t / "layer.onnx"))
+            shape_of = {n.input[1] for n in m.graph.node if n.name == node}
+            for n in m.graph.node:
+                if n.op_type == "Constant" and n.output[0] in shape_of:
+                    n.attribute[0].t.CopyFrom(numpy_helper.from_array(np.array(new_shape, np.int64)))
+            path = t / f"split{k}.onnx"
+            onnx.save(m, str(path))
+            refused([tpu_sim, "net", str(path), *common], f"node '{node}' (Reshape): is not the MultiheadAttention "
+                    f"pattern (docs/onnx.md, \"MultiheadAttention\"): {want}", failures)
         # --reference-only runs no simulation: the simulation's outputs are refused.
         r = subprocess.run([tpu_sim, "net", str(path), *common, "--check"], capture_output=True, text=True)
         if r.returncode == 0 or "--reference-only" not in r.stderr:
