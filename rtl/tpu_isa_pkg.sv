@@ -45,7 +45,9 @@ package tpu_isa_pkg;
     OpNcon = 8'h12,
     OpSmax = 8'h13,
     OpLnrm = 8'h14,
-    OpGelu = 8'h15
+    OpGelu = 8'h15,
+    OpHwt = 8'h16,
+    OpRwu = 8'h17
   } opcode_e;
 
   // Executing units (isa::Unit) and memory spaces (isa::Space).
@@ -73,6 +75,8 @@ package tpu_isa_pkg;
   localparam int unsigned FlagVecQ = 1;
   localparam int unsigned FlagVecT = 2;
   localparam int unsigned FlagVsrcB = 0;
+  localparam int unsigned FlagHwtT = 0;
+  localparam int unsigned FlagRwuT = 0;
 
   // Operand fields: width in bits and legal range.
   localparam int unsigned HostRowWidth = 32;

@@ -59,6 +59,8 @@ class Config:
     weight_latency: int
     weight_bytes_per_cycle: int
     act_latency: int
+    host_layout_cycles: int
+    ub_weight_path: int
     clock_mhz: int
     def replace(self, **fields: int) -> "Config":
         """A copy with some fields changed."""

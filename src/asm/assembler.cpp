@@ -488,22 +488,23 @@ class Assembler {
       }
       in.operands[i] = *v;
     }
-    if (ok && in.opcode == isa::Opcode::NGEO) check_token_width(st, in);
+    if (ok) {
+      unsigned at = 0;
+      if (const std::string why = isa::check_with_array_n(in, array_n_, &at); !why.empty()) {
+        error(st.operands[at].loc, why);
+        ok = false;
+      }
+    }
+    if (ok && in.opcode == isa::Opcode::RWU && options_.config != nullptr && options_.config->ub_weight_path == 0) {
+      error(st.loc, "RWU needs the configuration's ub_weight_path (a weight path from the unified buffer, "
+                    "beyond TPUv1), which is off");
+      ok = false;
+    }
     if (ok && options_.config != nullptr) check_memory(st, in);
     // The convolution registers, as the next MMC.C in program order finds
     // them (a program is straight-line code).
     if (ok) geometry_.apply(in);
     return in;
-  }
-
-  // NGEO's width counts a token's values: at most its groups rows of N lanes.
-  void check_token_width(const Statement& st, const isa::Instruction& in) {
-    const auto groups = static_cast<std::uint64_t>(in.operands[0]);
-    const auto width = static_cast<std::uint64_t>(in.operands[3]);
-    if (width <= groups * array_n_) return;
-    error(st.operands[3].loc,
-          fmt::format("width {} is more than a token's groups * N = {} * {} = {} values", width,
-                      groups, array_n_, groups * array_n_));
   }
 
   void check_memory(const Statement& st, const isa::Instruction& in) {

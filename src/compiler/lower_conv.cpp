@@ -37,6 +37,19 @@ void OnChip::conv_tiles(std::size_t i, std::uint64_t go, std::vector<std::uint64
   const Layer& l = net_.layers[i];
   const Place& xp = places_[base_of(layer_inputs(net_, i)[0])];
   const ConvShape s = conv_shape(i);
+  const TileKey key{i, go};
+  if (const auto k = keep_cache_->find(key); k != keep_cache_->end()) {
+    if (estimating_) {
+      keep = k->second;
+      tiles.assign(keep.size(), 0);
+      return;
+    }
+    if (const auto t = conv_tile_cache_.find(key); t != conv_tile_cache_.end()) {
+      keep = k->second;
+      tiles = t->second;
+      return;
+    }
+  }
   tiles.clear();
   keep.clear();
   for (std::uint64_t tap = 0; tap < (s.host_im2col || s.pointwise ? 1 : s.taps); ++tap)
@@ -55,6 +68,8 @@ void OnChip::conv_tiles(std::size_t i, std::uint64_t go, std::vector<std::uint64
       keep.push_back(!zero || (tiles.size() + 1 == s.rounds && std::none_of(keep.begin(), keep.end(), [](bool b) { return b; })));
       tiles.push_back(keep.back() ? tile(std::move(t)) : 0);
     }
+  (*keep_cache_)[key] = keep;
+  if (!estimating_) conv_tile_cache_[key] = tiles;
 }
 
 void OnChip::lower_conv(std::size_t i, std::uint64_t bc) {

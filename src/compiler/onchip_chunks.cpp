@@ -25,6 +25,7 @@ double OnChip::estimate(std::uint64_t b) const {
   trial.two_inputs_ = false;
   trial.chunk_ = b;
   trial.chunks_ = 1;
+  trial.estimating_ = true;
   trial.lower_chunk(0, b);
   // Per tile: its rows, its stream from memory, and the back-to-back MMC.S
   // chain's bound max(N + 1, (B + 2N + 1) / 2) (docs/microarchitecture.md);

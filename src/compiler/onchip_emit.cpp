@@ -33,6 +33,7 @@ NetworkPlan OnChip::emit(std::uint64_t host_rows) {
   seg.assembly = std::move(e.text());
   seg.instruction_layer = std::move(e.layers());
   seg.weights = tiles_.take();
+  conv_tile_cache_.clear();  // its indices were into the store just taken
   seg.weight_tiles_used = tiles;
   seg.host_rows_used = host_rows;
   seg.unit_is_sample = true;

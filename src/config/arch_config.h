@@ -35,6 +35,12 @@ struct ArchConfig {
   std::uint64_t weight_latency = 0;        // cycles before a weight DMA moves its first byte
   std::uint64_t weight_bytes_per_cycle = 0;
   std::uint64_t act_latency = 0;           // activation unit pipeline depth
+  // Attention's second operand (docs/microarchitecture.md, "Attention's
+  // second operand"): the host's software time to lay out an HWT's tile, and
+  // whether the weight DMA may take a tile from the unified buffer (RWU),
+  // which TPUv1 cannot (0 in every preset).
+  std::uint64_t host_layout_cycles = 0;
+  std::uint64_t ub_weight_path = 0;
   // Clock frequency: converts cycles to seconds and MACs to TOPS in the
   // statistics; no effect on any cycle count (the RTL ignores it).
   std::uint64_t clock_mhz = 700;

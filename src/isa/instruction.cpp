@@ -200,6 +200,27 @@ std::int64_t ConvGeometry::input_row(std::uint64_t i, std::uint32_t dy, std::uin
   return iy * in_w + ix;
 }
 
+std::string check_with_array_n(const Instruction& in, std::uint64_t array_n, unsigned* operand) {
+  unsigned at = 0;
+  std::string why;
+  if (in.opcode == Opcode::NGEO) {
+    const auto groups = static_cast<std::uint64_t>(in.operands[0]);
+    const auto width = static_cast<std::uint64_t>(in.operands[3]);
+    at = 3;
+    if (width > groups * array_n)
+      why = fmt::format("width {} is more than a token's groups * N = {} * {} = {} values", width, groups,
+                        array_n, groups * array_n);
+  } else if (in.opcode == Opcode::HWT || in.opcode == Opcode::RWU) {
+    at = in.opcode == Opcode::HWT ? 2 : 1;
+    const auto rows = static_cast<std::uint64_t>(in.operands[at]);
+    if (rows > array_n)
+      why = fmt::format("{} of {} rows is more than a weight tile's N = {} rows", spec_of(in.opcode).mnemonic,
+                        rows, array_n);
+  }
+  if (operand != nullptr) *operand = at;
+  return why;
+}
+
 std::vector<Access> accesses(const Instruction& in, const ConvGeometry& geometry) {
   const auto u = [](std::int64_t v) { return static_cast<std::uint64_t>(v); };
   const auto& op = in.operands;
@@ -215,6 +236,10 @@ std::vector<Access> accesses(const Instruction& in, const ConvGeometry& geometry
               {Space::HostMem, u(op[1]), u(op[2]), true, 1}};
     case Opcode::RW:
       return {{Space::WeightMem, u(op[0]), 1, false, 0}};
+    case Opcode::HWT:
+      return {{Space::HostMem, u(op[0]), u(op[2]), false, 0}, {Space::WeightMem, u(op[1]), 1, true, 1}};
+    case Opcode::RWU:
+      return {{Space::UnifiedBuffer, u(op[0]), u(op[1]), false, 0}};
     case Opcode::MMC:
       return {{Space::UnifiedBuffer, u(op[0]), in.has(kFlagMmcConvolve) ? geometry.map_rows() : u(op[2]),
                false, 0},

@@ -68,6 +68,13 @@ struct Access {
   }
 };
 
+// The rules of an instruction that depend on the array size N (beside its
+// fields' ranges): an NGEO's width at most groups * N values, an HWT's or
+// RWU's rows at most N (a tile has N rows). Empty when `in` keeps them, else
+// the reason, and in *operand the operand at fault. The assembler and the
+// program-file loader check them all, the controller HWT's and RWU's.
+std::string check_with_array_n(const Instruction& in, std::uint64_t array_n, unsigned* operand = nullptr);
+
 // Host rows one accumulator row fills when WHM.A writes it out (N int32 = 4N bytes).
 inline constexpr unsigned kHostRowsPerAccRow = 4;
 

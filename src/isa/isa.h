@@ -165,6 +165,8 @@ enum class Opcode : std::uint8_t {
   SMAX = 0x13,
   LNRM = 0x14,
   GELU = 0x15,
+  HWT = 0x16,
+  RWU = 0x17,
 };
 
 // The unit that executes an instruction once the controller issues it.
@@ -194,7 +196,7 @@ struct InstrSpec {
 
 inline constexpr Field kNone = Field::Rows;  // filler for unused operand slots
 
-inline constexpr std::array<InstrSpec, 22> kInstrs{{
+inline constexpr std::array<InstrSpec, 24> kInstrs{{
     {Opcode::NOP, "NOP", Unit::Controller, 0, {}, 0, 0, {kNone, kNone, kNone, kNone}, "do nothing"},
     {Opcode::RHM, "RHM", Unit::HostDma, 0, {}, 0, 3, {Field::HostRow, Field::UbRow, Field::Rows, kNone},
      "copy rows host memory -> unified buffer"},
@@ -256,6 +258,15 @@ inline constexpr std::array<InstrSpec, 22> kInstrs{{
     {Opcode::GELU, "GELU", Unit::ActivationUnit, 0, {}, 0, 3,
      {Field::NormRow, Field::UbRow, Field::Rows, kNone},
      "integer GELU of UB rows into UB rows, element by element"},
+    // Attention's second operand as a weight tile (docs/microarchitecture.md,
+    // "Attention's second operand"): through the host, or (beyond TPUv1, with
+    // the configuration's ub_weight_path) from the unified buffer.
+    {Opcode::HWT, "HWT", Unit::HostDma, 1, {{{'T', 0, "transpose: tile row k is lane k of the rows"}}}, 0, 3,
+     {Field::HostRow, Field::WeightTile, Field::Rows, kNone},
+     "the host lays host rows out as a weight tile in weight memory"},
+    {Opcode::RWU, "RWU", Unit::WeightDma, 1, {{{'T', 0, "transpose: tile row k is lane k of the rows"}}}, 0, 2,
+     {Field::UbRow, Field::Rows, kNone, kNone},
+     "push a weight tile made of UB rows into the weight FIFO (ub_weight_path)"},
 }};
 
 // Looks up a flag's bit mask at compile time; 0 if the instruction has no such flag.
@@ -278,6 +289,8 @@ inline constexpr std::uint8_t kFlagActRelu = flag_mask(Opcode::ACT, 'R');
 inline constexpr std::uint8_t kFlagActSigmoid = flag_mask(Opcode::ACT, 'Q');
 inline constexpr std::uint8_t kFlagActTanh = flag_mask(Opcode::ACT, 'T');
 inline constexpr std::uint8_t kFlagVsrcBroadcast = flag_mask(Opcode::VSRC, 'B');
+inline constexpr std::uint8_t kFlagHwtTranspose = flag_mask(Opcode::HWT, 'T');
+inline constexpr std::uint8_t kFlagRwuTranspose = flag_mask(Opcode::RWU, 'T');
 // VEC's activation flags are ACT's: the same letters in the same bits.
 static_assert(flag_mask(Opcode::VEC, 'R') == kFlagActRelu &&
               flag_mask(Opcode::VEC, 'Q') == kFlagActSigmoid &&

@@ -71,16 +71,10 @@ Program parse_program(const std::vector<std::uint8_t>& bytes) {
     } catch (const DecodeError& err) {
       throw DecodeError(fmt::format("pc {}: {}", pc, err.what()));
     }
-    // NGEO's width counts a token's values: at most groups rows of the header's N lanes (as the
-    // assembler checks), so that every program file disassembles to text that assembles again.
-    const Instruction& in = prog.code.back();
-    if (in.opcode == Opcode::NGEO) {
-      const auto groups = static_cast<std::uint64_t>(in.operands[0]);
-      const auto width = static_cast<std::uint64_t>(in.operands[3]);
-      if (width > groups * prog.array_n)
-        throw DecodeError(fmt::format("pc {}: width {} is more than a token's groups * N = {} * {} = {} values", pc,
-                                      width, groups, prog.array_n, groups * prog.array_n));
-    }
+    // NGEO's width, HWT's and RWU's rows within what the header's N allows (as the assembler
+    // checks), so that every program file disassembles to text that assembles again.
+    if (const std::string why = check_with_array_n(prog.code.back(), prog.array_n); !why.empty())
+      throw DecodeError(fmt::format("pc {}: {}", pc, why));
   }
   return prog;
 }

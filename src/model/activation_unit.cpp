@@ -130,11 +130,15 @@ void ActivationUnit::read_pool(Cycle now) {
   if (r >= 0) {
     const std::int8_t* x = mem_.ub.row(static_cast<std::uint64_t>(in.operands[0]) +
                                        static_cast<std::uint64_t>(r));
-    for (std::size_t j = 0; j < n; ++j) {
-      if (average)
-        pool_acc_[j] += x[j] - g.pad;  // padding adds pad - pad = 0
-      else
-        pool_acc_[j] = pool_any_ ? std::max<std::int32_t>(pool_acc_[j], x[j]) : x[j];
+    // Three loops without a branch inside, so that each one vectorizes.
+    std::int32_t* acc = pool_acc_.data();
+    if (average) {
+      const std::int32_t pad = g.pad;
+      for (std::size_t j = 0; j < n; ++j) acc[j] += x[j] - pad;  // padding adds pad - pad = 0
+    } else if (pool_any_) {
+      for (std::size_t j = 0; j < n; ++j) acc[j] = std::max<std::int32_t>(acc[j], x[j]);
+    } else {
+      for (std::size_t j = 0; j < n; ++j) acc[j] = x[j];
     }
     pool_any_ = true;
   }

@@ -100,7 +100,7 @@ std::optional<StallCause> Controller::stall_cause(const isa::Instruction& in, Cy
       std::any_of(scoreboard_.begin(), scoreboard_.end(),
                   [unit](const InFlight& f) { return f.unit == unit; }))
     return StallCause::UnitBusy;
-  if (in.opcode == isa::Opcode::RW && rw_issued_ - tiles_popped.read() >= cfg_.fifo_depth)
+  if (pushes_tile(in) && rw_issued_ - tiles_popped.read() >= cfg_.fifo_depth)
     return StallCause::FifoFull;
   return std::nullopt;
 }
@@ -149,7 +149,7 @@ void Controller::issue(const isa::Instruction& in, Cycle now, Cycle reported) {
   // next cycle; the others after their occupancy, counted from the start.
   unit_free_at_[static_cast<unsigned>(spec.unit)] =
       spec.unit == isa::Unit::HostDma ? completion : rec.start - 1 + occupancy(cfg_, in, geometry_);
-  if (in.opcode == isa::Opcode::RW) {
+  if (pushes_tile(in)) {
     ++rw_issued_;
     tile_arrival_.push_back(reported);
   }
@@ -212,6 +212,14 @@ void Controller::tick() {
     return fault(now, fault_reason(FaultCode::PastEnd));
   const isa::Instruction& in = prog_.code[pc_];
   if (!check_bounds(in, now)) return;
+  // An HWT or RWU of more than N rows, which a program file's loader and the
+  // assembler refuse, in a program made in memory: a tile has N rows. (An
+  // NGEO too wide runs as groups * N, docs/isa.md.)
+  if (in.opcode == isa::Opcode::HWT || in.opcode == isa::Opcode::RWU)
+    if (std::string why = isa::check_with_array_n(in, cfg_.array_n); !why.empty()) return fault(now, std::move(why));
+  if (in.opcode == isa::Opcode::RWU && cfg_.ub_weight_path == 0)
+    return fault(now, "RWU needs the configuration's ub_weight_path (a weight path from the unified buffer, "
+                      "beyond TPUv1), which is off");
   if (const auto cause = stall_cause(in, now)) {
     // The FIFO drains only into a free shadow, and the shadow frees only on a
     // switch, which would have to issue after this RW.
@@ -228,9 +236,8 @@ void Controller::tick() {
     return fault(now, fault_reason(FaultCode::DeadlockMmc));
   // A DMA sends its transactions now and reports the completion.
   Cycle reported = 0;
-  TransferUnit* dma = in.opcode == isa::Opcode::RW ? weight_dma_
-                      : in.opcode == isa::Opcode::RHM || in.opcode == isa::Opcode::WHM ? host_dma_
-                                                                                         : nullptr;
+  const isa::Unit unit = isa::spec_of(in.opcode).unit;
+  TransferUnit* dma = unit == isa::Unit::WeightDma ? weight_dma_ : unit == isa::Unit::HostDma ? host_dma_ : nullptr;
   if (dma) {
     const Accepted a = dma->accept(in, static_cast<std::uint32_t>(log_.retired.size()), now);
     if (!a.error.empty()) return fault(now, a.error);

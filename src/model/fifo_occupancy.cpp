@@ -8,12 +8,12 @@ namespace tpu::model {
 
 std::vector<FifoStep> fifo_occupancy(const ArchConfig& cfg, const isa::Program& prog, const RunLog& log) {
   const Cycle n = cfg.array_n;
-  std::vector<Cycle> arrival;    // per RW, in issue order: in the FIFO from then (kNever: not arrived)
+  std::vector<Cycle> arrival;    // per RW or RWU, in issue order: in the FIFO from then (kNever: not arrived)
   std::vector<Cycle> shadow_free;  // per switch k: the shadow is free for tile k + 1 from then
   ShadowFree shadow;
   for (const RetireRecord& r : log.retired) {
     const isa::Instruction& in = prog.code[r.pc];
-    if (in.opcode == isa::Opcode::RW) arrival.push_back(r.completed ? r.completion + 1 : kNever);
+    if (pushes_tile(in)) arrival.push_back(r.completed ? r.completion + 1 : kNever);
     if (in.opcode != isa::Opcode::MMC) continue;
     if (in.has(isa::kFlagMmcSwitch)) shadow_free.push_back(shadow.on_switch(r.start, n));
     shadow.on_rows(r.start, static_cast<Cycle>(in.operands[2]));

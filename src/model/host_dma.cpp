@@ -24,6 +24,20 @@ void acc_to_host(const std::int32_t* src, unsigned char* dst, std::uint64_t valu
 #endif
 }
 
+// The weight tile an HWT makes of `rows` host rows of N bytes at `src`
+// (docs/microarchitecture.md): tile row r is row r, or with .T tile row k,
+// lane r is lane k of row r; every other byte is zero.
+void lay_out_tile(const unsigned char* src, std::uint64_t rows, std::uint64_t n, bool transpose,
+                  unsigned char* tile) {
+  std::memset(tile, 0, n * n);
+  if (!transpose) {
+    std::memcpy(tile, src, rows * n);
+    return;
+  }
+  for (std::uint64_t r = 0; r < rows; ++r)
+    for (std::uint64_t k = 0; k < n; ++k) tile[k * n + r] = src[r * n + k];
+}
+
 }  // namespace
 
 HostDma::HostDma(sc_module_name name, const ArchConfig& cfg, Memories& mem, RunLog& log)
@@ -40,8 +54,9 @@ Accepted HostDma::accept(const isa::Instruction& in, std::uint32_t seq, Cycle no
   const auto op1 = static_cast<std::uint64_t>(in.operands[1]);
   const auto rows = static_cast<std::uint64_t>(in.operands[2]);
   const std::uint64_t n = cfg_.array_n;
-  const bool read = in.opcode == isa::Opcode::RHM;
-  const bool acc = !read && in.has(isa::kFlagWhmAcc);
+  const bool hwt = in.opcode == isa::Opcode::HWT;
+  const bool read = in.opcode == isa::Opcode::RHM || hwt;
+  const bool acc = in.opcode == isa::Opcode::WHM && in.has(isa::kFlagWhmAcc);
   const std::uint64_t row_bytes = host_row_bytes(cfg_, in);
 
   // The transfer this one follows may land its last rows in this very cycle
@@ -55,7 +70,7 @@ Accepted HostDma::accept(const isa::Instruction& in, std::uint32_t seq, Cycle no
   job.read = read;
   job.acc = acc;
   job.host_row = read ? op0 : op1;
-  job.chip_row = read ? op1 : op0;
+  job.chip_row = read ? op1 : op0;  // an HWT's weight tile
   job.lands = std::move(spare_lands_);
   job.lands.resize(rows);
   const std::uint64_t bytes = rows * row_bytes;
@@ -83,8 +98,21 @@ Accepted HostDma::accept(const isa::Instruction& in, std::uint32_t seq, Cycle no
                            sent.refused, rows, job.host_row * n, bytes)};
   job.direct = sent.direct;
   job.completion = sent.last;
+  if (hwt) {
+    // Only the host DMA writes host memory, and after this completes: the
+    // rows as they are now are the rows the host lays out.
+    ByteBuffer tile = BytePool::take(n * n);
+    const unsigned char* src = sent.direct ? port_.direct(job.host_row * n) : job.data.data();
+    lay_out_tile(src, rows, n, in.has(isa::kFlagHwtTranspose), tile.data());
+    BytePool::give(std::move(job.data));
+    job.data = std::move(tile);
+    job.direct = false;
+    job.to_weights = true;
+    job.completion = std::max(sent.last, now + duration(cfg_, in));
+  }
+  const Cycle completion = job.completion;
   planned_.push_back(std::move(job));
-  return {sent.last, {}};
+  return {completion, {}};
 }
 
 void HostDma::tick() {
@@ -96,14 +124,15 @@ void HostDma::tick() {
     job_ = std::move(planned_.front());
     planned_.pop_front();
     ++stats_.instructions;
-    if (job_->read) mem_.ub.prefault(job_->chip_row, job_->lands.size());
+    if (job_->read && !job_->to_weights) mem_.ub.prefault(job_->chip_row, job_->lands.size());
   }
   busy.write(job_.has_value());
   if (!job_) return;
   ++stats_.busy_cycles;
   Job& j = *job_;
   land(j, now);
-  if (j.rows_done == j.lands.size()) {
+  if (j.rows_done == j.lands.size() && now >= j.completion) {
+    if (j.to_weights) std::memcpy(mem_.weights.row(j.chip_row), j.data.data(), cfg_.array_n * cfg_.array_n);
     log_.complete(j.seq, now);
     BytePool::give(std::move(j.data));
     spare_lands_ = std::move(j.lands);
@@ -116,6 +145,10 @@ void HostDma::land(Job& j, Cycle now) {
   std::uint64_t r = j.rows_done;
   while (r < rows && j.lands[r] <= now) ++r;
   if (r == j.rows_done) return;
+  if (j.to_weights) {  // an HWT's rows were laid out at acceptance
+    j.rows_done = r;
+    return;
+  }
   // Rows [rows_done, r) land now. They are contiguous on chip, in host
   // memory and in the staging buffer.
   const std::uint64_t n = cfg_.array_n, first = j.rows_done, count = r - first;

@@ -10,6 +10,12 @@
 // query (RowLandings), the DMA moves the rows itself, each as it lands.
 // With the default target (HostMemoryTarget) a row lands at
 // s + Lh + ceil((r + 1) * b / Bh) - 1.
+//
+// HWT (docs/microarchitecture.md, "Attention's second operand") reads its
+// host rows with one transaction as an RHM does, and stands for the host
+// laying them out as a weight tile and writing it into weight memory: it
+// completes at d = max(c + Lh + Hw + ceil(N*N / Bh), the last row's landing)
+// and writes the tile then.
 #pragma once
 
 #include <systemc.h>
@@ -63,6 +69,7 @@ SC_MODULE(HostDma), public TransferUnit {
     std::vector<Cycle> lands;         // l_r for each row
     ByteBuffer data;                  // sent as a transaction: RHM's staging, WHM.A's bytes
     bool direct = false;              // the DMA moves the rows through DMI as they land
+    bool to_weights = false;          // an HWT: `data` is the tile, written into weight tile chip_row
     std::uint64_t rows_done = 0;
     Cycle completion = 0;
   };

@@ -295,13 +295,34 @@ PackedWeights pack_weights(const std::int8_t* w, std::size_t n, GemmKernel kerne
     }
     case GemmKernel::Avx512Vnni: {
       const std::size_t quads = round_up(ku, 4) / 4, blocks = round_up(nu, 32) / 32;
-      p.bytes.assign(blocks * quads * 128, 0);
-      p.colsum.assign(blocks * 32, 0);
-      for (std::size_t k = 0; k < ku; ++k)
-        for (std::size_t j = 0; j < nu; ++j) {
-          p.bytes[((j / 32) * quads + k / 4) * 128 + (j % 32) * 4 + k % 4] = w[k * n + j];
-          p.colsum[j] += 128 * w[k * n + j];
+      // Written in the packed order (byte ((b * quads + q) * 32 + jj) * 4 + kk
+      // is w[4q + kk][32b + jj], zero outside the used extent), and the column
+      // sums row by row: both loops run over contiguous memory, where the
+      // scatter in row order before wrote a byte at a time at strides of
+      // 128 bytes (a pack per weight load; not measured on this branch's
+      // machine, which has no AVX-512).
+      p.bytes.resize(blocks * quads * 128);
+      std::int8_t* out = p.bytes.data();
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const std::size_t j0 = b * 32, jn = std::min<std::size_t>(32, nu - j0);
+        for (std::size_t q = 0; q < quads; ++q) {
+          const std::int8_t* rows[4];
+          for (std::size_t kk = 0; kk < 4; ++kk) rows[kk] = 4 * q + kk < ku ? w + (4 * q + kk) * n + j0 : nullptr;
+          if (jn == 32 && 4 * q + 3 < ku) {  // a whole block: interleave four rows
+            for (std::size_t jj = 0; jj < 32; ++jj)
+              for (std::size_t kk = 0; kk < 4; ++kk) out[jj * 4 + kk] = rows[kk][jj];
+            out += 128;
+            continue;
+          }
+          for (std::size_t jj = 0; jj < 32; ++jj, out += 4)
+            for (std::size_t kk = 0; kk < 4; ++kk) out[kk] = jj < jn && rows[kk] ? rows[kk][jj] : 0;
         }
+      }
+      std::vector<std::int32_t> sums(blocks * 32, 0);
+      for (std::size_t k = 0; k < ku; ++k)
+        for (std::size_t j = 0; j < nu; ++j) sums[j] += w[k * n + j];
+      p.colsum.resize(sums.size());
+      for (std::size_t j = 0; j < sums.size(); ++j) p.colsum[j] = 128 * sums[j];
       break;
     }
   }

@@ -96,7 +96,18 @@ PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const R
 
   // The array's rows, the tiles' arrivals and the useful MACs, in issue order.
   Spans active;
-  std::vector<std::uint32_t> rw_records;      // retire record of RW number k
+  // Useful lanes of the tile pushed k-th (RW or RWU), fixed at its push
+  // (docs/microarchitecture.md, "The TPUv1 counters"): an RW's tile as
+  // weight memory holds it at the end of the run; but a tile an HWT or RWU
+  // lays out of `rows` rows counts rows * N, the lanes its layout can fill
+  // (the rows' values are not kept), and an RW of a tile that an HWT
+  // rewrites later in the run counts N * N (its contents then are not kept).
+  std::vector<std::uint64_t> pushed_lanes;
+  std::unordered_map<std::uint64_t, bool> rewritten;  // tiles some HWT writes
+  for (const RetireRecord& r : log.retired)
+    if (prog.code[r.pc].opcode == isa::Opcode::HWT) rewritten[static_cast<std::uint64_t>(prog.code[r.pc].operands[1])] = true;
+  std::vector<std::uint32_t> rw_records;  // retire record of the k-th RW or RWU
+  std::unordered_map<std::uint64_t, std::uint64_t> laid_out_lanes;  // by tile, the last HWT's
   std::vector<std::uint32_t> switches_before;  // per record: MMC.S issued before it
   std::unordered_map<std::uint64_t, std::uint64_t> lanes_of_tile;
   std::uint64_t active_lanes = 0;  // the active set's useful lanes (0 at reset)
@@ -106,16 +117,28 @@ PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const R
     const RetireRecord& r = log.retired[seq];
     const isa::Instruction& in = prog.code[r.pc];
     switches_before.push_back(switches);
-    if (in.opcode == isa::Opcode::RW) rw_records.push_back(seq);
+    if (in.opcode == isa::Opcode::HWT)
+      laid_out_lanes[static_cast<std::uint64_t>(in.operands[1])] = static_cast<std::uint64_t>(in.operands[2]) * n;
+    if (pushes_tile(in)) rw_records.push_back(seq);
+    if (in.opcode == isa::Opcode::RWU) pushed_lanes.push_back(static_cast<std::uint64_t>(in.operands[1]) * n);
+    if (in.opcode == isa::Opcode::RW) {
+      const auto tile = static_cast<std::uint64_t>(in.operands[0]);
+      if (const auto laid = laid_out_lanes.find(tile); laid != laid_out_lanes.end()) {
+        pushed_lanes.push_back(laid->second);
+      } else if (rewritten.count(tile) != 0) {
+        pushed_lanes.push_back(n * n);
+      } else {
+        auto [it, fresh] = lanes_of_tile.try_emplace(tile, 0);
+        if (fresh) it->second = useful_lanes(weights + tile * n * n, n);
+        pushed_lanes.push_back(it->second);
+      }
+    }
     if (in.opcode != isa::Opcode::MMC) continue;
     const auto rows = static_cast<std::uint64_t>(in.operands[2]);
     if (in.has(isa::kFlagMmcSwitch)) {
-      // The switch takes the tile of RW number `switches` (that RW issued
+      // The switch takes the tile pushed `switches`-th (its RW or RWU issued
       // before it, or the run faulted with a deadlock).
-      const auto tile = static_cast<std::uint64_t>(prog.code[log.retired[rw_records.at(switches)].pc].operands[0]);
-      auto [it, fresh] = lanes_of_tile.try_emplace(tile, 0);
-      if (fresh) it->second = useful_lanes(weights + tile * n * n, n);
-      active_lanes = it->second;
+      active_lanes = pushed_lanes.at(switches);
       ++switches;
     }
     pc.useful_macs += mmc_rows_read(r, in, end) * active_lanes;
@@ -146,7 +169,7 @@ PerfCounters count_perf(const ArchConfig& cfg, const isa::Program& prog, const R
       });
     });
   };
-  // Waiting for the tile of RW number k from `first` to `last`: stall until
+  // Waiting for the tile of RW (or RWU) number k from `first` to `last`: stall until
   // it arrives, shift after.
   const auto charge_weights = [&](Cycle first, Cycle last, std::uint32_t k, std::uint32_t before_seq,
                                   std::uint32_t at_pc) {
@@ -249,6 +272,17 @@ EnergyEvents instruction_events(const ArchConfig& cfg, const isa::Instruction& i
       break;
     case Opcode::RW:
       e.weight_mem_bytes = n * n;
+      e.fifo_tile_writes = 1;
+      break;
+    // The host sends the laid-out tile over its link into weight memory:
+    // the link's bytes, and the DDR3's bytes at its read energy
+    // (docs/energy.md). Its reading of its own memory is the host's.
+    case Opcode::HWT:
+      e.host_bytes = n * n;
+      e.weight_mem_bytes = n * n;
+      break;
+    case Opcode::RWU:
+      e.ub_row_reads = static_cast<std::uint64_t>(in.operands[1]);
       e.fifo_tile_writes = 1;
       break;
     case Opcode::MMC:

@@ -22,6 +22,13 @@ using Cycle = std::uint64_t;
 // A unit with nothing scheduled (the fast path's clock, model/tpu.cpp).
 inline constexpr Cycle kNever = std::numeric_limits<Cycle>::max();
 
+// Whether an instruction pushes a tile into the weight FIFO: RW, and RWU
+// (from the unified buffer). The FIFO's rules and the MMC.S that pops the
+// tile count both alike.
+inline bool pushes_tile(const isa::Instruction& in) {
+  return in.opcode == isa::Opcode::RW || in.opcode == isa::Opcode::RWU;
+}
+
 // Bytes one host DMA row moves: N, or 4N for WHM.A.
 inline std::uint64_t host_row_bytes(const ArchConfig& c, const isa::Instruction& in) {
   const bool acc = in.opcode == isa::Opcode::WHM && in.has(isa::kFlagWhmAcc);
@@ -45,6 +52,12 @@ inline std::uint64_t duration(const ArchConfig& c, const isa::Instruction& in,
       return c.host_latency + ceil_div(rows * host_row_bytes(c, in), c.host_bytes_per_cycle);
     case isa::Opcode::RW:  // on an idle channel
       return c.weight_latency + weight_tile_cycles(c);
+    // The host's transfer of a whole tile plus its layout time; an RWU's
+    // rows read one a cycle, the tile written the cycle after the last
+    // (docs/microarchitecture.md, "Attention's second operand").
+    case isa::Opcode::HWT:
+      return c.host_latency + c.host_layout_cycles + ceil_div(c.array_n * c.array_n, c.host_bytes_per_cycle);
+    case isa::Opcode::RWU: return static_cast<std::uint64_t>(in.operands[1]) + 1;  // weight DMA idle
     case isa::Opcode::MMC: return rows + 2 * c.array_n;
     case isa::Opcode::ACT:
     case isa::Opcode::VEC:
@@ -76,6 +89,8 @@ inline std::uint64_t occupancy(const ArchConfig& c, const isa::Instruction& in,
     // The weight memory takes a request every cycle (the FIFO's room limits
     // how many are outstanding).
     case isa::Opcode::RW: return 1;
+    // The weight DMA reads an RWU's UB rows one a cycle through its one port.
+    case isa::Opcode::RWU: return static_cast<std::uint64_t>(in.operands[1]);
     default: return duration(c, in, geometry);
   }
 }

@@ -59,7 +59,7 @@ SC_MODULE(Tpu) {
         fast(fast_path),
         controller("controller", cfg, prog, log, max_cycles),
         host_dma("host_dma", cfg, mem, log),
-        weight_dma("weight_dma", cfg, log),
+        weight_dma("weight_dma", cfg, mem, log),
         systolic_array("systolic_array", cfg, mem, log, fast_path, kernel, threading),
         activation_unit("activation_unit", cfg, mem, log) {
     if (!fast) free_clock = std::make_unique<sc_clock>("clk", kClockPeriod);

@@ -8,8 +8,8 @@
 
 namespace tpu::model {
 
-WeightDma::WeightDma(sc_module_name name, const ArchConfig& cfg, RunLog& log)
-    : sc_module(name), memory("memory"), cfg_(cfg), log_(log), stats_(log.stats.units[std::string(isa::unit_name(isa::Unit::WeightDma))]) {
+WeightDma::WeightDma(sc_module_name name, const ArchConfig& cfg, Memories& mem, RunLog& log)
+    : sc_module(name), memory("memory"), cfg_(cfg), mem_(mem), log_(log), stats_(log.stats.units[std::string(isa::unit_name(isa::Unit::WeightDma))]) {
   memory.bind(port_);  // the backward path
   SC_METHOD(tick);
   sensitive << clk.pos();
@@ -22,7 +22,28 @@ WeightDma::~WeightDma() {
   for (Job& j : jobs_) BytePool::give(std::move(j.data));
 }
 
+Accepted WeightDma::accept_rwu(const isa::Instruction& in, std::uint32_t seq, Cycle now) {
+  const auto ub_row = static_cast<std::uint64_t>(in.operands[0]);
+  const auto rows = static_cast<std::uint64_t>(in.operands[1]);
+  const std::uint64_t n = cfg_.array_n;
+  Job job{seq, 0, 0, BytePool::take(n * n), false};
+  std::int8_t* tile = reinterpret_cast<std::int8_t*>(job.data.data());
+  std::fill(tile, tile + n * n, std::int8_t{0});
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    const std::int8_t* row = mem_.ub.row(ub_row + r);
+    if (in.has(isa::kFlagRwuTranspose)) {
+      for (std::uint64_t k = 0; k < n; ++k) tile[k * n + r] = row[k];
+    } else {
+      std::copy(row, row + n, tile + r * n);
+    }
+  }
+  job.completion = last_completion_ = std::max(now + duration(cfg_, in), last_completion_ + 1);
+  planned_.push_back(std::move(job));
+  return {last_completion_, {}};
+}
+
 Accepted WeightDma::accept(const isa::Instruction& in, std::uint32_t seq, Cycle now) {
+  if (in.opcode == isa::Opcode::RWU) return accept_rwu(in, seq, now);
   const auto tile = static_cast<std::uint64_t>(in.operands[0]);
   const std::uint64_t bytes = cfg_.array_n * cfg_.array_n;
   Job job{seq, static_cast<std::uint32_t>(tile), 0, {}, false};

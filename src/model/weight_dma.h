@@ -12,6 +12,12 @@
 // the push and handed to the FIFO with it (TilePush::data); when the target
 // grants DMI and answers a timing query, they are read through the DMI
 // pointer at the push instead.
+//
+// RWU (ub_weight_path; docs/microarchitecture.md, "Attention's second
+// operand") takes the tile from `rows` UB rows instead: it reads them one a
+// cycle from s = c + 1 and pushes the tile at d = max(s + rows, d_{k-1} + 1),
+// in order with the RWs. The hazard interlocks keep the rows unchanged until
+// d, so the DMA lays the tile out from them at acceptance.
 #pragma once
 
 #include <systemc.h>
@@ -22,6 +28,7 @@
 
 #include "config/arch_config.h"
 #include "model/byte_pool.h"
+#include "model/memories.h"
 #include "model/memory_ports.h"
 #include "model/run_log.h"
 #include "model/signals.h"
@@ -36,7 +43,7 @@ SC_MODULE(WeightDma), public TransferUnit {
   sc_out<bool> busy;
   MemoryInitiatorSocket memory;
 
-  WeightDma(sc_module_name name, const ArchConfig& cfg, RunLog& log);
+  WeightDma(sc_module_name name, const ArchConfig& cfg, Memories& mem, RunLog& log);
   SC_HAS_PROCESS(WeightDma);
   ~WeightDma() override;
 
@@ -61,7 +68,10 @@ SC_MODULE(WeightDma), public TransferUnit {
   };
   void tick();
 
+  Accepted accept_rwu(const isa::Instruction& in, std::uint32_t seq, Cycle now);
+
   const ArchConfig& cfg_;
+  Memories& mem_;
   RunLog& log_;
   UnitStats& stats_;
   std::deque<Job> planned_;  // accepted, starting at the next cycle

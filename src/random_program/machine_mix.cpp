@@ -66,6 +66,7 @@ class MachineMix : ProgramDraw {
     c.weight_bytes_per_cycle = pick(1, 3) == 1 ? pick(1, 8) : pick(9, 600);
     c.act_latency = pick(1, 6);
     c.fifo_depth = pick(1, 4);
+    c.ub_weight_path = 1;  // RWU (this mix only: the RTL, which the other feeds, lacks it)
     validate(c);
     return c;
   }
@@ -107,6 +108,7 @@ class MachineMix : ProgramDraw {
         return make(isa::Opcode::SETQ, 0, static_cast<std::int64_t>(pick(0, 2000)) - 1000, pick(0, 20),
                     static_cast<std::int64_t>(pick(0, 255)) - 128);
       case 14: return make(pick(0, 1) ? isa::Opcode::SYNC : isa::Opcode::NOP, 0);
+      case 15: return attention_operand(c);
       case 16: return conv_register();
       case 17:
       case 18: {
@@ -145,6 +147,22 @@ class MachineMix : ProgramDraw {
       }
       default: return make(isa::Opcode::NOP, 0);
     }
+  }
+
+  // HWT or RWU of 1 to N rows, either transposed or not: a weight tile made
+  // of host rows (into a tile the RWs read) or of UB rows (pushed as an RW's
+  // tile, under the same deadlock rule).
+  std::optional<isa::Instruction> attention_operand(const ArchConfig& c) {
+    const auto n = static_cast<unsigned>(c.array_n);
+    if (pick(0, 1)) {
+      const std::uint64_t r = pick(1, n);
+      const std::uint8_t flags = pick(0, 1) ? isa::kFlagHwtTranspose : 0;
+      return make(isa::Opcode::HWT, flags, host_row(c, r), pick(0, static_cast<unsigned>(c.weight_tiles) - 1), r);
+    }
+    if (weights_full(c)) return std::nullopt;
+    read_weights();
+    const std::uint64_t r = pick(1, std::min(n, 20u));
+    return make(isa::Opcode::RWU, pick(0, 1) ? isa::kFlagRwuTranspose : 0, ub_row(c, r), r);
   }
 
   // One of CMAP, CSTR and CTAP. Maps of 1 to 30 pixels, at most 6 x 8 (most

@@ -53,7 +53,8 @@ struct RandomProgram {
 // without broadcast) and VSCL (factors of every sign, small and at the int16
 // limits, every operation) between VECs of every activation; NGEO (token
 // widths D of every value, all G * N half the time) and NCON (constants up to
-// the int32 limits) between SMAX, LNRM and GELU, which only
+// the int32 limits) between SMAX, LNRM and GELU, and HWT and RWU (of 1 to
+// N rows, transposed or not; the machines have ub_weight_path), which only
 // this mix draws (the RTL, which the other mix feeds, lacks them). Every range
 // stays inside its memory (an MMC.C's or a POOL's whole input map inside the
 // UB, as the registers stand when it issues), unless faults are asked for:

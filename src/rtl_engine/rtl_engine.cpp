@@ -207,6 +207,8 @@ std::string unimplemented(const isa::Program& prog) {
       case isa::Opcode::SMAX:
       case isa::Opcode::LNRM:
       case isa::Opcode::GELU:
+      case isa::Opcode::HWT:
+      case isa::Opcode::RWU:
         return fmt::format("the RTL core does not implement {} (pc {}) yet: run this program with "
                            "--engine systemc (the SystemC model)",
                            isa::spec_of(prog.code[pc].opcode).mnemonic, pc);

@@ -8,6 +8,7 @@
 
 #include "isa/isa.h"
 #include "model/fifo_occupancy.h"
+#include "model/timing.h"
 
 namespace tpu::run {
 namespace {
@@ -54,14 +55,14 @@ void Timeline::add_run(const std::string& name, const isa::Program& prog, const 
     args["completion"] = r.completed ? nlohmann::json(r.completion) : nlohmann::json("-");
     // The row count of the transfers, MMCs, ACTs and POOLs (their third operand).
     if (isa::spec_of(in.opcode).unit != isa::Unit::Controller && in.opcode != isa::Opcode::RW)
-      args["rows"] = in.operands[2];
+      args["rows"] = in.operands[in.opcode == isa::Opcode::RWU ? 1 : 2];
     if (layer_of) {
       const std::string layer = layer_of(r.pc);
       if (!layer.empty()) args["layer"] = layer;
     }
     slice(0, "issue " + text, r.issue, r.issue, args);
     const isa::Unit unit = isa::spec_of(in.opcode).unit;
-    if (in.opcode == isa::Opcode::RW) tiles.emplace_back(r.issue, 1);
+    if (model::pushes_tile(in)) tiles.emplace_back(r.issue, 1);
     if (in.opcode == isa::Opcode::MMC && in.has(isa::kFlagMmcSwitch)) tiles.emplace_back(r.issue, -1);
     if (unit == isa::Unit::Controller) continue;
     // An MMC.S waiting in the matrix unit for its weights: a slice of its own

@@ -13,10 +13,10 @@
 namespace tpu::compiler {
 namespace {
 
-// The host image of an on-chip program: its input planes chunk by chunk.
-std::vector<std::int8_t> on_chip_host_image(const NetworkPlan& plan, const OnChipPlan& seg, const Tensor& input) {
+// The host image of an on-chip program: its input planes chunk by chunk,
+// written into `host` (seg.host_rows_used rows of N, zero before).
+void on_chip_host_image(const NetworkPlan& plan, const OnChipPlan& seg, const Tensor& input, std::int8_t* host) {
   const std::uint64_t n = seg.array_n;
-  std::vector<std::int8_t> host(seg.host_rows_used * n, 0);
   const TensorInfo& info = plan.infos[0];
   const bool map = info.shape.size() == 3;
   const std::uint64_t h = map ? info.shape[0] : 1, w = map ? info.shape[1] : 1;
@@ -60,7 +60,6 @@ std::vector<std::int8_t> on_chip_host_image(const NetworkPlan& plan, const OnChi
         for (std::uint64_t p = 0; p < seg.in_pixels; ++p)
           fill_row(&host[(base + (g * bc + s) * seg.in_pixels + p) * n], ch * b + s, p, g);
   }
-  return host;
 }
 
 Tensor on_chip_output(const NetworkPlan& plan, const OnChipPlan& seg, const std::int8_t* host) {
@@ -87,10 +86,29 @@ Tensor on_chip_output(const NetworkPlan& plan, const OnChipPlan& seg, const std:
 
 std::vector<std::int8_t> program_host_image(const NetworkPlan& plan, std::size_t k, const Tensor& input) {
   if (!plan.on_chip_plan) return segments_host_image(plan, plan.segment_plans.at(k), input);
+  std::vector<std::int8_t> host(plan.on_chip_plan->host_rows_used * plan.on_chip_plan->array_n, 0);
+  write_program_host_image(plan, k, input, host.data(), host.size());
+  return host;
+}
+
+void write_program_host_image(const NetworkPlan& plan, std::size_t k, const Tensor& input, std::int8_t* host,
+                              std::size_t size) {
+  if (!plan.on_chip_plan) {
+    const std::vector<std::int8_t> image = segments_host_image(plan, plan.segment_plans.at(k), input);
+    if (image.size() > size)
+      throw CompileError(fmt::format("the host image of program {} needs {} bytes, host memory has {}", k,
+                                     image.size(), size));
+    std::copy(image.begin(), image.end(), host);
+    return;
+  }
+  const OnChipPlan& seg = *plan.on_chip_plan;
   check_tensor(input, plan.infos[0], "the network input");
   if (input.batch() != plan.batch)
     throw CompileError(fmt::format("the batch is {} but the plan is for {}", input.batch(), plan.batch));
-  return on_chip_host_image(plan, *plan.on_chip_plan, input);
+  if (seg.host_rows_used * seg.array_n > size)
+    throw CompileError(fmt::format("the host image needs {} bytes, host memory has {}",
+                                   seg.host_rows_used * seg.array_n, size));
+  on_chip_host_image(plan, seg, input, host);
 }
 
 Tensor program_output(const NetworkPlan& plan, std::size_t k, const std::int8_t* host) {

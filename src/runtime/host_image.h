@@ -15,6 +15,11 @@ namespace tpu::compiler {
 // The host memory image of program k for its input tensor (the output of the
 // layer before its first layer, or the network input).
 std::vector<std::int8_t> program_host_image(const NetworkPlan& plan, std::size_t k, const Tensor& input);
+// The same image written into `host`, `size` bytes that are zero before
+// (a fresh host memory: no second copy of an image of tens of MB).
+// CompileError if it does not fit.
+void write_program_host_image(const NetworkPlan& plan, std::size_t k, const Tensor& input, std::int8_t* host,
+                              std::size_t size);
 // Program k's output tensor read back from the final host memory.
 Tensor program_output(const NetworkPlan& plan, std::size_t k, const std::int8_t* host);
 

@@ -47,6 +47,8 @@ void charge_program(const ArchConfig& cfg, const ProgramPlan& seg, const model::
       ls.host_write_bytes += static_cast<std::uint64_t>(in.operands[2]) * n_bytes *
                              (in.has(isa::kFlagWhmAcc) ? isa::kHostRowsPerAccRow : 1);
     if (in.opcode == Opcode::RW) ls.weight_bytes += n_bytes * n_bytes;
+    // An HWT's tile comes from the host over its link (into weight memory).
+    if (in.opcode == Opcode::HWT) ls.host_read_bytes += n_bytes * n_bytes;
     if (in.opcode != Opcode::MMC) continue;
     const auto rows = static_cast<std::uint64_t>(in.operands[2]);
     ls.mmc_rows += rows;

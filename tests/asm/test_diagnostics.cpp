@@ -332,6 +332,13 @@ TEST_CASE("out-of-range pooling operands are reported at the operand", "[asm][di
        "16777216 is out of range for x_row (24-bit unsigned field, 0..16777215)"},
       {"LNRM 0, 0, 0", 1, 12, "rows must be at least 1, got 0"},
       {"GELU.R 0, 0, 1", 1, 6, "GELU takes no flags"},
+      // Attention's second operand: a tile has N = 8 rows (the default array).
+      {"HWT 0, 0, 0", 1, 11, "rows must be at least 1, got 0"},
+      {"HWT 0, 0, 9", 1, 11, "HWT of 9 rows is more than a weight tile's N = 8 rows"},
+      {"HWT.T 4, 1, 100", 1, 13, "HWT of 100 rows is more than a weight tile's N = 8 rows"},
+      {"RWU.T 0, 0", 1, 10, "rows must be at least 1, got 0"},
+      {"RWU 0, 9", 1, 8, "RWU of 9 rows is more than a weight tile's N = 8 rows"},
+      {"RWU.A 0, 1", 1, 5, "unknown flag 'A' for RWU (valid: T)"},
   });
   // Every operand of a line is checked.
   CHECK(positions(assemble("CWIN 0, 256\n", Options{})) ==
@@ -388,8 +395,20 @@ TEST_CASE("with a config, operands past the end of a memory are errors", "[asm][
           {"NGEO 2, 10, 0\nLNRM 0, 86, 5", 2, 9,
            "rows 86..100 are past the end of unified buffer (100 rows)"},
           {"GELU 95, 0, 10", 1, 6, "rows 95..104 are past the end of unified buffer (100 rows)"},
+          // HWT reads host rows and writes one weight tile.
+          {"HWT 995, 0, 8", 1, 5, "rows 995..1002 are past the end of host memory (1000 rows)"},
+          {"HWT.T 0, 10, 8", 1, 10, "tile 10 is past the end of weight memory (10 tiles)"},
+          // RWU needs the UB weight path, off here.
+          {"RWU 0, 8", 1, 1, "RWU needs the configuration's ub_weight_path"},
       },
       o);
+  // With it, RWU reads its UB rows.
+  ArchConfig path = small_memories();
+  path.ub_weight_path = 1;
+  o.config = &path;
+  check_errors({{"RWU.T 95, 8", 1, 7, "rows 95..102 are past the end of unified buffer (100 rows)"}}, o);
+  const Result ok = assemble("RWU 92, 8\nHWT.T 992, 9, 8\n", o);
+  CHECK(ok.diagnostics.empty());
 }
 
 TEST_CASE("memory range messages agree in number with the rows and the size",

@@ -64,6 +64,9 @@ class RandomInstructions {
     // within what every N (at least kMinArrayN) allows.
     if (s.opcode == tpu::isa::Opcode::NGEO)
       in.operands[3] = in.operands[3] % (in.operands[0] * tpu::isa::kMinArrayN + 1);
+    // So are HWT's and RWU's rows (at most N, a tile's rows): 1 to kMinArrayN.
+    if (s.opcode == tpu::isa::Opcode::HWT) in.operands[2] = 1 + (in.operands[2] - 1) % tpu::isa::kMinArrayN;
+    if (s.opcode == tpu::isa::Opcode::RWU) in.operands[1] = 1 + (in.operands[1] - 1) % tpu::isa::kMinArrayN;
     return in;
   }
 
@@ -327,6 +330,10 @@ TEST_CASE("the documented examples assemble to their bytes and disassemble back"
       {"SMAX 0, 0, 64", "13 00 00 00 00 00 00 00 00 00 40 00 00 00 00 00"},
       {"NGEO 3, 16, 2, 20", "11 00 03 00 00 00 10 00 00 00 02 00 00 00 14 00"},
       {"LNRM 0, 64, 32", "14 00 00 00 00 00 40 00 00 00 20 00 00 00 00 00"},
+      {"HWT 0, 3, 8", "16 00 00 00 00 00 03 00 00 00 08 00 00 00 00 00"},
+      {"HWT.T 64, 5, 8", "16 01 40 00 00 00 05 00 00 00 08 00 00 00 00 00"},
+      {"RWU 16, 8", "17 00 10 00 00 00 08 00 00 00 00 00 00 00 00 00"},
+      {"RWU.T 0, 4", "17 01 00 00 00 00 04 00 00 00 00 00 00 00 00 00"},
   };
   for (const Example& e : examples) {
     INFO(e.text);
@@ -362,8 +369,9 @@ TEST_CASE("random instructions survive encode, disassemble and assemble", "[asm]
   // The generator reached every opcode with every legal flag set:
   // 16 instructions without flags (NOP, RHM, RW, SETQ, SYNC, CMAP, CSTR,
   // CTAP, CWIN, HLT, VSCL, NGEO, NCON, SMAX, LNRM, GELU), WHM 2, POOL 2,
-  // VSRC 2, MMC 8 (any of S, O, C), ACT and VEC 4 each (none, R, Q, T).
-  CHECK(opcode_flags_seen.size() == 16 + 2 + 2 + 2 + 8 + 4 + 4);
+  // VSRC 2, MMC 8 (any of S, O, C), ACT and VEC 4 each (none, R, Q, T),
+  // HWT and RWU 2 each (none, T).
+  CHECK(opcode_flags_seen.size() == 16 + 2 + 2 + 2 + 8 + 4 + 4 + 2 + 2);
 }
 
 TEST_CASE("a random program file survives parse, disassemble and assemble", "[asm][roundtrip]") {

@@ -74,7 +74,7 @@ case "$case_name" in
     head -c 40 "$tmp/ok.tpu" >"$tmp/truncated.tpu"
     { printf 'XXXX'; tail -c +5 "$tmp/ok.tpu"; } >"$tmp/magic.tpu"
     { head -c 4 "$tmp/ok.tpu"; printf '\x02\x00'; tail -c +7 "$tmp/ok.tpu"; } >"$tmp/version.tpu"
-    { head -c 16 "$tmp/ok.tpu"; printf '\x16'; tail -c +18 "$tmp/ok.tpu"; } >"$tmp/opcode.tpu"
+    { head -c 16 "$tmp/ok.tpu"; printf '\x18'; tail -c +18 "$tmp/ok.tpu"; } >"$tmp/opcode.tpu"
     { head -c 17 "$tmp/ok.tpu"; printf '\x01'; tail -c +19 "$tmp/ok.tpu"; } >"$tmp/flag.tpu"
     : >"$tmp/empty.tpu"
     for f in truncated magic version opcode flag empty; do
@@ -82,7 +82,7 @@ case "$case_name" in
       [ "$(wc -l <"$tmp/err")" -eq 1 ] || { cat "$tmp/err"; fail "$f: not one line"; }
       grep -q "^tpu-dis: error: $tmp/$f.tpu: " "$tmp/err" || fail "$f: message does not name the file"
     done
-    grep -q "unknown opcode 0x16" <("$bin/tpu-dis" "$tmp/opcode.tpu" 2>&1) || fail "opcode message"
+    grep -q "unknown opcode 0x18" <("$bin/tpu-dis" "$tmp/opcode.tpu" 2>&1) || fail "opcode message"
     head -c 1 "$tmp/ok.tpu" >"$tmp/byte.tpu"
     expect_status 3 "$bin/tpu-dis" "$tmp/byte.tpu"
     grep -qx "tpu-dis: error: $tmp/byte.tpu: truncated header: 1 byte, a program starts with 16" \
@@ -333,6 +333,16 @@ for s, mhz in ((a, 700), (b, 350)):
     grep -qF "build it with: build/sim/tpu-gen config-pkg --preset tpuv1 --array 8 -o rtl/config/tpuv1_n8/tpu_config_pkg.sv && cmake -S . -B build -DTPU_RTL_PRESETS='" "$tmp/err" ||
       { cat "$tmp/err"; fail "no-build message: the command that builds it"; }
     grep -qF ";tpuv1/8' && cmake --build build" "$tmp/err" || { cat "$tmp/err"; fail "no-build message: the entry"; }
+    # HWT and RWU exist in the SystemC model only: the RTL engine refuses a
+    # program with one before it starts, naming it and its pc.
+    printf 'RHM 0, 0, 4\nHWT.T 0, 1, 4\nRWU 0, 4\nHLT\n' >"$tmp/att.s"
+    echo '{"preset": "small4", "ub_weight_path": 1}' >"$tmp/att.json"
+    expect_status 0 "$bin/tpu-as" "$tmp/att.s" -o "$tmp/att.tpu" --config "$tmp/att.json"
+    expect_status 0 "$bin/tpu-sim" run "$tmp/att.tpu" --config "$tmp/att.json"
+    for engine in rtl both; do
+      expect_status 3 "$bin/tpu-sim" run "$tmp/att.tpu" --config "$tmp/att.json" --engine $engine
+      grep -qF "the RTL core does not implement HWT (pc 1) yet" "$tmp/err" || { cat "$tmp/err"; fail "HWT refusal"; }
+    done
     ;;
   isa_pkg_fresh)  # the committed SystemVerilog package matches the instruction table
     "$bin/tpu-gen" isa-pkg >"$tmp/pkg.sv"

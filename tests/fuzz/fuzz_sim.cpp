@@ -4,7 +4,8 @@
 // crash is a .tpu file. Files parse_program rejects, and files for N > 8
 // (slow to simulate), are skipped. The machine has preset small8's timing
 // with small memories, filled with a fixed pattern: 256 host rows, 8 weight
-// tiles, 128 unified-buffer rows, 64 accumulator rows, a 4-tile FIFO; every
+// tiles, 128 unified-buffer rows, 64 accumulator rows, a 4-tile FIFO, the
+// unified buffer's weight path (RWU) on; every
 // run stops after at most 20000 cycles. Each program runs on both levels of
 // detail of the model (model/tpu.h). The fast run uses a GEMM kernel and a
 // split of MMCs over 1 to 4 threads picked by the input's length, with one
@@ -43,6 +44,7 @@ ArchConfig fuzz_config(unsigned n) {
   cfg.weight_tiles = 8;
   cfg.ub_rows = 128;
   cfg.acc_rows = 64;
+  cfg.ub_weight_path = 1;  // RWU runs too (beyond TPUv1)
   validate(cfg);
   return cfg;
 }

@@ -171,6 +171,8 @@ TEST_CASE("the instruction table matches the documented ISA", "[isa][encoding]")
       {"SMAX", 0x13, "", 0, {Field::NormRow, Field::UbRow, Field::Rows}},
       {"LNRM", 0x14, "", 0, {Field::NormRow, Field::UbRow, Field::Rows}},
       {"GELU", 0x15, "", 0, {Field::NormRow, Field::UbRow, Field::Rows}},
+      {"HWT", 0x16, "T", 0, {Field::HostRow, Field::WeightTile, Field::Rows}},
+      {"RWU", 0x17, "T", 0, {Field::UbRow, Field::Rows}},
   };
   REQUIRE(kInstrs.size() == doc.size());
   for (std::size_t i = 0; i < doc.size(); ++i) {
@@ -279,6 +281,9 @@ TEST_CASE("hand-written instructions encode to hand-written bytes", "[isa][encod
       {{Opcode::NCON, 0, {-1, -2147483648, 2147483647}},
        {0x12, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0x80, 0xFF, 0xFF, 0xFF, 0x7F, 0, 0}},
       {{Opcode::GELU, 0, {1, 2, 3}}, {0x15, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 0, 0}},
+      // Attention's second operand: HWT's host row, tile and rows; RWU's UB row and rows; T in bit 0.
+      {{Opcode::HWT, 0x01, {64, 5, 32}}, {0x16, 0x01, 64, 0, 0, 0, 5, 0, 0, 0, 32, 0, 0, 0, 0, 0}},
+      {{Opcode::RWU, 0, {0x123456, 256}}, {0x17, 0, 0x56, 0x34, 0x12, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}},
       // The convolution instructions: 16-bit fields in the low two bytes of
       // their slots, 8-bit ones in the low byte, signed ones in two's
       // complement in their own width (CTAP -1 is ff ff 00 00, not ff ff ff ff).
@@ -334,9 +339,9 @@ TEST_CASE("every legal instruction encodes to the documented layout", "[isa][enc
   // NOP, SYNC, HLT: 1 each; RW: 5; RHM, SETQ, CMAP, CSTR: 125; CTAP, CWIN:
   // 25; WHM, POOL: 2 x 125; MMC: 8 x 125 (S, O, C); ACT: 4 x 125; VEC: 4 x
   // 125 (R, Q, T); VSRC: 2 x 125 (B); VSCL: 125; NCON, SMAX, LNRM, GELU:
-  // 125 each; NGEO (four operands): 625.
+  // 125 each; NGEO (four operands): 625; HWT: 2 x 125 (T); RWU: 2 x 25 (T).
   REQUIRE(all.size() == 3 + 5 + 4 * 125 + 2 * 25 + 2 * 2 * 125 + 8 * 125 + 4 * 125 + 4 * 125 +
-                            2 * 125 + 125 + 4 * 125 + 625);
+                            2 * 125 + 125 + 4 * 125 + 625 + 2 * 125 + 2 * 25);
   for (const Instruction& in : all) {
     INFO(in);
     CHECK(hex(encode(in)) == hex(expected_bytes(in)));
@@ -501,20 +506,21 @@ TEST_CASE("validate and encode reject undefined flags and unknown opcodes", "[is
     CHECK_THROWS_AS(encode(in), std::invalid_argument);
   }
   SECTION("an opcode outside the table") {
-    // 0x0D..0x15 are VEC, VSRC, HLT, VSCL, NGEO, NCON, SMAX, LNRM, GELU; 0x16 is the first unused one.
+    // 0x0D..0x17 are VEC, VSRC, HLT, VSCL, NGEO, NCON, SMAX, LNRM, GELU, HWT, RWU; 0x18 is the
+    // first unused one.
     Instruction in;
-    in.opcode = static_cast<Opcode>(0x16);
-    CHECK_THAT(validate(in), Contains("unknown opcode 0x16"));
+    in.opcode = static_cast<Opcode>(0x18);
+    CHECK_THAT(validate(in), Contains("unknown opcode 0x18"));
     CHECK_THROWS_AS(encode(in), std::invalid_argument);
   }
 }
 
 TEST_CASE("decode's messages are the documented ones", "[isa][decode]") {
   // docs/isa.md section 4 lists one example message per rejection (with
-  // opcode 0x16 and MMC flag 0x08).
+  // opcode 0x18 and MMC flag 0x08).
   EncodedInstr unknown{};
-  unknown[0] = 0x16;
-  CHECK(decode_error(unknown) == "unknown opcode 0x16");
+  unknown[0] = 0x18;
+  CHECK(decode_error(unknown) == "unknown opcode 0x18");
 
   Instruction mmc = minimal(spec_for(Opcode::MMC));
   mmc.flags = 0x08;

@@ -236,9 +236,9 @@ TEST_CASE("parse_program rejects bytes after the last instruction", "[isa][progr
 
 TEST_CASE("parse_program names the pc of an invalid instruction", "[isa][program]") {
   Bytes bad = hlt_bytes();
-  bad[0] = 0x16;  // not an opcode
+  bad[0] = 0x18;  // not an opcode
   const std::string msg = parse_error(valid_file(8, {hlt_bytes(), rw_bytes(1), bad}));
-  CHECK_THAT(msg, Contains("pc 2") && Contains("unknown opcode 0x16"));
+  CHECK_THAT(msg, Contains("pc 2") && Contains("unknown opcode 0x18"));
 }
 
 TEST_CASE("parse_program's counts agree in number", "[isa][program][plural]") {

@@ -34,10 +34,29 @@ inline model::PerfCounters recount_perf(const ArchConfig& cfg, const isa::Progra
   // count, so that programs of thousands of instructions recount in linear time).
   std::vector<std::size_t> switches_before_rec(rec.size() + 1, 0);
   for (std::size_t j = 0; j < rec.size(); ++j) switches_before_rec[j + 1] = switches_before_rec[j] + is_switch(j);
-  // The tile of the k-th RW (k from 1), in record order.
+  // The tile of the k-th push (k from 1), RW or RWU, in record order; and
+  // for a tile whose contents the run does not keep, its useful rows x
+  // columns as the document counts them: an RWU's and an HWT's tile of R
+  // rows R x N (the RW of a tile after an HWT wrote it: that HWT's), an RW
+  // before an HWT that rewrites its tile N x N.
   std::vector<std::size_t> rw_tile;
-  for (std::size_t j = 0; j < rec.size(); ++j)
-    if (op(j).opcode == isa::Opcode::RW) rw_tile.push_back(static_cast<std::size_t>(op(j).operands[0]));
+  std::vector<std::uint64_t> laid_out;  // per push: kNone, or the lanes
+  for (std::size_t j = 0; j < rec.size(); ++j) {
+    if (op(j).opcode == isa::Opcode::RWU) {
+      rw_tile.push_back(0);
+      laid_out.push_back(static_cast<std::uint64_t>(op(j).operands[1]) * n);
+    }
+    if (op(j).opcode != isa::Opcode::RW) continue;
+    const auto t = static_cast<std::size_t>(op(j).operands[0]);
+    rw_tile.push_back(t);
+    std::uint64_t lanes = kNone;
+    for (std::size_t h = 0; h < rec.size(); ++h) {
+      if (op(h).opcode != isa::Opcode::HWT || static_cast<std::size_t>(op(h).operands[1]) != t) continue;
+      if (h < j) lanes = static_cast<std::uint64_t>(op(h).operands[2]) * n;  // the last before j
+      else if (lanes == kNone) lanes = n * n;
+    }
+    laid_out.push_back(lanes);
+  }
 
   model::PerfCounters p;
   // The rows MMC record i's array read in cycles 0 .. cycles - 1 (row r in
@@ -58,6 +77,10 @@ inline model::PerfCounters recount_perf(const ArchConfig& cfg, const isa::Progra
     const std::size_t switches = switches_before_rec[i + 1];  // switches up to and including i
     if (switches == 0) continue;
     const std::size_t tile = switches <= rw_tile.size() ? rw_tile[switches - 1] : 0;
+    if (switches <= laid_out.size() && laid_out[switches - 1] != kNone) {
+      p.useful_macs += rows_read(i) * laid_out[switches - 1];
+      continue;
+    }
     std::uint64_t rows_used = 0, cols_used = 0;
     for (std::size_t k = 0; k < n; ++k) {
       bool any_row = false, any_col = false;
@@ -93,7 +116,7 @@ inline model::PerfCounters recount_perf(const ArchConfig& cfg, const isa::Progra
   // RW number k's completion, if issued.
   std::vector<Cycle> rw_done;
   for (std::size_t j = 0; j < rec.size(); ++j)
-    if (op(j).opcode == isa::Opcode::RW) rw_done.push_back(done_at(j));
+    if (op(j).opcode == isa::Opcode::RW || op(j).opcode == isa::Opcode::RWU) rw_done.push_back(done_at(j));
   for (Cycle t = 0; t < cycles; ++t) {
     if (active[t] || waits_for[t] == kNoTile) continue;
     const Cycle d = waits_for[t] < rw_done.size() ? rw_done[waits_for[t]] : kNone;

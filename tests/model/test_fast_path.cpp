@@ -210,13 +210,17 @@ TEST_CASE("Fast and detailed paths agree on compiled GEMMs on 4x4, 8x8 and 16x16
 TEST_CASE("Fast and detailed paths agree on random programs", "[fast_path]") {
   testing::RandomProgramGenerator gen(20261202);
   const std::vector<model::GemmKernel> kernels = available_kernels();
-  unsigned halted = 0, faulted = 0, limited = 0, threaded = 0, background = 0, vectors = 0, norms = 0;
+  unsigned halted = 0, faulted = 0, limited = 0, threaded = 0, background = 0, vectors = 0, norms = 0,
+           operands = 0;
   for (unsigned p = 0; p < 400; ++p) {
     const testing::RandomProgram rp = gen.next(/*faults=*/true);
     vectors += std::any_of(rp.program.code.begin(), rp.program.code.end(),
                            [](const isa::Instruction& in) { return in.opcode == isa::Opcode::VEC; });
     norms += std::any_of(rp.program.code.begin(), rp.program.code.end(), [](const isa::Instruction& in) {
       return in.opcode == isa::Opcode::SMAX || in.opcode == isa::Opcode::LNRM || in.opcode == isa::Opcode::GELU;
+    });
+    operands += std::any_of(rp.program.code.begin(), rp.program.code.end(), [](const isa::Instruction& in) {
+      return in.opcode == isa::Opcode::HWT || in.opcode == isa::Opcode::RWU;
     });
     // Each kernel in turn; from the second program on, every MMC of two or
     // more rows split over 2 to 8 threads (one thread per MAC at most).
@@ -255,6 +259,7 @@ TEST_CASE("Fast and detailed paths agree on random programs", "[fast_path]") {
   CHECK(background >= 250);
   CHECK(vectors >= 200);  // programs with at least one VEC
   CHECK(norms >= 200);    // with at least one SMAX, LNRM or GELU
+  CHECK(operands >= 200);  // with at least one HWT or RWU
 }
 
 TEST_CASE("Fast and detailed paths agree on random programs with MMCs of thousands of rows",
@@ -371,6 +376,48 @@ TEST_CASE("The vector kernels multiply a tile's used extent and give the definit
             }
           }
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("The VNNI packing is the documented layout, zero outside the used extent", "[fast_path]") {
+  // The layout the VNNI kernel reads (int8_gemm.cpp), written here apart from the packing
+  // loops: byte ((b * quads + q) * 32 + jj) * 4 + kk is W[4q + kk][32b + jj]
+  // inside the used extent and 0 outside, colsum[j] = 128 * sum_k W[k][j].
+  // Packing needs no AVX-512, so this runs on every CPU.
+  std::mt19937 rng(33);
+  for (std::size_t n : {std::size_t{4}, std::size_t{33}, std::size_t{64}, std::size_t{256}}) {
+    for (std::size_t ku : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{5}, n - 1, n}) {
+      for (std::size_t nu : {std::size_t{1}, std::size_t{31}, std::size_t{32}, std::size_t{33}, n - 1, n}) {
+        if (nu > n || ku > n || (ku == 0 && nu != 1)) continue;
+        std::vector<std::int8_t> w(n * n, 0);
+        for (std::size_t k = 0; k < ku; ++k)
+          for (std::size_t j = 0; j < nu; ++j) w[k * n + j] = static_cast<std::int8_t>(rng());
+        if (ku > 0) w[(ku - 1) * n + nu - 1] = -128;  // the extent's corner is used
+        const model::PackedWeights p = model::pack_weights(w.data(), n, model::GemmKernel::Avx512Vnni);
+        CAPTURE(n, ku, nu);
+        REQUIRE(p.k_used == ku);
+        REQUIRE(p.n_used == (ku == 0 ? 0 : nu));
+        const std::size_t quads = (p.k_used + 3) / 4, blocks = (p.n_used + 31) / 32;
+        REQUIRE(p.bytes.size() == blocks * quads * 128);
+        REQUIRE(p.colsum.size() == blocks * 32);
+        bool layout = true, sums = true;
+        for (std::size_t b = 0; b < blocks; ++b)
+          for (std::size_t q = 0; q < quads; ++q)
+            for (std::size_t jj = 0; jj < 32; ++jj)
+              for (std::size_t kk = 0; kk < 4; ++kk) {
+                const std::size_t k = 4 * q + kk, j = 32 * b + jj;
+                const std::int8_t want = k < p.k_used && j < p.n_used ? w[k * n + j] : 0;
+                layout = layout && p.bytes[((b * quads + q) * 32 + jj) * 4 + kk] == want;
+              }
+        for (std::size_t j = 0; j < blocks * 32; ++j) {
+          std::int32_t sum = 0;
+          for (std::size_t k = 0; j < n && k < n; ++k) sum += w[k * n + j];
+          sums = sums && p.colsum[j] == 128 * sum;
+        }
+        CHECK(layout);
+        CHECK(sums);
       }
     }
   }
