@@ -17,6 +17,7 @@
 #include "common/npy.h"
 #include "common/plural.h"
 #include "formats/model_file.h"
+#include "compiler/layer_reference.h"
 #include "compiler/network.h"
 #include "runtime/host_ops.h"
 #include "runtime/layer_stats.h"
@@ -122,6 +123,19 @@ struct NetInput {
   compiler::Tensor x;
 };
 
+// --out: an ONNX model's output dequantized in its layout (float32), a model
+// file's as it is (int8, or int32).
+void write_output(const NetInput& in, const compiler::Tensor& y, const std::string& out_path, bool is_onnx) {
+  if (out_path.empty()) return;
+  if (is_onnx) {
+    onnximport::write_onnx_output(in.onnx, y, out_path);
+  } else if (y.int32) {
+    write_npy(out_path, NpyArray::of<std::int32_t>(y.shape, y.data));
+  } else {
+    write_npy(out_path, NpyArray::of<std::int8_t>(y.shape, std::vector<std::int8_t>(y.data.begin(), y.data.end())));
+  }
+}
+
 class Net final : public Subcommand {
  public:
   explicit Net(CLI::App& app) {
@@ -144,6 +158,9 @@ class Net final : public Subcommand {
     cmd_->add_flag("--host-steps", host_steps_,
                    "compile with host steps between programs (im2col, max-pool, flatten on the host) "
                    "instead of the whole network on chip");
+    cmd_->add_flag("--reference-only", reference_only_,
+                   "do not compile or simulate: write the independent C++ int8 reference's output on --input "
+                   "to --out (a network the compiler does not take yet, such as attention's matmul layers)");
     cmd_->add_option("--calibrate", args_.calibrate,
                      "MODEL.onnx: calibration batch (.npy, float32 in the model's layout, e.g. NCHW) "
                      "whose ranges quantize the float model (a QDQ model needs none)");
@@ -171,6 +188,7 @@ class Net final : public Subcommand {
   CLI::App* cmd_ = nullptr;
   NetArgs args_;
   bool host_steps_ = false;
+  bool reference_only_ = false;
   std::string report_;
 };
 
@@ -300,7 +318,7 @@ NetInput Net::prepare(const ArchConfig& cfg, bool is_onnx, run::Outputs& outputs
   if (is_onnx) {
     onnximport::PrepareOptions prep;
     // The fit check compiles as below: not for --host-steps, which forces the mode.
-    if (!host_steps_) prep.fit_config = &cfg;
+    if (!host_steps_ && !reference_only_) prep.fit_config = &cfg;
     prep.progress = [](const std::string& s) {
       if (s.empty()) run::progress_clear();
       else run::progress_show("tpu-sim net: " + s);
@@ -329,12 +347,26 @@ int Net::run() {
   const std::string timeline_path = outputs.file(args_.timeline, run::Outputs::When::SuccessOrFault);
   // stderr only (progress.h); with --progress also when it is not a terminal.
   const run::ProgressScope progress(args_.progress || run::ProgressScope::stderr_is_terminal());
+  if (reference_only_ &&
+      (args_.check || !report_.empty() || !args_.stats.empty() || !args_.timeline.empty() || !args_.labels.empty()))
+    throw CLI::ValidationError("--reference-only", "runs no simulation: --check, --report, --stats, --timeline "
+                                                   "and --labels need one");
   const NetInput in = prepare(cfg, is_onnx, outputs);
   const compiler::Network& net = in.net;
   const compiler::Tensor& x = in.x;
   const std::size_t batch = x.batch();
   std::vector<std::int64_t> labels;
   if (!args_.labels.empty()) labels = read_labels(args_.labels, batch);
+  if (reference_only_) {
+    run::progress_show(fmt::format("tpu-sim net: the int8 reference on {}", plural(batch, "sample")));
+    const compiler::Tensor y = compiler::reference_network(net, x);
+    run::progress_clear();
+    write_output(in, y, out_path, is_onnx);
+    std::cout << fmt::format("network {}: {}, batch {}: the int8 reference's output (not compiled)\n",
+                             net.name.empty() ? args_.model : net.name, plural(net.layers.size(), "layer"), batch);
+    outputs.commit();
+    return kExitOk;
+  }
   run::progress_show(fmt::format("tpu-sim net: compiling {} for {}", plural(net.layers.size(), "layer"),
                                  plural(batch, "sample")));
   const run::NetworkOutcome o = run::compile_and_run(cfg, net, x, run_spec(cfg, net, batch, outputs));
@@ -356,15 +388,7 @@ int Net::run() {
   write_timeline(timeline_path, cfg, plan, result);
 
   const compiler::Tensor& y = result.output;
-  if (!out_path.empty() && is_onnx) {
-    onnximport::write_onnx_output(in.onnx, y, out_path);
-  } else if (!out_path.empty()) {
-    if (y.int32)
-      write_npy(out_path, NpyArray::of<std::int32_t>(y.shape, y.data));
-    else
-      write_npy(out_path, NpyArray::of<std::int8_t>(
-                              y.shape, std::vector<std::int8_t>(y.data.begin(), y.data.end())));
-  }
+  write_output(in, y, out_path, is_onnx);
   nlohmann::json stats = run::net_stats_json(cfg, plan, result, args_.model);
   if (!labels.empty()) report_accuracy(y, labels, args_.labels, stats);
   if (!stats_path.empty()) write_file_atomic(stats_path, stats.dump(2) + "\n");

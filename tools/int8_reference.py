@@ -20,7 +20,9 @@ SMAX, LNRM and GELU instructions (I-BERT-style; docs/quantization.md,
 "Integer softmax, LayerNorm and GELU"), with the constants a compiler
 chooses in softmax_constants, layernorm_constants and gelu_constants; a
 softmax layer is softmax_int over each pixel's channels with those constants; a
-matmul multiplies two activations, (A - z_a) B^T or (A - z_a) B with B symmetric.
+matmul multiplies two activations, (A - z_a) B^T or (A - z_a) B with B symmetric;
+token_bias puts constant tokens in front of a map's pixels and adds an int32
+bias per token and channel to x - z.
 Layers may name their inputs (the graph
 form), so residual networks run too.
 
@@ -343,6 +345,25 @@ def matmul(a, b, layer):
     return y.reshape(batch, h, w, -1)
 
 
+def token_bias(x, layer, base):
+    """Constant tokens and positions (docs/quantization.md, "Constant tokens and positions"): the
+    (B, H, W, C) map's H*W pixels as tokens after `prefix_tokens` tokens of zeros, minus z_x, plus the
+    int32 bias (tokens, C) at the input's scale; then q with M / 2^S = s_x / s_out."""
+    bias = load_npy(base, layer["bias"], np.int32, 2).astype(np.int64)
+    k = int(layer.get("prefix_tokens", 0))
+    batch, h, w, c = x.values.shape
+    if bias.shape != (k + h * w, c):
+        raise ValueError(f"{layer.get('name', 'token_bias')}: bias {bias.shape} for {k + h * w} tokens of {c}")
+    if np.any(np.abs(bias) > (1 << 30)):
+        raise ValueError(f"{layer.get('name', 'token_bias')}: a bias is past 2^30")
+    acc = np.zeros((batch, k + h * w, c), np.int64)
+    acc[:, k:] = x.values.astype(np.int64).reshape(batch, h * w, c) - x.zero_point
+    acc += bias[None]
+    out = layer["output"]
+    m, s = requant_params(x.scale / out["scale"])
+    return isa.activate(acc, "", m, s, out["zero_point"]).reshape(batch, 1, k + h * w, c)
+
+
 class Tensor(NamedTuple):
     """A layer's output (or the network input): its values, int8 (or the int32
     accumulators of an int32 output), and the scale and zero point of their real values."""
@@ -408,6 +429,9 @@ def apply(layer, inputs, base):
     if t == "matmul":
         out = layer["output"]
         return Tensor(matmul(x, inputs[1], layer), out["scale"], out["zero_point"])
+    if t == "token_bias":
+        out = layer["output"]
+        return Tensor(token_bias(x, layer, base), out["scale"], out["zero_point"])
     # Transformer layers on the activation unit (docs/quantization.md, "Transformer layers").
     if t in ("layernorm", "gelu"):
         out = layer["output"]

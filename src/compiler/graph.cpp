@@ -9,6 +9,7 @@
 #include "common/plural.h"
 #include "compiler/attention.h"
 #include "compiler/network.h"
+#include "compiler/quant.h"
 #include "compiler/norm_quant.h"
 #include "compiler/shapes.h"
 
@@ -286,6 +287,35 @@ TensorInfo infer_matmul(const Layer& l, const TensorInfo& a, const TensorInfo& b
   return out;
 }
 
+// Constant tokens and positions (docs/quantization.md): an H x W x C map's
+// H*W pixels as tokens, prefix_tokens more in front; one int32 bias per output
+// token and channel, |b| <= 2^30.
+TensorInfo infer_token_bias(const Layer& l, const TensorInfo& cur, const std::string& what) {
+  if (l.int32_output) throw CompileError(fmt::format("{}: a token_bias has int8 output", what));
+  if (l.act != model::ActFunction::None) throw CompileError(fmt::format("{}: a token_bias has no activation", what));
+  if (cur.shape.size() != 3)
+    throw CompileError(fmt::format("{}: a token_bias reads a map (H x W tokens of C features), not {}", what,
+                                   shape_text(cur.shape)));
+  const std::size_t tokens = l.prefix_tokens + cur.shape[0] * cur.shape[1], c = cur.shape[2];
+  if (l.bias.size() != tokens * c)
+    throw CompileError(fmt::format("{}: the bias has {} values for {} tokens of {} features", what, l.bias.size(),
+                                   tokens, c));
+  for (std::int32_t b : l.bias)
+    if (b > (1 << 30) || b < -(1 << 30))
+      throw CompileError(fmt::format("{}: a bias of {} is past 2^30 (docs/quantization.md, \"Constant tokens and "
+                                     "positions\")", what, b));
+  check_quant(l.output, what + ": the output");
+  TensorInfo out;
+  out.shape = {1, tokens, c};
+  out.quant = l.output;
+  try {
+    requant_from_multiplier(cur.quant.scale / l.output.scale, l.output.zero_point);  // throws if impossible
+  } catch (const CompileError& e) {
+    throw CompileError(fmt::format("{}: {}", what, e.what()));
+  }
+  return out;
+}
+
 // LayerNorm and GELU on the activation unit (norm_quant.h): the input's shape,
 // the layer's output quantization.
 TensorInfo infer_norm(const Layer& l, const TensorInfo& cur, const std::string& what) {
@@ -365,6 +395,7 @@ const char* layer_kind_name(LayerKind kind) {
     case LayerKind::MatMul: return "matmul";
     case LayerKind::LayerNorm: return "layernorm";
     case LayerKind::Gelu: return "gelu";
+    case LayerKind::TokenBias: return "token_bias";
   }
   return "?";
 }
@@ -436,6 +467,7 @@ std::vector<TensorInfo> infer_network(const Network& net, bool check_unread) {
       case LayerKind::MatMul: out = infer_matmul(l, cur, infos[ids[1]], what); break;
       case LayerKind::LayerNorm:
       case LayerKind::Gelu: out = infer_norm(l, cur, what); break;
+      case LayerKind::TokenBias: out = infer_token_bias(l, cur, what); break;
     }
     infos.push_back(out);
   }

@@ -296,6 +296,26 @@ std::int32_t requantize_wide(std::int64_t v, const model::Requant& q) {
   return static_cast<std::int32_t>(std::clamp<__int128>(p, -128, 127));
 }
 
+// Constant tokens and positions (docs/quantization.md): acc = b[p][c] for the
+// prefix_tokens constant tokens, (x - z_x) + b[p][c] for the input's, in int32
+// (|b| <= 2^30), requantized with s_x / s_y.
+Tensor token_bias(const Layer& l, const TensorInfo& in, const TensorInfo& out, const Tensor& x) {
+  const std::size_t c = in.shape[2], tokens_in = in.shape[0] * in.shape[1], tokens = out.shape[1];
+  const model::Requant q = reference_requant(in.quant.scale / l.output.scale, l.output.zero_point);
+  Tensor y;
+  y.shape = {x.batch(), 1, tokens, c};
+  y.data.resize(x.batch() * tokens * c);
+  for (std::size_t s = 0; s < x.batch(); ++s)
+    for (std::size_t p = 0; p < tokens; ++p)
+      for (std::size_t ch = 0; ch < c; ++ch) {
+        std::int64_t acc = l.bias[p * c + ch];
+        if (p >= l.prefix_tokens)
+          acc += std::int64_t{x.data[(s * tokens_in + p - l.prefix_tokens) * c + ch]} - in.quant.zero_point;
+        y.data[(s * tokens + p) * c + ch] = reference_requantize(wrap32(acc), q);
+      }
+  return y;
+}
+
 // LayerNorm without its affine: each token (the last axis) normalized by
 // LNRM's integer arithmetic.
 Tensor layernorm(const Layer& l, const TensorInfo& in, const Tensor& x) {
@@ -436,6 +456,7 @@ std::vector<Tensor> reference_network_all(const Network& net, const Tensor& x) {
         break;
       case LayerKind::LayerNorm: outs.push_back(layernorm(l, in, cur)); break;
       case LayerKind::Gelu: outs.push_back(gelu(l, in, cur)); break;
+      case LayerKind::TokenBias: outs.push_back(token_bias(l, in, out, cur)); break;
     }
   }
   return outs;

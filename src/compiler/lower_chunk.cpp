@@ -34,10 +34,20 @@ const OnChip::Lowering& OnChip::lowering(LayerKind kind) {
       {LayerKind::MatMul, &OnChip::lower_matmul},                               // lower_matmul.cpp
       {LayerKind::LayerNorm, &OnChip::lower_norm},                              // lower_norm.cpp
       {LayerKind::Gelu, &OnChip::lower_norm},                                   //
+      {LayerKind::TokenBias, &OnChip::lower_token_bias},                        // below
   };
   for (const Lowering& row : table)
     if (row.kind == kind) return row;
   throw CompileError(fmt::format("internal error: no on-chip lowering of {}", layer_kind_name(kind)));
+}
+
+// Constant tokens and positions (docs/quantization.md): a bias per token and
+// channel, which the array's per-channel bias is not; not lowered yet.
+void OnChip::lower_token_bias(std::size_t i, std::uint64_t) {
+  throw CompileError(fmt::format("{}: a token_bias (constant tokens and positions) is not implemented on chip yet "
+                                 "(its bias is per token, the array's per channel: docs/quantization.md, \"Constant "
+                                 "tokens and positions\")",
+                                 layer_label(net_.layers[i], i)));
 }
 
 // The host transfers of chunk c's input, plane by plane in pieces of samples.

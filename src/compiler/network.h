@@ -35,9 +35,13 @@ enum class LayerKind {
   Softmax, MatMul,
   // Transformer layers on the activation unit (docs/quantization.md, "Transformer layers").
   LayerNorm, Gelu,
+  // Constant tokens in front of a token sequence and a constant per position
+  // (ViT's class token and positional embedding: docs/quantization.md,
+  // "Constant tokens and positions").
+  TokenBias,
 };
 // "dense", "conv2d", "maxpool2d", "flatten", "avgpool2d", "global_avgpool2d", "add", "concat",
-// "mul", "affine", "upsample", "softmax", "matmul", "layernorm", "gelu"
+// "mul", "affine", "upsample", "softmax", "matmul", "layernorm", "gelu", "token_bias"
 const char* layer_kind_name(LayerKind kind);
 
 struct Layer {
@@ -95,6 +99,11 @@ struct Layer {
   // "Transformer layers"): the variance's epsilon; the token is the last axis
   // (a map's pixel, or a 1-D tensor whole).
   double eps = 1e-5;
+  // TokenBias: an H x W x C map's H*W pixels as tokens; the output is
+  // 1 x (prefix_tokens + H*W) x C: prefix_tokens tokens of zeros in front, then
+  // `bias` (one int32 per output token and channel, row-major, at the input's
+  // scale) added and the sum requantized to `output`.
+  unsigned prefix_tokens = 0;
 };
 
 

@@ -174,6 +174,8 @@ class OnChip {
   // --- attention (lower_softmax.cpp, lower_matmul.cpp) ---
   void lower_softmax(std::size_t i, std::uint64_t bc);
   void lower_matmul(std::size_t i, std::uint64_t bc);
+  // Refuses: not lowered yet (lower_chunk.cpp).
+  void lower_token_bias(std::size_t i, std::uint64_t bc);
   // --- emission (onchip_emit.cpp) ---
   NetworkPlan emit(std::uint64_t host_rows);
   std::string summary(std::uint64_t tiles, std::uint64_t host_rows) const;

@@ -58,7 +58,7 @@ void check_host_step_layers(const Network& net) {
         l.kind == LayerKind::Add || l.kind == LayerKind::Concat || l.kind == LayerKind::Mul ||
         l.kind == LayerKind::Affine || l.kind == LayerKind::Upsample || l.kind == LayerKind::Softmax ||
         l.kind == LayerKind::MatMul || l.kind == LayerKind::LayerNorm || l.kind == LayerKind::Gelu ||
-        is_depthwise(l) || padded_pool)
+        l.kind == LayerKind::TokenBias || is_depthwise(l) || padded_pool)
       throw CompileError(fmt::format("{}: runs only on chip (the host-step compiler has no {})",
                                      layer_label(l, i),
                                      padded_pool ? "padded max-pool" : layer_kind_name(l.kind)));
@@ -95,7 +95,8 @@ class Grouper {
         case LayerKind::Softmax:
         case LayerKind::MatMul:
         case LayerKind::LayerNorm:
-        case LayerKind::Gelu: throw CompileError("internal error: an on-chip layer in a host-step plan");
+        case LayerKind::Gelu:
+        case LayerKind::TokenBias: throw CompileError("internal error: an on-chip layer in a host-step plan");
       }
     }
     close();

@@ -340,6 +340,20 @@ void parse_gelu(const Reader& r, const json& j, const std::string& where, Layer&
   l.output = r.quant(r.need(j, "output", where), where + ": output");
 }
 
+// Constant tokens and positions (docs/quantization.md): "prefix_tokens", the
+// int32 "bias" (tokens x C, checked against the input's shape by
+// infer_network), "output".
+void parse_token_bias(const Reader& r, const json& j, const std::string& where, Layer& l) {
+  r.only_keys(j, where, {"type", "name", "inputs", "prefix_tokens", "bias", "output"});
+  l.kind = LayerKind::TokenBias;
+  l.prefix_tokens = j.contains("prefix_tokens")
+                        ? static_cast<unsigned>(r.integer(j.at("prefix_tokens"), where, "prefix_tokens", 0, 1 << 16))
+                        : 0u;
+  const std::string bpath = r.file(r.need(j, "bias", where), where, "bias");
+  l.bias = expect_int32(read_npy(bpath), 2, "bias, int32 per token and channel");
+  l.output = r.quant(r.need(j, "output", where), where + ": output");
+}
+
 using LayerParser = void (*)(const Reader&, const json&, const std::string&, Layer&);
 
 // The layer types of the format, in the order the error message lists them.
@@ -349,7 +363,7 @@ constexpr std::pair<const char*, LayerParser> kLayerTypes[] = {
     {"add", parse_add},         {"concat", parse_concat},   {"mul", parse_mul},
     {"affine", parse_affine},   {"upsample", parse_upsample}, {"flatten", parse_flatten},
     {"softmax", parse_softmax}, {"matmul", parse_matmul},
-    {"layernorm", parse_layernorm}, {"gelu", parse_gelu}};
+    {"layernorm", parse_layernorm}, {"gelu", parse_gelu}, {"token_bias", parse_token_bias}};
 
 // "layers"[i]: its name, its type's fields, its inputs (names of earlier
 // layers, or "input", in `tensor_of`, which gains this layer's name).

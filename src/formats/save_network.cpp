@@ -31,6 +31,7 @@ void save_network(const compiler::Network& net, const std::string& dir) {
   root["input"] = {{"shape", net.input_shape}, {"scale", net.input.scale}, {"zero_point", net.input.zero_point}};
   root["layers"] = json::array();
   const auto tensor_name = [&](std::size_t id) { return id == 0 ? std::string("input") : net.layers[id - 1].name; };
+  std::vector<compiler::TensorInfo> infos;  // a token_bias's channels, when there is one
   for (std::size_t i = 0; i < net.layers.size(); ++i) {
     const compiler::Layer& l = net.layers[i];
     json j;
@@ -111,6 +112,16 @@ void save_network(const compiler::Network& net, const std::string& dir) {
       case LayerKind::Gelu:
         j["output"] = quant_json(l.output);
         break;
+      case LayerKind::TokenBias: {
+        const std::string b = fmt::format("layer{}_b.npy", i);
+        if (infos.empty()) infos = compiler::infer_network(net, false);
+        const std::size_t c = infos.at(i + 1).shape.back();
+        write_npy((base / b).string(), NpyArray::of<std::int32_t>({l.bias.size() / c, c}, l.bias));
+        j["prefix_tokens"] = l.prefix_tokens;
+        j["bias"] = b;
+        j["output"] = quant_json(l.output);
+        break;
+      }
     }
     root["layers"].push_back(j);
   }

@@ -99,6 +99,12 @@ Shape float_layer_shape(const FloatLayer& l, const std::vector<Shape>& shapes) {
     case LayerKind::LayerNorm:
     case LayerKind::Gelu:
       return in;
+    case LayerKind::TokenBias: {
+      need_map();
+      const std::size_t tokens = l.prefix_tokens + in[0] * in[1];
+      if (l.bias.size() != tokens * in[2]) fail(l, "has a bias of the wrong size");
+      return {1, tokens, in[2]};
+    }
     case LayerKind::Concat: {
       Shape out = in;
       out.back() = 0;
@@ -214,6 +220,11 @@ void run_sample(const FloatLayer& l, const Shape& is, const Shape& os, const std
         y[i] = static_cast<float>(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
       }
       return;
+    case LayerKind::TokenBias: {  // prefix_tokens zero tokens, then x, plus the bias
+      const std::size_t front = l.prefix_tokens * os[2];
+      for (std::size_t i = 0, n = count(os); i < n; ++i) y[i] = (i < front ? 0.0f : x[i - front]) + l.bias[i];
+      return;
+    }
     case LayerKind::Dense:
     case LayerKind::Conv2d:
     case LayerKind::Concat: return;  // run_layer's

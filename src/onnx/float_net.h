@@ -59,6 +59,10 @@ struct FloatLayer {
   // LayerNorm (over the last axis, without its affine: the importer makes
   // the affine a depthwise 1x1 conv2d): the variance's epsilon.
   double eps = 1e-5;
+  // TokenBias (docs/quantization.md, "Constant tokens and positions"):
+  // prefix_tokens tokens of zeros in front of the input's H*W pixels, then
+  // `bias` (one per output token and channel, row-major) added.
+  unsigned prefix_tokens = 0;
 };
 
 // A QDQ model's quantization of one tensor (a QuantizeLinear on it), in

@@ -86,14 +86,36 @@ void Importer::const_arith(const onnx::NodeProto& n) {
   c.dims = a.values.size() == len ? a.dims : b.dims;
   for (std::size_t i = 0; i < len; ++i) {
     const double x = a.values[a.values.size() == 1 ? 0 : i], y = b.values[b.values.size() == 1 ? 0 : i];
-    double v = op == "Add" ? x + y : op == "Mul" ? x * y : 0.0;
+    double v = op == "Add" ? x + y : op == "Mul" ? x * y : op == "Equal" ? double(x == y) : 0.0;
     if (op == "Div") {
       if (y == 0) fail(n, "divides by zero");
       v = ints ? std::trunc(x / y) : x / y;
     }
     c.values.push_back(v);
   }
+  if (op == "Equal") c.type = onnx::TensorProto::BOOL;
   consts_[n.output(0)] = std::move(c);
+}
+
+// Where(cond, x, y) of constants: element-wise, or with scalars (as ViT's
+// class token's Expand shape: torch.onnx.export's -1 replaced by 1).
+void Importer::const_where(const onnx::NodeProto& n) {
+  only_attrs(n, {});
+  if (n.input_size() != 3 || !is_const(n.input(0)) || !is_const(n.input(1)) || !is_const(n.input(2)))
+    fail(n, "Where of computed tensors is not supported (only of constants, such as shape arithmetic)");
+  const Const& c = consts_.at(n.input(0));
+  const Const& a = consts_.at(n.input(1));
+  const Const& b = consts_.at(n.input(2));
+  const std::size_t len = std::max({c.values.size(), a.values.size(), b.values.size()});
+  for (const Const* p : {&c, &a, &b})
+    if (p->values.size() != len && p->values.size() != 1)
+      fail(n, "constants of different sizes (only element-wise or with a scalar)");
+  Const out;
+  out.type = a.type;
+  out.dims = c.values.size() == len ? c.dims : a.values.size() == len ? a.dims : b.dims;
+  const auto at = [len](const Const& p, std::size_t i) { return p.values[p.values.size() == len ? i : 0]; };
+  for (std::size_t i = 0; i < len; ++i) out.values.push_back(at(c, i) != 0.0 ? at(a, i) : at(b, i));
+  consts_[n.output(0)] = std::move(out);
 }
 
 // Constants (shape arithmetic) along axis 0.

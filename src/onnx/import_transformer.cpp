@@ -58,7 +58,9 @@ bool Importer::token_sequence(const std::string& input) const {
   for (const auto& n : g_.node())
     for (const auto& i : n.input())
       if (i == input) {
-        if (!readers.count(n.op_type())) return false;
+        // A Transpose (1, 0, 2): MultiheadAttention's first node (match_mha).
+        const bool attention = n.op_type() == "Transpose" && attr_ints(n, "perm", {}) == std::vector<std::int64_t>{1, 0, 2};
+        if (!readers.count(n.op_type()) && !attention) return false;
         any = true;
       }
   return any;
@@ -145,12 +147,25 @@ bool Importer::transformer_node(const onnx::NodeProto& n) {
     set_output(n, x);
     return true;
   }
+  if (op == "Transpose" && reads_tokens(n) && attr_ints(n, "perm", {}) == std::vector<std::int64_t>{1, 0, 2})
+    return match_mha(n);
+  if (op == "Concat" && reads_tokens(n)) return token_constants(n);
+  if (op == "Add" && reads_tokens(n) && n.input_size() == 2 && (is_const(n.input(0)) || is_const(n.input(1)))) {
+    const Const& c = consts_.at(n.input(is_const(n.input(0)) ? 0 : 1));
+    const std::size_t d = shape(values_.at(n.input(is_const(n.input(0)) ? 1 : 0))).back();
+    if (c.values.size() > d) return token_constants(n);  // not one value per feature (a Linear's bias)
+  }
+  if (op == "Shape" && reads_tokens(n))
+    fail(n, "reads the shape of a token sequence: tpu-sim takes MultiheadAttention as torch.onnx.export writes it "
+            "with batch_first=True (a Transpose (1, 0, 2) of the (N, L, D) tokens first; docs/onnx.md, "
+            "\"MultiheadAttention\"); batch_first=False's (L, N, D) input is not supported");
   if (reads_tokens(n)) {
-    static const std::set<std::string> ok = {"MatMul", "Add", "Mul", "Identity", "Dropout"};
+    static const std::set<std::string> ok = {"MatMul", "Add", "Mul", "Identity", "Dropout", "Relu"};
     if (!ok.count(op))
-      fail(n, "reads a token sequence (N, L, D): tpu-sim takes MatMul by a constant, Add, Mul, LayerNorm (its "
-              "decomposed form or LayerNormalization), GELU (the erf form), the mean over the tokens and a Gather of "
-              "one token on token sequences (docs/onnx.md, \"Transformer layers\")");
+      fail(n, "reads a token sequence (N, L, D): tpu-sim takes MatMul by a constant, Add, Mul, ReLU, LayerNorm (its "
+              "decomposed form or LayerNormalization), GELU (the erf form), the mean over the tokens, a Gather of "
+              "one token, ViT's class token and positions, and MultiheadAttention (its first node a Transpose "
+              "(1, 0, 2)) on token sequences (docs/onnx.md, \"Transformer layers\")");
   }
   return false;
 }

@@ -254,6 +254,17 @@ class Importer {
   void gru_step(const onnx::NodeProto& n, RecurrentUnit& u, std::size_t t);
   // --- attention (import_attention.cpp; docs/quantization.md, "Softmax and attention") ---
   void softmax(const onnx::NodeProto& n);
+  // MultiheadAttention as torch.onnx.export writes it, recognized at its first
+  // Transpose (1, 0, 2) of the tokens; its layers come at its last node.
+  bool match_mha(const onnx::NodeProto& t);
+  // The one reader of `from`'s output, which must be a `op` (skipped: part of
+  // the pattern); anything else is refused naming `from`, with `hint` (the
+  // likely cause) when given.
+  const onnx::NodeProto& mha_next(const onnx::NodeProto& from, const char* op, const std::string& what,
+                                  const char* hint = nullptr);
+  // ViT's class token (Concat of constant tokens in front) and positional
+  // embedding (Add of a constant per token and feature): token_bias layers.
+  bool token_constants(const onnx::NodeProto& n);
 
   // Unsqueeze and Expand of constants (import_consts.cpp: shape arithmetic).
   void unsqueeze(const onnx::NodeProto& n);
@@ -290,7 +301,8 @@ class Importer {
   void identity(const onnx::NodeProto& n);
   void shape_op(const onnx::NodeProto& n);
   void gather(const onnx::NodeProto& n);
-  void const_arith(const onnx::NodeProto& n);
+  void const_arith(const onnx::NodeProto& n);  // Add, Mul, Div, Equal of constants
+  void const_where(const onnx::NodeProto& n);
   void const_concat(const onnx::NodeProto& n);
   void const_slice(const onnx::NodeProto& n);
   void cast_const(const onnx::NodeProto& n, std::int64_t to);
@@ -334,6 +346,8 @@ class Importer {
   // The input is a sequence read by a recurrent layer (axes "TNF", or "NTF"
   // when batch first), held as 1 x L x D per sample; empty: it is not.
   std::string seq_input_;
+  // The one real input's declared batch (its dimension 0), 0 when not fixed.
+  std::int64_t input_batch_ = 0;
   std::map<std::size_t, compiler::QuantParams> tq_;  // QDQ: per tensor id, its quantization
   std::vector<std::string> layer_op_;  // per layer, the ONNX operator that made it
   // Transformer patterns (import_transformer.cpp): the readers of each name

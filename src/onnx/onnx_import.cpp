@@ -71,6 +71,8 @@ const std::map<std::string_view, Importer::NodeImporter>& Importer::operator_tab
       {"Shape", &Importer::shape_op},
       {"Gather", &Importer::gather},
       {"ConstantOfShape", &Importer::constant_of_shape},
+      {"Equal", &Importer::const_arith},
+      {"Where", &Importer::const_where},
       {"QuantizeLinear", &Importer::quantize_linear},
       {"DequantizeLinear", &Importer::dequantize_linear},
       {"Cast", &Importer::cast},
@@ -123,6 +125,7 @@ const onnx::ValueInfoProto& Importer::read_input() {
   const auto& tt = input->type().tensor_type();
   if (!input->type().has_tensor_type() || tt.elem_type() != onnx::TensorProto::FLOAT)
     fail(fmt::format("input '{}' must be a float32 tensor", input->name()));
+  if (tt.shape().dim_size() > 0 && tt.shape().dim(0).has_dim_value()) input_batch_ = tt.shape().dim(0).dim_value();
   std::vector<std::size_t> dims;
   for (int i = 1; i < tt.shape().dim_size(); ++i) {
     const auto& d = tt.shape().dim(i);

@@ -33,6 +33,7 @@ void Importer::finish_qdq() {
       case LayerKind::MatMul:
       case LayerKind::LayerNorm:
       case LayerKind::Gelu:
+      case LayerKind::TokenBias:
         fail(fmt::format("{}: is not supported in a QDQ model", node));
       case LayerKind::Dense:
       case LayerKind::Conv2d:

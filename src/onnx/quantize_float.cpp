@@ -150,6 +150,7 @@ compiler::Layer layer_fields(const FloatLayer& f) {
   l.alpha = f.alpha;
   l.beta = f.beta;
   l.transpose_b = f.transpose_b;
+  l.prefix_tokens = f.prefix_tokens;
   return l;
 }
 
@@ -325,6 +326,18 @@ compiler::Network quantize_float(const FloatNet& fnet, const std::vector<Range>&
         break;
       case LayerKind::LayerNorm:  // the activation unit's (docs/quantization.md, "Transformer layers")
       case LayerKind::Gelu:
+        out = output_quant(false);
+        l.output = out;
+        break;
+      case LayerKind::TokenBias:  // the constants at the input's scale (docs/quantization.md)
+        for (float b : f.bias) {
+          const double v = std::round(static_cast<double>(b) / in.scale);
+          if (!(std::fabs(v) <= double(1 << 30)))
+            throw compiler::CompileError(fmt::format(
+                "layer '{}': a constant of {} is past 2^30 steps of the input's scale {} (docs/quantization.md, "
+                "\"Constant tokens and positions\")", f.name, b, in.scale));
+          l.bias.push_back(static_cast<std::int32_t>(v));
+        }
         out = output_quant(false);
         l.output = out;
         break;

@@ -172,7 +172,7 @@ np.save('$tmp/n2.npy', np.load('$nets/$net/test_x.npy')[:2])"
     copy_mlp
     edit_model "m['layers'][0]['type'] = 'lstm'"
     expect_status 3 "$bin/tpu-sim" net "$tmp/m/model.json" --input "$nets/digits_mlp/test_x.npy"
-    expect_error "model.json: layer 0 ('fc1'): 'type' must be one of dense, conv2d, maxpool2d, avgpool2d, global_avgpool2d, add, concat, mul, affine, upsample, flatten, softmax, matmul, layernorm, gelu"
+    expect_error "model.json: layer 0 ('fc1'): 'type' must be one of dense, conv2d, maxpool2d, avgpool2d, global_avgpool2d, add, concat, mul, affine, upsample, flatten, softmax, matmul, layernorm, gelu, token_bias"
     copy_mlp
     edit_model "m['layers'].insert(0, {'type': 'upsample', 'name': 'up', 'scale': [0, 2]})"
     expect_status 3 "$bin/tpu-sim" net "$tmp/m/model.json" --input "$nets/digits_mlp/test_x.npy"
