@@ -127,7 +127,7 @@ TEST_CASE("HWT on an idle machine completes at c + Lh + Hw + ceil(N*N/Bh) and wr
   });
 }
 
-TEST_CASE("RWU on an idle weight DMA completes at c + 1 + rows; MMC.S multiplies by its tile",
+TEST_CASE("RWU on an idle weight DMA completes at c + 1 + rows, and MMC.S multiplies by its tile",
           "[timing][attention]") {
   for_each_config([](const ArchConfig& cfg) {
     const Cycle n = cfg.array_n;
@@ -274,7 +274,7 @@ TEST_CASE("RWU in the weight DMA's order: after an RW's tile, and the next RWU a
   });
 }
 
-TEST_CASE("RWU faults without ub_weight_path; HWT and RWU of more than N rows are refused",
+TEST_CASE("RWU faults without ub_weight_path, and HWT and RWU of more than N rows are refused",
           "[attention]") {
   ArchConfig cfg = preset_config("small8");
   {
