@@ -139,9 +139,16 @@ full_config=(-UTPU_RTL_PRESETS -UTPU_BUILD_TESTS -UTPU_PYTHON -UTPU_RTL_TRACE_MA
 fuzz_build() {
   CC=clang CXX=clang++ cmake -S "$root" -B "$root/build-fuzz" -DTPU_FUZZ=ON \
     -DTPU_BUILD_TESTS=OFF -DTPU_RTL_PRESETS= "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
-    "${launcher[@]}" >/dev/null
+    "${unity[@]}" "${launcher[@]}" >/dev/null
   cmake --build "$root/build-fuzz" -j "$jobs" --target tpu_fuzzers
 }
+
+# The sanitizer and fuzz builds are unity builds (CMake joins a target's
+# sources by eight into one translation unit; the Verilated C++ is never
+# joined): they are built once per job and not edited, and their compilers
+# spent most of their time on the same headers again (SystemC, ONNX, JSON,
+# Catch2). build/ is not, so that an edit recompiles one file.
+unity=(-DCMAKE_UNITY_BUILD=ON)
 
 # The ASan/UBSan build takes the plain build's Verilated engines (not
 # instrumented in either build: src/rtl_engine/CMakeLists.txt) instead of compiling
@@ -149,7 +156,7 @@ fuzz_build() {
 # Line tables only (-g1): the sanitizers' reports keep file and line, and the
 # build is some 10-15% faster than with full debug information.
 asan_config=(-DTPU_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1
-             -DTPU_RTL_PREBUILT_DIR="$root/build" -UTPU_RTL_TRACE_MAX_N)
+             -DTPU_RTL_PREBUILT_DIR="$root/build" -UTPU_RTL_TRACE_MAX_N "${unity[@]}")
 
 # Every package, then build/ whole.
 full_build() {

@@ -7,16 +7,11 @@
 #include <limits>
 
 #include "compiler/norm_quant.h"
+#include "compiler/quant.h"
 #include "compiler/reference.h"
 
 namespace tpu::compiler {
 namespace {
-
-std::int32_t wrap32(std::int64_t v) {
-  const std::uint64_t u = static_cast<std::uint64_t>(v) & 0xFFFFFFFFull;
-  return u >= 0x80000000ull ? static_cast<std::int32_t>(static_cast<std::int64_t>(u) - (std::int64_t{1} << 32))
-                            : static_cast<std::int32_t>(u);
-}
 
 // Accumulator -> layer output element.
 std::int32_t finish(std::int64_t acc, const Layer& l, double in_scale) {
