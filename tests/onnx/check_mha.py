@@ -47,7 +47,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_onnx_model import check_rows_and_detailed, output_quant, refused, run  # noqa: E402
+from check_onnx_model import check_rows_and_detailed, compare_outputs, refused, run  # noqa: E402
 
 # The compiler does not lower matmul yet: the ONNX model's int8 output comes from the C++ reference
 # (--reference-only) and the on-chip compile must refuse. True: compile and simulate it (--check).
@@ -158,18 +158,7 @@ def check_model(bin_dir, src_dir, name):
         if ref.shape != yq.shape or not np.array_equal(ref, yq):
             failures.append(f"the C++ int8 reference differs from int8_reference.py in "
                             f"{int(np.sum(ref != yq)) if ref.shape == yq.shape else 'shape'} elements")
-        saved = json.loads((t / "q/model.json").read_text())
-        scale, zero = output_quant(saved)
-        want = (np.float64(scale) * (ref.astype(np.float64) - zero)).astype(np.float32)
-        if want.ndim == 4:  # (B, 1, L, D): the model's (B, L, D)
-            want = want[:, 0]
-        y, f = np.load(t / "y.npy"), np.load(t / "f.npy")
-        if y.shape != torch_y.shape or not np.array_equal(y, want):
-            failures.append(f"tpu-sim's output {y.shape} differs from the NumPy int8 reference's {want.shape}")
-        peak = float(np.max(np.abs(torch_y)))
-        float_err = float(np.max(np.abs(f - torch_y))) / peak
-        corr = float(np.corrcoef(y.ravel(), torch_y.ravel())[0, 1])
-        quant_err = float(np.max(np.abs(y - torch_y))) / peak
+        saved, y, float_err, corr, quant_err = compare_outputs(t, ref, torch_y, failures)
         layers = [layer["name"] for layer in saved["layers"]]
         kinds = sorted({layer["type"] for layer in saved["layers"]})
         print(f"{name}: batch {batch}, {len(layers)} layers ({', '.join(kinds)}); C++ and NumPy int8 references bit "

@@ -61,6 +61,27 @@ def refused(cmd, want, failures):
         print("refused as expected:", lines[0])
 
 
+def compare_outputs(t, ref, torch_y, failures):
+    """tpu-sim net's output t/y.npy against the int8 reference's codes `ref`,
+    dequantized with the saved model's (t/q/model.json) output quantization:
+    bit for bit; the float pass t/f.npy and y against PyTorch's float output
+    torch_y. Returns (the saved model, y, the float pass's and y's largest
+    error as shares of max|torch_y|, y's correlation with torch_y)."""
+    saved = json.loads((t / "q/model.json").read_text())
+    scale, zero = output_quant(saved)
+    want = (np.float64(scale) * (ref.astype(np.float64) - zero)).astype(np.float32)
+    if want.ndim == 4:  # (B, 1, L, D): the model's (B, L, D)
+        want = want[:, 0]
+    y, f = np.load(t / "y.npy"), np.load(t / "f.npy")
+    if y.shape != torch_y.shape or not np.array_equal(y, want):
+        failures.append(f"tpu-sim's output {y.shape} differs from the NumPy int8 reference's {want.shape}")
+    peak = float(np.max(np.abs(torch_y)))
+    float_err = float(np.max(np.abs(f - torch_y))) / peak
+    corr = float(np.corrcoef(y.ravel(), torch_y.ravel())[0, 1])
+    quant_err = float(np.max(np.abs(y - torch_y))) / peak
+    return saved, y, float_err, corr, quant_err
+
+
 def check_rows_and_detailed(report, saved, base, t, cycles, y, detailed, failures):
     """The --report CSV `report` has a row for every layer of the saved model; with `detailed`, the
     same command `base` on the detailed path (TPU_DETAIL) gives `cycles` and the output `y`."""

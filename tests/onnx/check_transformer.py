@@ -39,7 +39,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_onnx_model import check_rows_and_detailed, output_quant, refused, run  # noqa: E402
+from check_onnx_model import check_rows_and_detailed, compare_outputs, refused, run  # noqa: E402
 
 
 class FeedForward(nn.Module):
@@ -238,18 +238,7 @@ def main():
         ref, yq = np.load(t / "ref.npy"), np.load(t / "yq.npy")
         if not np.array_equal(ref, yq):
             failures.append("tpu-sim net q/model.json differs from int8_reference.py")
-        saved = json.loads((t / "q/model.json").read_text())
-        scale, zero = output_quant(saved)
-        want = (np.float64(scale) * (ref.astype(np.float64) - zero)).astype(np.float32)
-        if want.ndim == 4:  # (B, 1, L, D): the model's (B, L, D)
-            want = want[:, 0]
-        y, f = np.load(t / "y.npy"), np.load(t / "f.npy")
-        if y.shape != torch_y.shape or not np.array_equal(y, want):
-            failures.append(f"tpu-sim's output {y.shape} differs from the NumPy int8 reference's {want.shape}")
-        peak = float(np.max(np.abs(torch_y)))
-        float_err = float(np.max(np.abs(f - torch_y))) / peak
-        corr = float(np.corrcoef(y.ravel(), torch_y.ravel())[0, 1])
-        quant_err = float(np.max(np.abs(y - torch_y))) / peak
+        saved, y, float_err, corr, quant_err = compare_outputs(t, ref, torch_y, failures)
         layers = len(saved["layers"])
         kinds = sorted({layer["type"] for layer in saved["layers"]})
         print(f"{name}: batch {batch}, {layers} layers ({', '.join(kinds)}), {cycles} cycles on {' '.join(arch[1:])}; bit for "
