@@ -191,9 +191,10 @@ class Evaluator:
                 shape[a.get("axis", 1) % q.v.ndim] = scale.size
             ints = q.v.astype(np.int64) - np.reshape(zero, shape).astype(np.int64)
             # Constants as the operator computes them (float32); activations exactly.
-            real = ints * np.reshape(scale, shape)
             if q.const:
                 real = (ints.astype(np.float32) * np.reshape(scale, shape).astype(np.float32)).astype(np.float64)
+            else:
+                real = ints * np.reshape(scale, shape)
             env[out] = Tensor(real, ints=ints, scale=np.asarray(scale, np.float64), const=q.const, acc=q.acc, via_q=q.via_q)
         elif op in ("Conv", "Gemm", "MatMul"):
             self.linear(node, op, a, ins, env, out)
