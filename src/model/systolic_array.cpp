@@ -11,7 +11,6 @@ SystolicArray::SystolicArray(sc_module_name name, const ArchConfig& cfg, Memorie
                              RunLog& log, bool fast, GemmKernel kernel,
                              const GemmThreading& threading)
     : sc_module(name),
-      cfg_(cfg),
       mem_(mem),
       log_(log),
       stats_(log.stats.units[std::string(isa::unit_name(isa::Unit::MatrixUnit))]),

@@ -139,7 +139,6 @@ SC_MODULE(SystolicArray) {
   void sample_edges(Cycle now);
   RowSlot& slot(Cycle read_cycle) { return history_[read_cycle % history_.size()]; }
 
-  const ArchConfig& cfg_;
   Memories& mem_;
   RunLog& log_;
   UnitStats& stats_;

@@ -121,7 +121,7 @@ SC_MODULE(Tpu) {
     next_trigger(kClockPeriod * static_cast<double>(next - now) - kHalf);
   }
 
-  void trace(Waveform& w) {
+  void trace_signals(Waveform& w) {
     sc_trace(w.file(), *free_clock, "clk");
     w.add(pc, "controller", "pc", 32);
     w.add(issue, "controller", "issue");
@@ -200,7 +200,7 @@ RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, Memories& me
     std::unique_ptr<Waveform> wave;
     if (!opts.vcd_path.empty()) {
       wave = std::make_unique<Waveform>(opts.vcd_path);
-      top.trace(*wave);
+      top.trace_signals(*wave);
       wave->write_save_file();
     }
     sc_start();
