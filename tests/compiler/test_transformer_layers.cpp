@@ -134,6 +134,17 @@ compiler::NetworkPlan check_both_paths(const Network& net, const Tensor& x, cons
   return plan;
 }
 
+// The cycles of the plan's program on the fast path.
+std::uint64_t run_cycles(const compiler::NetworkPlan& plan, const Tensor& x, const ArchConfig& cfg) {
+  const compiler::NetworkRun run = compiler::run_network(
+      plan, x, cfg, [&](std::size_t, const compiler::ProgramPlan& p, model::Memories& mem) {
+        return model::run_program(cfg, p.program, mem);
+      });
+  std::uint64_t c = 0;
+  for (const auto& log : run.logs) c += log.stats.cycles;
+  return c;
+}
+
 std::size_t count_opcode(const compiler::NetworkPlan& plan, isa::Opcode op) {
   std::size_t k = 0;
   for (const auto& in : plan.program(0).program.code) k += in.opcode == op;
@@ -203,7 +214,8 @@ TEST_CASE("the graph and the compiler check layernorm and gelu", "[layers][trans
                     Catch::Contains("layer 'l2': input scale 1e-07 is too small for the integer GELU"));
 }
 
-TEST_CASE("matmul of two activations runs on chip as the reference, on both paths", "[layers][attention][matmul]") {
+TEST_CASE("matmul of two activations runs on chip as the reference, on both paths and both routes",
+          "[layers][attention][matmul]") {
   std::mt19937 rng(31);
   struct Case {
     unsigned n;
@@ -242,6 +254,7 @@ TEST_CASE("matmul of two activations runs on chip as the reference, on both path
         }
     net.layers[1].output.scale = net.layers[1].alpha * net.input.scale * net.layers[0].output.scale * most / 127.0;
     const compiler::NetworkPlan plan = check_both_paths(net, x, cfg);
+    const std::uint64_t host_cycles = run_cycles(plan, x, cfg);
     // The host route: one WHM and HWT (.T with transpose_b) per sample, output group and
     // contraction group, each tile's RW after it; no RWU (tpuv1's presets have no ub_weight_path).
     const std::size_t n = c.n, k_groups = (c.k + n - 1) / n;
@@ -253,6 +266,21 @@ TEST_CASE("matmul of two activations runs on chip as the reference, on both path
       }
     CHECK(hwt == c.batch * ((cols + n - 1) / n) * k_groups);
     CHECK(count_opcode(plan, isa::Opcode::RWU) == 0);
+    // The on-chip route (ub_weight_path): the same tiles by RWU, no host trip, and fewer cycles.
+    ArchConfig uwp = cfg;
+    uwp.ub_weight_path = 1;
+    const compiler::NetworkPlan on_chip = check_both_paths(net, x, uwp);
+    std::size_t rwu = 0;
+    for (const auto& in : on_chip.program(0).program.code)
+      if (in.opcode == isa::Opcode::RWU) {
+        ++rwu;
+        CHECK(in.has(isa::kFlagRwuTranspose) == c.transpose);
+      }
+    CHECK(rwu == hwt);
+    CHECK(count_opcode(on_chip, isa::Opcode::HWT) == 0);
+    const std::uint64_t uwp_cycles = run_cycles(on_chip, x, uwp);
+    INFO("host route " << host_cycles << " cycles, ub_weight_path " << uwp_cycles);
+    CHECK(uwp_cycles < host_cycles);
   }
 }
 
