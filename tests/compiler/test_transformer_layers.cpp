@@ -322,3 +322,25 @@ TEST_CASE("token_bias runs on chip as the reference, on both paths", "[layers][a
     check_both_paths(net, x, cfg);
   }
 }
+
+TEST_CASE("token_bias: a bias past 129 passes is refused on chip, naming the layer", "[layers][attention][token_bias]") {
+  Network net;
+  net.name = "tb";
+  net.input_shape = {1, 2, 3};
+  net.input = {0.05, 0};
+  Layer tb;
+  tb.kind = LayerKind::TokenBias;
+  tb.name = "pos";
+  tb.inputs = {0};
+  tb.prefix_tokens = 1;
+  tb.bias.assign(9, 5);
+  tb.output = {0.1, 0};
+  // 127 * 127 * 128 + 126 needs 1 + 128 passes: the most; 127 more needs 130.
+  tb.bias[4] = 127 * 127 * 128 + 126;
+  net.layers.push_back(tb);
+  const ArchConfig cfg = preset_config("small4");
+  CHECK_NOTHROW(compiler::compile_network(net, 1, cfg, compiler::CompileMode::OnChip));
+  net.layers[0].bias[4] += 127;
+  CHECK_THROWS_WITH(compiler::compile_network(net, 1, cfg, compiler::CompileMode::OnChip),
+                    Catch::Contains("layer 'pos'") && Catch::Contains("needs 130 passes on chip, at most 129"));
+}
