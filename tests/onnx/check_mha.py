@@ -13,7 +13,8 @@ PyTorch transformer encoders exported to ONNX (opset 13) here, imported by
   .softmax, .pv, NODE.concat, NODE.out);
 - on chip on tpuv1 (`--preset tpuv1 --check`): the simulated program's output
   bit for bit against the C++ int8 reference, the per-layer report naming the
-  attention's parts (head 0's QK^T, softmax and PV cycles printed); and again
+  attention's parts (head 0's QK^T, softmax and PV cycles printed; mha also
+  on the detailed path: the same cycles and output); and again
   with ub_weight_path (the K and V tiles by RWU instead of the host route's
   WHM, HWT, RW): the same output in fewer cycles.
 
