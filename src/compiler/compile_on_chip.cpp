@@ -31,11 +31,14 @@ NetworkPlan OnChip::compile() {
   const std::uint64_t host_rows = allocate_host();
 
   if (needs_const_) lower_const();
+  lower_token_constants();
   for (std::uint64_t c = 0; c < chunks_; ++c) lower_chunk(c, std::min(chunk_, batch_ - c * chunk_));
-  const std::uint64_t tiles = tiles_.count();
+  const std::uint64_t tiles = tiles_.count() + runtime_slots_;
   if (tiles > cfg_.weight_tiles)
-    throw CompileError(fmt::format("the network's weights need {}, weight memory has {}",
-                                   plural(tiles, "tile"), cfg_.weight_tiles));
+    throw CompileError(fmt::format("the network's weights need {}{}, weight memory has {}", plural(tiles, "tile"),
+                                   runtime_slots_ ? fmt::format(" ({} of them for a matmul's run-time tiles)", runtime_slots_)
+                                                  : std::string(),
+                                   cfg_.weight_tiles));
   return emit(host_rows);
 }
 

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -40,20 +41,41 @@ class Emitter {
 
 // Issues RW as far ahead as the weight FIFO allows: F tiles in the FIFO (or in
 // flight) plus one in the shadow registers. One more would stall issue until an
-// MMC.S that comes after it in program order: a deadlock.
+// MMC.S that comes after it in program order: a deadlock. A tile made at run
+// time (attention's second operand: docs/microarchitecture.md) is held until
+// the instruction that makes it has been emitted (release); it and every
+// later tile then wait. Its feed, when given, is the instruction that pushes
+// it into the FIFO in place of an RW (an RWU).
 class WeightPrefetcher {
  public:
   WeightPrefetcher(Emitter& e, std::vector<std::uint64_t> order, std::uint64_t fifo_depth)
-      : e_(e), order_(std::move(order)), ahead_(fifo_depth + 1) {}
+      : e_(e), order_(std::move(order)), ahead_(fifo_depth + 1), held_(order_.size(), false),
+        feed_(order_.size()) {}
+  void hold(std::size_t use, std::optional<isa::Instruction> feed) {
+    held_.at(use) = true;
+    feed_.at(use) = std::move(feed);
+  }
+  void release(std::size_t use) { held_.at(use) = false; }
   // Before the MMC.S that uses tile number `use` (its index in `order`).
   void before_use(std::size_t use) {
-    while (next_ < order_.size() && next_ < use + ahead_) e_.emit(isa::Opcode::RW, 0, order_[next_++]);
+    while (next_ < order_.size() && next_ < use + ahead_ && !held_[next_]) {
+      if (feed_[next_]) {
+        const isa::Instruction& in = *feed_[next_];
+        e_.emit(in.opcode, in.flags, in.operands[0], in.operands[1], in.operands[2]);
+      } else {
+        e_.emit(isa::Opcode::RW, 0, order_[next_]);
+      }
+      ++next_;
+    }
+    if (next_ <= use && use < order_.size()) throw std::logic_error("internal error: a weight tile used before it is made");
   }
 
  private:
   Emitter& e_;
   std::vector<std::uint64_t> order_;
   std::uint64_t ahead_;
+  std::vector<bool> held_;
+  std::vector<std::optional<isa::Instruction>> feed_;
   std::size_t next_ = 0;
 };
 

@@ -34,20 +34,11 @@ const OnChip::Lowering& OnChip::lowering(LayerKind kind) {
       {LayerKind::MatMul, &OnChip::lower_matmul},                               // lower_matmul.cpp
       {LayerKind::LayerNorm, &OnChip::lower_norm},                              // lower_norm.cpp
       {LayerKind::Gelu, &OnChip::lower_norm},                                   //
-      {LayerKind::TokenBias, &OnChip::lower_token_bias},                        // below
+      {LayerKind::TokenBias, &OnChip::lower_token_bias},                        // lower_token_bias.cpp
   };
   for (const Lowering& row : table)
     if (row.kind == kind) return row;
   throw CompileError(fmt::format("internal error: no on-chip lowering of {}", layer_kind_name(kind)));
-}
-
-// Constant tokens and positions (docs/quantization.md): a bias per token and
-// channel, which the array's per-channel bias is not; not lowered yet.
-void OnChip::lower_token_bias(std::size_t i, std::uint64_t) {
-  throw CompileError(fmt::format("{}: a token_bias (constant tokens and positions) is not implemented on chip yet "
-                                 "(its bias is per token, the array's per channel: docs/quantization.md, \"Constant "
-                                 "tokens and positions\")",
-                                 layer_label(net_.layers[i], i)));
 }
 
 // The host transfers of chunk c's input, plane by plane in pieces of samples.
@@ -105,6 +96,16 @@ void OnChip::activate(std::size_t i, std::uint64_t g, std::uint64_t n0, std::uin
     std::vector<double> scales;
     for (std::size_t t : layer_inputs(net_, i)) scales.push_back(infos_[t].quant.scale);
     op.requant = concat_requant(scales, l.output);
+  } else if (l.kind == LayerKind::TokenBias) {
+    // docs/quantization.md, "Constant tokens and positions": s_x / s_y.
+    op.requant = requant_from_multiplier(infos_[layer_inputs(net_, i)[0]].quant.scale / l.output.scale,
+                                         l.output.zero_point);
+  } else if (l.kind == LayerKind::MatMul) {
+    // docs/quantization.md, "MatMul of two activations": alpha s_a s_b / s_o.
+    const std::vector<std::size_t> ids = layer_inputs(net_, i);
+    op.requant = requant_from_multiplier(l.alpha * infos_[ids[0]].quant.scale * infos_[ids[1]].quant.scale /
+                                             l.output.scale,
+                                         l.output.zero_point);
   } else {
     op.requant = l.kind == LayerKind::Add
                      ? add_requant(infos_[layer_inputs(net_, i)[0]].quant, infos_[layer_inputs(net_, i)[1]].quant,

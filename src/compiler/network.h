@@ -215,6 +215,11 @@ struct OnChipPlan : ProgramPlan {
   bool in_im2col = false;
   std::size_t in_im2col_layer = 0;
   std::uint64_t out_groups = 0, out_pixels = 0, out_channels = 0;
+  // Constant rows the host writes with the input, from host row
+  // host_constants_row (N int8 each): a token_bias's bias as int8 digit
+  // planes (docs/quantization.md, "Constant tokens and positions").
+  std::vector<std::int8_t> host_constants;
+  std::uint64_t host_constants_row = 0;
   std::string summary;  // what the compiler chose, for the plan printout
 };
 

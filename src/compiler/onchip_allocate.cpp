@@ -20,7 +20,8 @@ std::uint64_t OnChip::job_rows_per_sample() const {
   std::uint64_t r = 1;
   for (std::size_t i = 0; i < net_.layers.size(); ++i) {
     const LayerKind k = net_.layers[i].kind;
-    if (k == LayerKind::Conv2d || k == LayerKind::Add || k == LayerKind::Concat)
+    if (k == LayerKind::Conv2d || k == LayerKind::Add || k == LayerKind::Concat || k == LayerKind::MatMul ||
+        k == LayerKind::TokenBias)
       r = std::max<std::uint64_t>(r, places_[i + 1].pixels);
   }
   return r;
@@ -76,6 +77,11 @@ std::optional<std::uint64_t> OnChip::allocate(std::uint64_t b, bool two_inputs, 
     if (t == 0 && two_inputs) items.push_back({p.rows(b), -1, layers_, commit ? &p.ub_alt : &dummy_alt});
   }
   if (needs_const_) items.push_back({const_rows(b), -1, layers_, commit ? &const_ub_ : &dummy_const});
+  // The token_bias constants, loaded at the start, live to their layer.
+  std::vector<std::uint64_t> dummy_tokens(token_constants_.size());
+  for (std::size_t k = 0; k < token_constants_.size(); ++k)
+    items.push_back({token_constants_[k].rows, -1, static_cast<int>(token_constants_[k].layer),
+                     commit ? &token_constants_[k].ub : &dummy_tokens[k]});
   std::uint64_t dummy_stage = 0;
   if (spill_ && stage_slot_ > 0) items.push_back({2 * stage_slot_, -1, layers_, commit ? &stage_ub_ : &dummy_stage});
   std::vector<std::size_t> order(items.size());
@@ -177,6 +183,13 @@ std::uint64_t OnChip::allocate_host() {
       places_[t].host_row = host_rows;
       host_rows += places_[t].rows(1);
     }
+  // The host scratch of the run-time tiles: N rows per reserved slot.
+  scratch_host_ = host_rows;
+  host_rows += runtime_slots_ * n_;
+  // The constant rows (token_bias's planes), written by the host with the input.
+  host_constants_row_ = host_rows;
+  for (TokenConstants& tc : token_constants_) tc.host += host_constants_row_;
+  host_rows += host_constants_.size() / n_;
   if (spill_ && host_rows > cfg_.host_rows)
     throw CompileError(fmt::format(
         "the input, output and spilled maps of {} need {} of host memory, there are {}: --config FILE with "

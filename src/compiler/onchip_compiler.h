@@ -174,8 +174,11 @@ class OnChip {
   // --- attention (lower_softmax.cpp, lower_matmul.cpp) ---
   void lower_softmax(std::size_t i, std::uint64_t bc);
   void lower_matmul(std::size_t i, std::uint64_t bc);
-  // Refuses: not lowered yet (lower_chunk.cpp).
+  // Constant tokens and positions (lower_token_bias.cpp): the bias's digit
+  // planes (placed with the program's constants), the RHM that loads them.
   void lower_token_bias(std::size_t i, std::uint64_t bc);
+  void place_token_bias(std::size_t i);
+  void lower_token_constants();
   // --- emission (onchip_emit.cpp) ---
   NetworkPlan emit(std::uint64_t host_rows);
   std::string summary(std::uint64_t tiles, std::uint64_t host_rows) const;
@@ -239,6 +242,22 @@ class OnChip {
   // alternates them, the host rows of the spilled maps from spill_host_.
   bool spill_ = false;
   std::uint64_t stage_ub_ = 0, stage_slot_ = 0, band_seq_ = 0, spill_host_ = 0;
+  // Run-time weight tiles (lower_matmul.cpp): on the host route, the slots
+  // reserved after the network's tiles, used in turn, and the host scratch
+  // rows (N per slot from scratch_host_) their rows go through; on the
+  // ub_weight_path route (RWU) neither.
+  std::uint64_t runtime_slots_ = 0, runtime_seq_ = 0, scratch_host_ = 0;
+  // Constant rows in host memory, loaded once into the unified buffer at the
+  // program's start (token_bias's digit planes): per layer, its planes per
+  // output group (1 + passes of 127) and where they are; the rows' bytes.
+  struct TokenConstants {
+    std::size_t layer = 0;
+    std::uint64_t planes = 1, rows = 0, ub = 0, host = 0;
+  };
+  std::vector<TokenConstants> token_constants_;
+  std::vector<std::int8_t> host_constants_;
+  std::uint64_t host_constants_row_ = 0;
+  void runtime_tile(std::size_t i, std::uint64_t ub_row, std::uint64_t rows, bool transpose, Op& mmc);
 };
 
 }  // namespace tpu::compiler::onchip

@@ -14,7 +14,15 @@
 namespace tpu::compiler::onchip {
 
 NetworkPlan OnChip::emit(std::uint64_t host_rows) {
-  const std::uint64_t tiles = tiles_.count();
+  const std::uint64_t stored = tiles_.count(), tiles = stored + runtime_slots_;
+  // The run-time tiles' slots are the tiles after the network's.
+  for (Op& op : ops_)
+    if (op.runtime_tile) {
+      if (op.opcode == isa::Opcode::HWT)
+        op.b += static_cast<std::int64_t>(stored);
+      else
+        op.tile += stored;
+    }
   const Place& in = places_[0];
   const Place& outp = places_[output_tensor_];
   NetworkPlan plan;
@@ -33,6 +41,7 @@ NetworkPlan OnChip::emit(std::uint64_t host_rows) {
   seg.assembly = std::move(e.text());
   seg.instruction_layer = std::move(e.layers());
   seg.weights = tiles_.take();
+  seg.weights.resize(tiles * n_ * n_, 0);  // the run-time tiles start as zeros
   conv_tile_cache_.clear();  // its indices were into the store just taken
   seg.weight_tiles_used = tiles;
   seg.host_rows_used = host_rows;
@@ -50,6 +59,8 @@ NetworkPlan OnChip::emit(std::uint64_t host_rows) {
   seg.out_int32 = infos_.back().int32;
   seg.out_shape = infos_.back().shape;
   seg.array_n = n_;
+  seg.host_constants = std::move(host_constants_);
+  seg.host_constants_row = host_constants_row_;
   seg.summary = summary(tiles, host_rows);
   plan.on_chip_plan = std::move(seg);
   return plan;

@@ -18,7 +18,7 @@
 namespace tpu::compiler::onchip {
 
 struct Op {
-  isa::Opcode opcode = isa::Opcode::NOP;  // RHM, WHM, MMC, ACT, POOL or VEC
+  isa::Opcode opcode = isa::Opcode::NOP;  // RHM, WHM, HWT, RWU, MMC, ACT, POOL, VEC, SMAX, LNRM or GELU
   std::uint8_t flags = 0;
   std::int64_t a = 0, b = 0, c = 0;        // the instruction's operands
   std::optional<isa::ConvGeometry> geometry;  // MMC.C, POOL; VEC: its vector registers (`vec`)
@@ -31,6 +31,13 @@ struct Op {
   // array as waiting for it when an MMC reads its rows, so that the next
   // band's load is placed during this band's passes.
   bool band_load = false;
+  // A weight tile made at run time (lower_matmul.cpp): an MMC.S's `feed` is
+  // the index of the op that makes its tile (an HWT, or an RWU that the
+  // weight prefetcher emits in place of RW); with `runtime_tile`, an MMC.S's
+  // `tile` and an HWT's `b` are slots of the tiles reserved after the
+  // network's (onchip_emit.cpp makes them tile indices).
+  std::optional<std::size_t> feed;
+  bool runtime_tile = false;
 };
 
 // Emits `ops` in an order that respects every dependence through memory

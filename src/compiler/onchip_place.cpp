@@ -87,6 +87,14 @@ void OnChip::place() {
                            (!l.bias.empty() || zero_point));
     needs_const_ = needs_const_ || has_bias;
   }
+  // A matmul's second operand becomes weight tiles at run time: on the host
+  // route through tiles reserved for it, as many as keep the weight FIFO and
+  // the shadow registers full while the next one is written (lower_matmul.cpp).
+  const bool matmul = std::any_of(net_.layers.begin(), net_.layers.end(),
+                                  [](const Layer& l) { return l.kind == LayerKind::MatMul; });
+  if (matmul && cfg_.ub_weight_path == 0) runtime_slots_ = cfg_.fifo_depth + 2;
+  for (std::size_t i = 0; i < net_.layers.size(); ++i)
+    if (net_.layers[i].kind == LayerKind::TokenBias) place_token_bias(i);
 }
 
 }  // namespace tpu::compiler::onchip

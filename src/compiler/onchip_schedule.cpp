@@ -47,6 +47,18 @@ class Scheduler {
     for (const Op& op : ops)
       if (op.opcode == Opcode::MMC && (op.flags & isa::kFlagMmcSwitch)) order.push_back(op.tile);
     prefetch_.emplace(e, std::move(order), cfg.fifo_depth);
+    // Tiles made at run time wait for their HWT (or the RWU's place in the
+    // op list, where its UB rows have been written).
+    std::size_t use = 0;
+    for (const Op& op : ops)
+      if (op.opcode == Opcode::MMC && (op.flags & isa::kFlagMmcSwitch)) {
+        if (op.feed) {
+          const Op& f = ops[*op.feed];
+          prefetch_->hold(use, f.opcode == Opcode::RWU ? std::optional<isa::Instruction>(to_instruction(f)) : std::nullopt);
+          feeds_[*op.feed].push_back(use);
+        }
+        ++use;
+      }
     for (const Op& op : ops) access_.push_back(isa::accesses(to_instruction(op), op.geometry.value_or(isa::ConvGeometry{})));
   }
 
@@ -56,8 +68,18 @@ class Scheduler {
       switch (op.opcode) {
         case Opcode::MMC:
           flush_conflicts(i);
+          // Its run-time tile's HWT (queued before it) goes first.
+          if (op.feed && !done_[*op.feed])
+            while (!done_[*op.feed] && !host_q_.empty()) emit_front(host_q_);
           emit(i);
           drain_ready();
+          break;
+        case Opcode::RWU:
+          // The weight prefetcher emits it (as the tile of its MMC.S) once
+          // its UB rows have been written: from here on.
+          flush_conflicts(i);
+          done_[i] = true;
+          release(i);
           break;
         case Opcode::ACT:
         case Opcode::POOL:
@@ -204,15 +226,22 @@ class Scheduler {
         q_.set(*op.requant);
         break;
       case Opcode::RHM:
-      case Opcode::WHM: host_free_ = std::max(host_free_, clock_) + duration_of(op); break;
+      case Opcode::WHM:
+      case Opcode::HWT: host_free_ = std::max(host_free_, clock_) + duration_of(op); break;
       default: break;
     }
     if (op.opcode == Opcode::MMC) wait_for_band_loads(i);
     if (op.band_load) band_loads_.push_back({i, host_free_});
     e_.emit(op.opcode, op.flags, op.a, op.b, op.c);
     done_[i] = true;
+    if (op.opcode == Opcode::HWT) release(i);
     emitted_at_[i] = clock_;
     if (op.opcode == Opcode::MMC) clock_ += static_cast<std::uint64_t>(op.c);
+  }
+
+  void release(std::size_t feed) {
+    if (const auto it = feeds_.find(feed); it != feeds_.end())
+      for (std::size_t use : it->second) prefetch_->release(use);
   }
 
   // An MMC that reads a band load still in flight waits for it: the clock
@@ -234,6 +263,7 @@ class Scheduler {
   std::vector<std::uint64_t> emitted_at_;
   std::vector<bool> done_;
   std::map<std::size_t, std::uint64_t> ready_at_;
+  std::map<std::size_t, std::vector<std::size_t>> feeds_;  // an HWT's or RWU's op index: the uses of its tile
   std::deque<std::size_t> act_q_, host_q_;
   std::uint64_t clock_ = 0, host_free_ = 0, switches_ = 0;
   std::vector<std::pair<std::size_t, std::uint64_t>> band_loads_;  // emitted band loads, their completion

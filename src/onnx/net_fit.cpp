@@ -111,13 +111,17 @@ compiler::Network placeholder_quantized(const FloatNet& net) {
 }
 
 // Takes the biases and zero points out of `net` (the fewest bias passes and
-// no constant plane) and puts them back: no copy of the weights.
+// no constant plane; a token_bias's are zeros) and puts them back: no copy of
+// the weights.
 class WithoutBiases {
  public:
   explicit WithoutBiases(compiler::Network& net) : net_(net), biases_(net.layers.size()) {
     zeros_.push_back(std::exchange(net.input.zero_point, 0));
     for (std::size_t i = 0; i < net.layers.size(); ++i) {
       biases_[i].swap(net.layers[i].bias);
+      // A token_bias's bias is its constant tokens, one per token and channel: zeros take
+      // the fewest passes.
+      if (net.layers[i].kind == compiler::LayerKind::TokenBias) net.layers[i].bias.assign(biases_[i].size(), 0);
       zeros_.push_back(std::exchange(net.layers[i].output.zero_point, 0));
     }
   }

@@ -60,6 +60,7 @@ void on_chip_host_image(const NetworkPlan& plan, const OnChipPlan& seg, const Te
         for (std::uint64_t p = 0; p < seg.in_pixels; ++p)
           fill_row(&host[(base + (g * bc + s) * seg.in_pixels + p) * n], ch * b + s, p, g);
   }
+  std::copy(seg.host_constants.begin(), seg.host_constants.end(), host + seg.host_constants_row * n);
 }
 
 Tensor on_chip_output(const NetworkPlan& plan, const OnChipPlan& seg, const std::int8_t* host) {

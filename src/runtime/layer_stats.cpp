@@ -19,6 +19,12 @@ std::uint64_t layer_useful_macs(const NetworkPlan& plan, std::size_t i) {
     return plan.batch * out.shape[0] * out.shape[1] * l.weight_shape[0] * l.weight_shape[1] *
            l.weight_shape[2] * l.weight_shape[3];
   }
+  if (l.kind == LayerKind::MatMul) {
+    // L x K times K x cols per sample (docs/quantization.md, "MatMul of two activations").
+    const TensorInfo& a = plan.infos[layer_inputs(plan.net, i)[0]];
+    const TensorInfo& out = plan.infos[i + 1];
+    return plan.batch * out.shape[0] * out.shape[1] * a.shape[2] * out.shape[2];
+  }
   return 0;
 }
 

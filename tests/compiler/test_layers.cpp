@@ -1197,7 +1197,7 @@ TEST_CASE("softmax: refused by the host-step compiler", "[layers][attention][sof
                     Catch::Contains("the host-step compiler has no softmax"));
 }
 
-TEST_CASE("matmul of two activations: the C++ reference against the closed form, and the on-chip refusal",
+TEST_CASE("matmul of two activations: the C++ reference against the closed form",
           "[layers][attention][matmul]") {
   std::mt19937 rng(30);
   const QuantParams qa{0.03, -9}, qb{0.05, 0}, qo{0.4, 3};
@@ -1241,8 +1241,6 @@ TEST_CASE("matmul of two activations: the C++ reference against the closed form,
           bad += std::fabs(y.data[(s * 4 + i) * cols + j] - want) > 0.0;
         }
     CHECK(bad == 0);
-    CHECK_THROWS_WITH(compiler::compile_network(net, 2, config_for(8), compiler::CompileMode::OnChip),
-                      Catch::Contains("a matmul of two activations is not implemented on chip yet"));
   }
   // B's zero point must be 0.
   Network net;

@@ -24,9 +24,8 @@ a token of 2 planes, 300 of 512 lanes). `errors`: a Softmax over a map's
 channels with more than one pixel is one error line, status 3. `matmul_numpy`: the NumPy
 reference's matmul layer (tools/int8_reference.py) against a plain-integer
 loop over the formula of docs/quantization.md, with B transposed and not; a
-B whose zero point is not 0 is refused. MatMul of two activations does not
-run on chip yet and the MultiheadAttention pattern is not imported: nothing
-here runs them on the simulator.
+B whose zero point is not 0 is refused. The MultiheadAttention pattern (whose
+matmuls run on chip) is check_mha.py's.
 Run with /usr/bin/python3.
 """
 import json

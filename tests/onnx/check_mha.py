@@ -11,11 +11,12 @@ PyTorch transformer encoders exported to ONNX (opset 13) here, imported by
 - the int8 output's correlation with PyTorch's float output (at least 0.95);
 - the saved model names the attention's layers (NODE.h0.q, .k, .v, .qk,
   .softmax, .pv, NODE.concat, NODE.out);
-- the on-chip compile for tpuv1 refuses the matmul layers (their second operand needs the
-  host route's HWT or the ub_weight_path's RWU; ViT: its token_bias first) with one error line, status 3.
-  When the compiler lowers matmul, set ON_CHIP = True below: the same model then
-  runs on the simulator with --check (bit for bit against the C++ reference),
-  and its per-layer report must name the attention's parts.
+- on chip on tpuv1 (`--preset tpuv1 --check`): the simulated program's output
+  bit for bit against the C++ int8 reference, the per-layer report naming the
+  attention's parts (head 0's QK^T, softmax and PV cycles printed; mha also
+  on the detailed path: the same cycles and output); and again
+  with ub_weight_path (the K and V tiles by RWU instead of the host route's
+  WHM, HWT, RW): the same output in fewer cycles.
 
   check_mha.py BIN_DIR SRC_DIR MODEL
   check_mha.py BIN_DIR SRC_DIR errors
@@ -48,12 +49,6 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_onnx_model import check_rows_and_detailed, compare_outputs, refused, run  # noqa: E402
-
-# The compiler does not lower matmul yet: the ONNX model's int8 output comes from the C++ reference
-# (--reference-only) and the on-chip compile must refuse. True: compile and simulate it (--check).
-ON_CHIP = False
-REFUSAL = "a matmul of two activations is not implemented on chip yet"
-TOKEN_BIAS_REFUSAL = "a token_bias (constant tokens and positions) is not implemented on chip yet"
 
 
 class SelfAttention(nn.Module):
@@ -175,22 +170,38 @@ def check_model(bin_dir, src_dir, name):
         kinds_of = {layer["name"]: layer["type"] for layer in saved["layers"]}
         if kinds_of.get(f"{base}.h0.qk") != "matmul" or kinds_of.get(f"{base}.h0.softmax") != "softmax":
             failures.append("the scores are not a matmul followed by a softmax")
-        if ON_CHIP:
-            run(base_cmd + ["--out", str(t / "yc.npy"), "--report", str(t / "r.csv"), "--stats", str(t / "s.json"),
-                            "--check"])
-            cycles = json.loads((t / "s.json").read_text())["total"]["cycles"]
-            if not np.array_equal(np.load(t / "yc.npy"), y):
-                failures.append("the simulator's output differs from the C++ reference's")
-            report = (t / "r.csv").read_text()
-            missing = [n for n in attention_names(base, heads) if n not in report]
-            if missing:
-                failures.append(f"the report does not name {missing[:4]}")
-            check_rows_and_detailed(report, saved, base_cmd, t, cycles, np.load(t / "yc.npy"), False, failures)
-        else:
-            # ViT's token_bias (its class token and positions) comes first and is refused first. On tpuv1:
-            # on the default small8, ViT-B/16's feature maps do not fit and the fit check refuses first.
-            refused(base_cmd + ["--preset", "tpuv1"], TOKEN_BIAS_REFUSAL if name.startswith("vit") else REFUSAL,
-                    failures)
+        # On chip on tpuv1.
+        t3 = time.time()
+        run(base_cmd + ["--preset", "tpuv1", "--out", str(t / "yc.npy"), "--report", str(t / "r.csv"), "--stats",
+                        str(t / "s.json"), "--check"])
+        cycles = json.loads((t / "s.json").read_text())["total"]["cycles"]
+        print(f"on chip (tpuv1): {cycles} cycles, bit for bit with the C++ reference (--check), "
+              f"{time.time() - t3:.1f} s")
+        # The attention's parts: cycles of head 0's QK^T, softmax and PV in the per-layer report.
+        lines = (t / "r.csv").read_text().splitlines()
+        col = lines[0].split(",").index("cycles")
+        rows = {r.split(",")[0]: r.split(",") for r in lines[1:]}
+        print("  head 0: " + ", ".join(f"{n.rsplit('.', 1)[1]} {rows[n][col] if n in rows else '?'} cycles"
+                                       for n in (f"{base}.h0.qk", f"{base}.h0.softmax", f"{base}.h0.pv")))
+        # The same on tpuv1 with ub_weight_path: the K and V tiles by RWU instead of the host route.
+        (t / "uwp.json").write_text(json.dumps({"preset": "tpuv1", "ub_weight_path": 1}))
+        run(base_cmd + ["--config", str(t / "uwp.json"), "--out", str(t / "yu.npy"), "--stats",
+                        str(t / "su.json"), "--check"])
+        ucycles = json.loads((t / "su.json").read_text())["total"]["cycles"]
+        print(f"on chip (tpuv1 with ub_weight_path): {ucycles} cycles, bit for bit with the C++ reference")
+        if not np.array_equal(np.load(t / "yu.npy"), y):
+            failures.append("the ub_weight_path route's output differs from the C++ reference's")
+        if ucycles >= cycles:
+            failures.append(f"the ub_weight_path route takes {ucycles} cycles, the host route {cycles}")
+        if not np.array_equal(np.load(t / "yc.npy"), y):
+            failures.append("the simulator's output differs from the C++ reference's")
+        report = (t / "r.csv").read_text()
+        missing = [n for n in attention_names(base, heads) if n not in report]
+        if missing:
+            failures.append(f"the report does not name {missing[:4]}")
+        # The detailed path on the smallest model (tpuv1's 256 x 256 array cycle by cycle).
+        check_rows_and_detailed(report, saved, base_cmd + ["--preset", "tpuv1"], t, cycles, np.load(t / "yc.npy"),
+                                name == "mha", failures)
     for msg in failures:
         print("FAIL:", msg)
     return 1 if failures else 0
