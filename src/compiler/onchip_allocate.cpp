@@ -77,10 +77,14 @@ std::optional<std::uint64_t> OnChip::allocate(std::uint64_t b, bool two_inputs, 
     if (t == 0 && two_inputs) items.push_back({p.rows(b), -1, layers_, commit ? &p.ub_alt : &dummy_alt});
   }
   if (needs_const_) items.push_back({const_rows(b), -1, layers_, commit ? &const_ub_ : &dummy_const});
-  // The token_bias constants, loaded at the start, live to their layer.
+  // The token_bias constants, loaded once at the start, live to their layer,
+  // or to the end when the batch runs in several chunks: every chunk's
+  // token_bias reads them, so the maps of the layers after it (which live
+  // past it in one chunk's ranges) must not take their rows.
   std::vector<std::uint64_t> dummy_tokens(token_constants_.size());
   for (std::size_t k = 0; k < token_constants_.size(); ++k)
-    items.push_back({token_constants_[k].rows, -1, static_cast<int>(token_constants_[k].layer),
+    items.push_back({token_constants_[k].rows, -1,
+                     b < batch_ ? layers_ : static_cast<int>(token_constants_[k].layer),
                      commit ? &token_constants_[k].ub : &dummy_tokens[k]});
   std::uint64_t dummy_stage = 0;
   if (spill_ && stage_slot_ > 0) items.push_back({2 * stage_slot_, -1, layers_, commit ? &stage_ub_ : &dummy_stage});

@@ -36,6 +36,14 @@ NetworkPlan OnChip::emit(std::uint64_t host_rows) {
   Emitter e;
   e.comment(fmt::format("{}: the whole network on chip, {} of {} per chunk", net_.name.empty() ? "network" : net_.name,
                         plural(chunks_, "chunk"), plural(chunk_, "sample")));
+  // A program carries code only: the weight image and the host image are the
+  // runner's (runtime/host_image.cpp). The host image holds, besides the
+  // input, the token_bias constants, which come from the model, not the
+  // input: say where they go, for a program saved and run alone.
+  if (!host_constants_.empty())
+    e.comment(fmt::format("host rows {}-{}: token_bias constants (int8 digit planes of the bias), written by the "
+                          "host with the input; not in this file (docs/quantization.md)",
+                          host_constants_row_, host_constants_row_ + host_constants_.size() / n_ - 1));
   onchip::schedule(ops_, cfg_, e);
   seg.program.code = std::move(e.code());
   seg.assembly = std::move(e.text());

@@ -465,6 +465,24 @@ void resolve_same_padding(const Reader& r, Network& net, const std::string& json
   }
 }
 
+// A token_bias's table is tokens x C (infer_network checks only its element
+// count, the Layer keeping the values alone): a transposed table is refused
+// here, as tools/int8_reference.py refuses it.
+void check_token_bias_shapes(const Reader& r, const Network& net, const json& layers,
+                             const std::vector<TensorInfo>& infos) {
+  for (std::size_t i = 0; i < net.layers.size(); ++i) {
+    if (net.layers[i].kind != LayerKind::TokenBias) continue;
+    const std::string bpath = r.file(layers[i].at("bias"), "", "bias");
+    const std::vector<std::size_t>& out = infos[i + 1].shape;  // {1, tokens, C}
+    const std::vector<std::size_t> want{out[1], out[2]};
+    const NpyArray b = read_npy(bpath);
+    if (b.shape != want)
+      throw FileError(fmt::format("{}: the bias is {} but the layer has {} of {} (tokens x features, {} x {})",
+                                  bpath, format_shape(b.shape), plural(out[1], "token"),
+                                  plural(out[2], "feature"), out[1], out[2]));
+  }
+}
+
 }  // namespace
 
 Network load_network(const std::string& json_path) {
@@ -482,8 +500,8 @@ Network load_network(const std::string& json_path) {
   std::map<std::string, std::size_t> tensor_of{{"input", 0}};  // name -> tensor id
   for (std::size_t i = 0; i < layers.size(); ++i) net.layers.push_back(parse_layer(r, layers[i], i, tensor_of));
   resolve_same_padding(r, net, json_path);
-  if (!net.layers.empty()) infer_in_file(net, true, json_path);
   if (net.layers.empty()) r.fail("", "the network has no layers");
+  check_token_bias_shapes(r, net, layers, infer_in_file(net, true, json_path));
   return net;
 }
 

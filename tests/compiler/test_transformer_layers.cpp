@@ -323,6 +323,32 @@ TEST_CASE("token_bias runs on chip as the reference, on both paths", "[layers][a
   }
 }
 
+TEST_CASE("token_bias then a layer, the batch in chunks: every chunk reads the constants", "[layers][attention][token_bias]") {
+  // The constants are loaded once; a later layer's map in the unified buffer
+  // must not take their rows while a later chunk's token_bias still reads them.
+  std::mt19937 rng(33);
+  for (const std::int32_t bias_max : {100, 1 << 20}) {
+    INFO("|b| up to " << bias_max);
+    Network net;
+    net.name = "tb_conv";
+    net.input_shape = {3, 4, 5};
+    net.input = {0.05, -128};
+    Layer tb;
+    tb.kind = LayerKind::TokenBias;
+    tb.name = "tb";
+    tb.inputs = {0};
+    std::uniform_int_distribution<std::int32_t> b(-bias_max, bias_max);
+    for (std::size_t e = 0; e < 12 * 5; ++e) tb.bias.push_back(b(rng));
+    tb.output = {net.input.scale * (bias_max / 1.7 + 74.0) * 2.0 / 127.0, -3};
+    net.layers.push_back(tb);
+    net.layers.push_back(symmetric_conv(1, 5, 9, tb.output.scale, rng));
+    const ArchConfig cfg = preset_config("small4");
+    const Tensor x = random_input(net, 3, rng);
+    const compiler::NetworkPlan plan = check_both_paths(net, x, cfg);
+    CHECK(plan.on_chip_plan->chunk_units < 3);  // several chunks
+  }
+}
+
 TEST_CASE("token_bias: a bias past 129 passes is refused on chip, naming the layer", "[layers][attention][token_bias]") {
   Network net;
   net.name = "tb";

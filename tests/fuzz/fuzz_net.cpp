@@ -16,7 +16,12 @@
 // itself), concat (one add in 16 instead: the current tensor and one or two
 // earlier ones, or itself, along the channels), flatten and dense; a conv2d
 // or pool may read an earlier tensor instead of the current one (a branch,
-// which a later add or concat must join). Scales,
+// which a later add or concat must join); one flatten of a map in four is an
+// attention layer instead: a token_bias (0..3 prefix tokens, biases up to
+// +-2^20 input steps: up to 65 passes) or a matmul of two activations
+// (transposed: the current map times a 1 x 1 conv2d of it with zero point 0,
+// Q K^T; not transposed: a map of H*W features, the current one or an
+// earlier, times a 1 x 1 conv2d of the current H x W map, P V). Scales,
 // zero points, activations (none, relu; sigmoid and tanh for dense and conv),
 // bias ranges, weight and input value ranges and int32 output of the last
 // dense or conv layer come from the bytes; the values themselves from a PRNG
@@ -27,7 +32,8 @@
 // message saying that it does not fit (unified buffer, accumulators, host or
 // weight memory) or that a flattened map feeds something else than a dense
 // layer (an on-chip limitation: compile_network's Auto mode then takes the
-// host steps), and is otherwise run on the SystemC model and checked:
+// host steps) or that a matmul's or token_bias's map is spilled to host memory
+// (not implemented on chip), and is otherwise run on the SystemC model and checked:
 // - one program, no fault, halted within the cycle limit;
 // - the output equals compiler::reference_network bit for bit (shape, int32
 //   flag, every element);
@@ -202,9 +208,21 @@ std::string describe(const Case& c) {
       case LayerKind::Upsample:
         o << " factors " << l.stride_h << "x" << l.stride_w;
         break;
+      case LayerKind::MatMul:
+        o << (l.transpose_b ? " transposed" : " not transposed") << " alpha " << l.alpha << " out scale "
+          << l.output.scale << " zp " << l.output.zero_point;
+        break;
+      case LayerKind::TokenBias: {
+        std::int32_t blo = l.bias[0], bhi = l.bias[0];
+        for (auto b : l.bias) blo = std::min(blo, b), bhi = std::max(bhi, b);
+        o << " prefix_tokens " << l.prefix_tokens << " bias in [" << blo << "," << bhi << "] out scale "
+          << l.output.scale << " zp " << l.output.zero_point;
+        break;
+      }
       case LayerKind::Flatten:
       case LayerKind::Softmax:
-      case LayerKind::MatMul: break;
+      case LayerKind::LayerNorm:
+      case LayerKind::Gelu: break;
     }
   }
   return o.str();
@@ -280,6 +298,38 @@ void fill_gemm(Layer& l, Bytes& in, std::mt19937& rng, const TensorInfo& x, bool
     l.output = gemm_output(in, x.quant.scale, l.weight_scale, spread);
     if (last && l.act == ActFunction::None && in.u8() % 4 == 0) l.int32_output = true;
   }
+}
+
+// A token_bias reading map `x` (docs/quantization.md, "Constant tokens and
+// positions"): biases up to about +-2^(bits) input steps, the output scale
+// putting the sum at about +-50 times 2^-2..2^2, sometimes any scale.
+void fill_token_bias(Layer& l, Bytes& in, std::mt19937& rng, const TensorInfo& x) {
+  l.kind = LayerKind::TokenBias;
+  l.prefix_tokens = in.range(0, 3);
+  const std::size_t tokens = l.prefix_tokens + x.shape[0] * x.shape[1];
+  const int bits = static_cast<int>(in.range(0, 20));
+  std::uniform_int_distribution<std::int32_t> d(-(1 << bits), 1 << bits);
+  l.bias.resize(tokens * x.shape[2]);
+  for (auto& b : l.bias) b = d(rng);
+  const double spread = 128.0 + std::ldexp(1.0, bits);
+  l.output = {in.u8() % 4 == 3 ? in.scale() : x.quant.scale * spread / 50.0 * in.power_of_two(-2, 2),
+              in.zero_point()};
+}
+
+// The second operand of a matmul: a 1 x 1 conv2d of map `x` (tensor `src`)
+// to `cout` channels, zero point 0 (symmetric, as a matmul's B must be).
+Layer matmul_operand(Bytes& in, std::mt19937& rng, const TensorInfo& x, std::size_t src, std::size_t cout,
+                     const std::string& name) {
+  Layer b;
+  b.name = name;
+  b.kind = LayerKind::Conv2d;
+  b.inputs = {src};
+  b.weight_shape = {1, 1, x.shape[2], cout};
+  fill_gemm(b, in, rng, x, false);
+  b.act = ActFunction::None;
+  b.output = gemm_output(in, x.quant.scale, b.weight_scale, 128.0 * 73.0 * std::sqrt(double(x.shape[2])));
+  b.output.zero_point = 0;
+  return b;
 }
 
 // Reads the network; false when the bytes make one infer_network rejects.
@@ -447,6 +497,49 @@ bool make_case(Bytes& in, Case& c) {
       l.act = in.u8() & 1 ? ActFunction::Relu : ActFunction::None;
       const double hi = std::max(infos[cur].quant.scale, infos[other].quant.scale);
       l.output = {in.u8() % 4 == 3 ? in.scale() : hi * in.power_of_two(-2, 2), in.zero_point()};
+    } else if (is_map && (kind == 6 || kind == 7) && in.u8() % 4 == 3) {
+      const TensorInfo& c_info = infos[cur];
+      if (in.u8() % 2 || c_info.shape.size() != 3 || c_info.int32) {
+        fill_token_bias(l, in, rng, x);
+      } else {
+        // A matmul: B a 1 x 1 conv2d of the current map (pushed first), A the
+        // current map (transposed) or a map of H*W features (not).
+        const std::size_t tokens = c_info.shape[0] * c_info.shape[1];
+        std::vector<std::size_t> as;
+        for (std::size_t t = 0; t <= cur; ++t)
+          if (infos[t].shape.size() == 3 && !infos[t].int32 && infos[t].shape[2] == tokens) as.push_back(t);
+        l.kind = LayerKind::MatMul;
+        l.transpose_b = as.empty() || in.u8() % 2;
+        const std::size_t a = l.transpose_b ? cur : as[in.u8() % as.size()];
+        const std::size_t cout = l.transpose_b ? c_info.shape[2] : in.range(1, 11);
+        net.layers.push_back(matmul_operand(in, rng, c_info, cur, cout, "l" + std::to_string(cur)));
+        try {
+          infos = compiler::infer_network(net, false);
+        } catch (const compiler::CompileError&) {
+          return false;
+        }
+        read[cur] = true;
+        read.push_back(false);
+        const std::size_t b = cur + 1;
+        l.name = "l" + std::to_string(b);
+        l.inputs = {a, b};
+        l.alpha = in.power_of_two(-3, 1);
+        const double k = static_cast<double>(infos[a].shape[2]);
+        const double spread = 128.0 * 64.0 * std::sqrt(k);
+        l.output = {in.u8() % 4 == 3 ? in.scale()
+                                     : l.alpha * infos[a].quant.scale * infos[b].quant.scale * spread / 50.0 *
+                                           in.power_of_two(-3, 3),
+                    in.zero_point()};
+        net.layers.push_back(std::move(l));
+        try {
+          infos = compiler::infer_network(net, false);
+        } catch (const compiler::CompileError&) {
+          return false;
+        }
+        for (std::size_t t : compiler::layer_inputs(net, b)) read[t] = true;
+        read.push_back(false);
+        continue;
+      }
     } else if (kind == 6 || (is_map && kind == 7)) {
       l.kind = LayerKind::Flatten;
     } else {
@@ -518,6 +611,16 @@ std::uint64_t array_macs(const Case& c) {
         macs += b * pixels * planes * n * n;
         break;
       }
+      case LayerKind::MatMul:  // A's tokens by its K tiles by the output tiles
+        macs += b * x.shape[0] * x.shape[1] * ceil_div(x.shape[2], n) * ceil_div(y.shape[2], n) * n * n;
+        break;
+      case LayerKind::TokenBias: {  // per output group: the identity, the input and every digit plane
+        std::int64_t hi = 0;
+        for (std::int32_t v : l.bias) hi = std::max<std::int64_t>(hi, std::abs(static_cast<std::int64_t>(v)) + 128);
+        const std::uint64_t planes = 2 + static_cast<std::uint64_t>(hi / (127 * 127) + 1);
+        macs += b * y.shape[1] * planes * ceil_div(y.shape[2], n) * n * n;
+        break;
+      }
       default: break;
     }
   }
@@ -529,7 +632,9 @@ bool does_not_fit(const std::string& m) {
   return m.find("does not fit") != std::string::npos ||
          m.find("of host memory, there are") != std::string::npos ||
          m.find("weight memory has") != std::string::npos ||
-         m.find("on chip, a flattened map can only feed dense layers") != std::string::npos;
+         m.find("on chip, a flattened map can only feed dense layers") != std::string::npos ||
+         // a matmul or token_bias of a map the compiler keeps in host memory
+         m.find("spilled to host memory is not implemented on chip") != std::string::npos;
 }
 
 }  // namespace

@@ -25,6 +25,24 @@ $1
 json.dump(m, open('$tmp/m/model.json', 'w'))"
 }
 
+# A token_bias network in $tmp/m: tb.json (input 2 x 3 x 4, one prefix token, a 7 x 4 bias table
+# tb_b.npy), tb_t.json (the table transposed, tb_bt.npy), an input batch of two tb_x.npy.
+token_bias_model() {
+  mkdir -p "$tmp/m"
+  $py -c "
+import json, numpy as np
+np.save('$tmp/m/tb_x.npy', np.arange(48, dtype=np.int8).reshape(2, 2, 3, 4))
+np.save('$tmp/m/tb_b.npy', np.arange(28, dtype=np.int32).reshape(7, 4) * 50)
+np.save('$tmp/m/tb_bt.npy', np.arange(28, dtype=np.int32).reshape(4, 7) * 50)
+layer = {'type': 'token_bias', 'name': 'tb', 'prefix_tokens': 1, 'bias': 'tb_b.npy',
+         'output': {'scale': 0.05, 'zero_point': 3}}
+m = {'format': 'tpu-sim-net', 'version': 1, 'input': {'shape': [2, 3, 4], 'scale': 0.1, 'zero_point': -2},
+     'layers': [layer]}
+json.dump(m, open('$tmp/m/tb.json', 'w'))
+layer['bias'] = 'tb_bt.npy'
+json.dump(m, open('$tmp/m/tb_t.json', 'w'))"
+}
+
 case "$case_name" in
   report)  # the per-layer report, statistics JSON, labels, --check, int8 and float input
     # The whole network on chip: one program.
@@ -121,6 +139,11 @@ np.save('$tmp/xq.npy', r.quantize_input(np.load('$nets/digits_cnn/test_x.npy'), 
       --emit-asm "$tmp/cnn.s" --host-steps
     [ ! -e "$tmp/cnn.s" ] || fail "cnn.s written for a two-program network"
     for k in 0 1; do expect_status 0 "$bin/tpu-as" "$tmp/cnn.$k.s" -o "$tmp/cnn.$k.tpu"; done
+    # A token_bias's constants are host data, like the weight image: the program says where they go.
+    token_bias_model
+    expect_status 0 "$bin/tpu-sim" net "$tmp/m/tb.json" --input "$tmp/m/tb_x.npy" --emit-asm "$tmp/tb.s" --check
+    grep -q "^; host rows [0-9]*-[0-9]*: token_bias constants" "$tmp/tb.s" || fail "tb.s does not name its host constants"
+    expect_status 0 "$bin/tpu-as" "$tmp/tb.s" -o "$tmp/tb.tpu"
     # A small batch with waveforms (the detailed model): one VCD per program.
     $py -c "
 import numpy as np
@@ -201,6 +224,11 @@ np.save('$tmp/n2.npy', np.load('$nets/$net/test_x.npy')[:2])"
     cp "$tmp/m/fc2_b.npy" "$tmp/m/fc1_b.npy"  # 10 biases for 32 outputs
     expect_status 3 "$bin/tpu-sim" net "$tmp/m/model.json" --input "$nets/digits_mlp/test_x.npy"
     expect_error "fc1_b.npy: 10 biases but the weights have 32 outputs"
+    # A token_bias's table is tokens x features: (1 + 2*3) x 4 loads, its transpose (same count) does not.
+    token_bias_model
+    expect_status 0 "$bin/tpu-sim" net "$tmp/m/tb.json" --input "$tmp/m/tb_x.npy" --reference-only
+    expect_status 3 "$bin/tpu-sim" net "$tmp/m/tb_t.json" --input "$tmp/m/tb_x.npy" --reference-only
+    expect_error "tb_bt.npy: the bias is (4, 7) but the layer has 7 tokens of 4 features (tokens x features, 7 x 4)"
     copy_mlp
     edit_model "m['layers'].insert(1, {'type': 'maxpool2d', 'pool': 2})"
     expect_status 3 "$bin/tpu-sim" net "$tmp/m/model.json" --input "$nets/digits_mlp/test_x.npy"

@@ -11,7 +11,11 @@ points, int32 output, and chains that stay in the unified buffer; runs each
 with `tpu-sim net --check` on arrays of 4, 8 and 16, and on 8 with 16
 accumulator rows (every map larger than 16 pixels computed in bands of
 output rows, on chip), and compares the output with tools/int8_reference.py
-bit for bit. Exit status 0 when all are equal.
+bit for bit. Attention blocks (token_bias with small and multi-pass biases,
+matmul of two activations as Q K^T and P V, transposed or not, with and
+without a softmax between) run the same way, and on N = 4 and 8 also on the
+detailed and fast paths (`--detail`) with equal output and cycles, on the
+host route and with ub_weight_path. Exit status 0 when all are equal.
 """
 import json
 import subprocess
@@ -126,6 +130,126 @@ def build(tmp, name, input_shape, zin, layers, rng):
     return d / "model.json"
 
 
+# Attention blocks: (input shape, input zero point, prefix tokens, the token_bias's
+# largest |bias| in input steps, the layers after it). A layer is (name, type,
+# inputs, fields): conv1x1 (d output channels, output zero point zp; zp 0 for a
+# matmul's second operand, which must be symmetric), matmul (transpose_b), softmax.
+ATTENTION = {
+    # ViT-like: class token, Q K^T / sqrt(d), softmax, P V, a projection.
+    "vit_block": ([2, 3, 6], -7, 1, 3000, [
+        ("q", "conv1x1", ["tb"], {"d": 5, "zp": 9}), ("k", "conv1x1", ["tb"], {"d": 5, "zp": 0}),
+        ("v", "conv1x1", ["tb"], {"d": 6, "zp": 0}),
+        ("s", "matmul", ["q", "k"], {"transpose_b": True, "alpha": 5 ** -0.5}),
+        ("p", "softmax", ["s"], {}), ("o", "matmul", ["p", "v"], {"transpose_b": False}),
+        ("proj", "conv1x1", ["o"], {"d": 7, "zp": -3})]),
+    # Multi-pass token_bias (|b| up to 2^20 input steps), no prefix; A of zero
+    # point -128 (two padding passes) in P V; more tokens than N.
+    "big_bias_tokens": ([3, 4, 5], -128, 0, 1 << 20, [
+        ("k", "conv1x1", ["tb"], {"d": 5, "zp": 0}),
+        ("s", "matmul", ["tb", "k"], {"transpose_b": True, "alpha": 1.0, "zp": -128}),
+        ("v", "conv1x1", ["tb"], {"d": 9, "zp": 0}),
+        ("o", "matmul", ["s", "v"], {"transpose_b": False, "alpha": 0.5})]),
+    # Two prefix tokens, B = A's own projection: S = X X_k^T then S V with S's
+    # tokens as V's (a 17-token square), wider than 16.
+    "prefix2_square": ([5, 3, 3], 20, 2, 100, [
+        ("k", "conv1x1", ["tb"], {"d": 3, "zp": 0}),
+        ("s", "matmul", ["tb", "k"], {"transpose_b": True, "alpha": 2.0, "zp": 11}),
+        ("v", "conv1x1", ["s"], {"d": 17, "zp": 0}),
+        ("o", "matmul", ["s", "v"], {"transpose_b": False, "alpha": 1.0, "zp": -50})]),
+}
+
+
+def build_attention(tmp, name, input_shape, zin, prefix, bias_max, layers, rng):
+    """Writes tmp/name/model.json: a token_bias "tb" on the input, then `layers`; returns its path.
+    Output scales put each layer's int8 spread at about +-50 (softmax's is fixed)."""
+    d = tmp / name
+    d.mkdir()
+    scale = 0.05
+    h, w, c = input_shape
+    tokens = prefix + h * w
+    bias = rng.integers(-bias_max, bias_max + 1, (tokens, c)).astype(np.int32)
+    np.save(d / "tb_b.npy", bias)
+    tb_scale = scale * (128 + bias_max) / 50.0
+    model = {"format": "tpu-sim-net", "version": 1, "name": name,
+             "input": {"shape": input_shape, "scale": scale, "zero_point": zin},
+             "layers": [{"type": "token_bias", "name": "tb", "prefix_tokens": prefix, "bias": "tb_b.npy",
+                         "output": {"scale": tb_scale, "zero_point": int(rng.integers(-20, 21))}}]}
+    shapes, scales = {"tb": (1, tokens, c)}, {"tb": tb_scale}
+    for lname, t, inputs, f in layers:
+        layer = {"type": t, "name": lname, "inputs": inputs}
+        x = shapes[inputs[0]]
+        if t == "conv1x1":
+            wts = rng.integers(-127, 128, (1, 1, x[2], f["d"]), dtype=np.int8)
+            np.save(d / f"{lname}_w.npy", wts)
+            spread = 50.0 * 73.0 * np.sqrt(x[2])
+            w_scale = 0.0137
+            out = scales[inputs[0]] * w_scale * spread / 50.0
+            layer.update({"type": "conv2d", "weights": f"{lname}_w.npy", "weight_scale": w_scale,
+                          "output": {"scale": out, "zero_point": f["zp"]}})
+            shapes[lname], scales[lname] = (x[0], x[1], f["d"]), out
+        elif t == "softmax":
+            shapes[lname], scales[lname] = x, 1.0 / 256
+        else:
+            b = shapes[inputs[1]]
+            k = x[2]
+            spread = 50.0 * 50.0 * np.sqrt(k)
+            out = f.get("alpha", 1.0) * scales[inputs[0]] * scales[inputs[1]] * spread / 50.0
+            layer.update({"transpose_b": f["transpose_b"], "alpha": f.get("alpha", 1.0),
+                          "output": {"scale": out, "zero_point": f.get("zp", 0)}})
+            shapes[lname] = (x[0], x[1], b[0] * b[1] if f["transpose_b"] else b[2])
+            scales[lname] = out
+        model["layers"].append(layer)
+    (d / "model.json").write_text(json.dumps(model, indent=1))
+    return d / "model.json"
+
+
+def attention_cases(tmp, tpu_sim, int8_reference, rng):
+    """Runs the ATTENTION models; returns the number of failures."""
+    failures = 0
+    rwu = tmp / "rwu8.json"
+    rwu.write_text(json.dumps({"preset": "small8", "ub_weight_path": 1}))
+    for name, (input_shape, zin, prefix, bias_max, layers) in ATTENTION.items():
+        model = build_attention(tmp, name, input_shape, zin, prefix, bias_max, layers, rng)
+        x = rng.integers(-128, 128, [3] + input_shape, dtype=np.int8)
+        np.save(tmp / "x.npy", x)
+        want = int8_reference.run(model, x)
+        if len(np.unique(want)) < min(want.size, 8):
+            print(f"FAIL: {name}: the reference output has only {len(np.unique(want))} distinct values")
+            failures += 1
+        runs = [("N=4", ["--array", "4"]), ("N=8", ["--array", "8"]), ("N=16", ["--array", "16"]),
+                ("N=8 ub_weight_path", ["--config", str(rwu)])]
+        for label, machine in runs:
+            cycles = {}
+            for detail in ("detailed", "fast") if label != "N=16" else ("fast",):
+                out, stats = tmp / "y.npy", tmp / "stats.json"
+                r = subprocess.run([tpu_sim, "net", str(model), "--input", str(tmp / "x.npy"), "--out", str(out),
+                                    "--check", "--stats", str(stats), "--detail", detail, *machine],
+                                   capture_output=True, text=True)
+                what = f"{name} on {label}, {detail}"
+                if r.returncode != 0:
+                    print(f"FAIL: {what}: tpu-sim net exited {r.returncode}\n{r.stdout}{r.stderr}")
+                    failures += 1
+                    continue
+                st = json.loads(stats.read_text())
+                cycles[detail] = st["total"]["cycles"]
+                y = np.load(out)
+                if len(st["programs"]) != 1:
+                    print(f"FAIL: {what}: {len(st['programs'])} programs, expected the network on chip")
+                    failures += 1
+                elif y.dtype != want.dtype or y.shape != want.shape or not np.array_equal(y, want):
+                    print(f"FAIL: {what}: output {y.dtype} {y.shape} differs from the NumPy reference "
+                          f"{want.dtype} {want.shape} ({int(np.sum(y != want)) if y.shape == want.shape else '-'} "
+                          "elements)")
+                    failures += 1
+                else:
+                    print(f"ok: {what}: {tuple(y.shape)}, {len(np.unique(y))} distinct values, equal, "
+                          f"{cycles[detail]} cycles")
+            if len(set(cycles.values())) > 1:
+                print(f"FAIL: {name} on {label}: cycles differ between the paths: {cycles}")
+                failures += 1
+    return failures
+
+
 def main(bin_dir, source_dir):
     sys.path.insert(0, str(Path(source_dir) / "tools"))
     import int8_reference
@@ -165,6 +289,7 @@ def main(bin_dir, source_dir):
                 else:
                     print(f"ok: {name} on N={n}: {y.dtype} {tuple(y.shape)}, "
                           f"{len(np.unique(y))} distinct values, equal")
+        failures += attention_cases(tmp, tpu_sim, int8_reference, rng)
         # Float input: quantized identically (half to even) by tpu-sim and NumPy.
         model = tmp / "mlp_odd" / "model.json"
         xf = rng.uniform(-5.0, 5.0, (7, 13)).astype(np.float32)
