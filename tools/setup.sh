@@ -112,6 +112,9 @@ configure() {  # configure DIR [cmake options...]
   shift
   cmake -S "$root" -B "$root/$dir" $(generator "$dir") -DTPU_WERROR=ON "${launcher[@]}" "$@" >/dev/null
 }
+configure_clang() {  # configure_clang DIR [cmake options...]: a new DIR with Clang
+  CC=clang CXX=clang++ configure "$@"
+}
 
 build() {  # build DIR [TARGET...]
   local dir=$1
@@ -166,6 +169,9 @@ unity=(-DCMAKE_UNITY_BUILD=ON)
 # them a second time.
 # Line tables only (-g1): the sanitizers' reports keep file and line, and the
 # build is some 10-15% faster than with full debug information.
+# Compiled by Clang (a new directory; one configured before keeps its compiler):
+# at -O0 with ASan and UBSan it compiled the heaviest files 1.5-2 times as fast
+# as GCC, and the instrumented tests ran within 20% of GCC's either way.
 asan_config=(-DTPU_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1
              -DTPU_RTL_PREBUILT_DIR="$root/build" -UTPU_RTL_TRACE_MAX_N "${unity[@]}")
 
@@ -187,9 +193,9 @@ test_job() {  # test_job TIER (default or full)
   # default tier runs reduced (tests/support/tier.h).
   [ "$tier" = full ] && export TPU_TEST_FULL=1
   full_build
-  echo "build-asan/: the same with AddressSanitizer and UndefinedBehaviorSanitizer (Debug),"
+  echo "build-asan/: the same with AddressSanitizer and UndefinedBehaviorSanitizer (Clang, Debug),"
   echo "linking build/'s Verilated RTL engines"
-  stage "configure build-asan/" configure build-asan "${asan_config[@]}"
+  stage "configure build-asan/" configure_clang build-asan "${asan_config[@]}"
   stage "build build-asan/" build build-asan
   stage "tests ($tier tier)" run_tests build "${tier_args[@]}"
   stage "tests under ASan + UBSan ($tier tier)" run_tests build-asan "${tier_args[@]}"
