@@ -12,8 +12,12 @@
 // until the array retires it (an MMC.S waits in the array for its weights,
 // so its start is the array's to decide), the array retiring MMCs in order,
 // and the array says when it takes the next MMC (array_ready_i). The weight
-// DMA takes a request every cycle and its RWs touch no memory another unit
-// writes, so they have no entry: a SYNC or HLT waits for it to be idle. The
+// DMA takes a request every cycle and its RWs have no entry: a SYNC or HLT
+// waits for it to be idle. The one other unit that touches weight memory,
+// the host DMA with an HWT (which writes a tile), has an entry, so an RW of
+// that tile meets it as a RAW; for the WAR the other way, an HWT into a tile
+// an RW in flight reads, the weight DMA says whether one is
+// (rw_tile_query_o, rw_tile_hit_i). The
 // activation unit's wait for its next instruction is a countdown too. Issue
 // stalls, in this order, on a RAW/WAW/WAR hazard with another unit, a busy
 // unit, a full weight FIFO, or a SYNC/HLT drain. Commands to the units are
@@ -69,6 +73,9 @@ module tpu_controller
   /* verilator lint_on UNUSEDSIGNAL */
   input  logic                 host_dma_busy_i,
   input  logic                 weight_dma_busy_i,
+  // Whether an RW of tile rw_tile_query_o (an HWT's) is in flight.
+  output logic [31:0]          rw_tile_query_o,
+  input  logic                 rw_tile_hit_i,
   // Commands, valid for one cycle.
   output unit_cmd_t            host_dma_cmd_o,
   output unit_cmd_t            weight_dma_cmd_o,
@@ -179,6 +186,11 @@ module tpu_controller
           acc1 = {1'b1, SpaceHost, 34'(op1), 34'(op2), 1'b1};
         end
       end
+      OpHwt: begin
+        unit = UnitHostDma;
+        acc0 = {1'b1, SpaceHost, 34'(op0), 34'(op2), 1'b0};
+        acc1 = {1'b1, SpaceWeight, 34'(op1), 34'd1, 1'b1};
+      end
       OpRw: begin
         unit = UnitWeightDma;
         acc0 = {1'b1, SpaceWeight, 34'(op0), 34'd1, 1'b0};
@@ -276,8 +288,11 @@ module tpu_controller
         end
       end
     end
+    // An HWT into a tile an RW in flight reads (RWs have no entry).
+    if (opcode == OpHwt && rw_tile_hit_i) kinds[0] = 1'b1;
     {raw, waw, war} = kinds;
   end
+  assign rw_tile_query_o = op1;
   assign sb_busy = |sb_live;
 
   logic running, past_end, bad_address, can_issue, deadlock_mmc, deadlock_rw;
@@ -508,7 +523,7 @@ module tpu_controller
               vec_op_q <= op2[2:0];
             end
             OpHlt: halted_q <= 1'b1;
-            OpRhm, OpWhm: host_dma_cmd_o <= cmd;
+            OpRhm, OpWhm, OpHwt: host_dma_cmd_o <= cmd;
             OpRw: weight_dma_cmd_o <= cmd;
             OpMmc: array_cmd_o <= cmd;
             OpAct, OpPool, OpVec: act_cmd_o <= cmd;

@@ -22,6 +22,7 @@ module tpu_core
   // Lh and Bh <= HostRowsPerCycle * N, Lw and Bw <= WeightRowsPerCycle * N.
   input  logic [31:0]                 host_latency_i,
   input  logic [31:0]                 host_bytes_per_cycle_i,
+  input  logic [31:0]                 host_layout_i,  // Hw, host_layout_cycles (HWT)
   input  logic [31:0]                 weight_latency_i,
   input  logic [31:0]                 weight_bytes_per_cycle_i,
   // Host memory: rows row .. row + count - 1, row + i in bits
@@ -41,6 +42,15 @@ module tpu_core
   output logic [$clog2(ArrayN)-1:0]   wmem_rd_row_o,
   output logic [$clog2(WeightRowsPerCycle+1)-1:0] wmem_rd_count_o,
   input  logic [WeightRowsPerCycle*ArrayN*8-1:0]  wmem_rd_data_i,
+  // An HWT's write of weight memory, in its last cycle: tile wmem_wr_tile_o
+  // made by the host of host rows wmem_wr_host_row_o ..+wmem_wr_rows_o,
+  // transposed if wmem_wr_transpose_o (tpu_host_dma); written at the end
+  // of the cycle.
+  output logic                        wmem_wr_valid_o,
+  output logic [31:0]                 wmem_wr_tile_o,
+  output logic [31:0]                 wmem_wr_host_row_o,
+  output logic [31:0]                 wmem_wr_rows_o,
+  output logic                        wmem_wr_transpose_o,
   // Observation.
   output logic [CycleW-1:0]           cycle_o,
   output logic                        issue_o,
@@ -76,6 +86,8 @@ module tpu_core
   logic [31:0] tiles_loaded;
   /* verilator lint_on UNUSEDSIGNAL */
   logic        array_ready;
+  logic [31:0] rw_tile_query;
+  logic        rw_tile_hit;
   retire_t     host_dma_retire;
   assign host_dma_retire_o = host_dma_retire;
 
@@ -85,6 +97,7 @@ module tpu_core
     .tiles_popped_i(tiles_popped), .array_ready_i(array_ready), .array_retire_i(array_retire_o),
     .host_dma_retire_i(host_dma_retire), .host_dma_busy_i(busy_o[0]),
     .weight_dma_busy_i(busy_o[1]),
+    .rw_tile_query_o(rw_tile_query), .rw_tile_hit_i(rw_tile_hit),
     .host_dma_cmd_o(host_dma_cmd), .weight_dma_cmd_o(weight_dma_cmd),
     .array_cmd_o(array_cmd), .act_cmd_o(act_cmd),
     .issue_o, .stall_o, .stall_cause_o, .halted_o, .fault_o, .fault_code_o, .fault_cycle_o
@@ -150,12 +163,14 @@ module tpu_core
   tpu_host_dma host_dma (
     .clk_i, .rst_ni, .cycle_i(cycle_q), .cmd_i(host_dma_cmd),
     .latency_i(host_latency_i), .bytes_per_cycle_i(host_bytes_per_cycle_i),
+    .layout_i(host_layout_i),
     .host_rd_valid_o, .host_rd_row_o, .host_rd_count_o, .host_rd_data_i,
     .host_wr_valid_o, .host_wr_row_o, .host_wr_count_o, .host_wr_data_o,
     .ub_wr_valid_o(ub_wr_host_valid), .ub_wr_row_o(ub_wr_host_row),
     .ub_wr_count_o(ub_wr_host_count), .ub_wr_data_o(ub_wr_host_data),
     .ub_rd_row_o(ub_rd_host_row), .ub_rd_data_i(ub_rd_host_data),
     .acc_rd_row_o(acc_rd_host_row), .acc_rd_data_i(acc_rd_host_data),
+    .wmem_wr_valid_o, .wmem_wr_tile_o, .wmem_wr_host_row_o, .wmem_wr_rows_o, .wmem_wr_transpose_o,
     .retire_o(host_dma_retire), .busy_o(busy_o[0])
   );
 
@@ -171,6 +186,7 @@ module tpu_core
     .wmem_rd_valid_o, .wmem_rd_tile_o, .wmem_rd_row_o, .wmem_rd_count_o, .wmem_rd_data_i,
     .fifo_wr_valid_o(fifo_wr_valid), .fifo_wr_row_o(fifo_wr_row),
     .fifo_wr_count_o(fifo_wr_count), .fifo_wr_data_o(fifo_wr_data), .tile_done_o(tile_done),
+    .query_tile_i(rw_tile_query), .query_hit_o(rw_tile_hit),
     .retire_o(weight_dma_retire_o), .busy_o(busy_o[1])
   );
 

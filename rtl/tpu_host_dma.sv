@@ -1,6 +1,16 @@
-// tpu_host_dma: executes RHM (host memory -> UB) and WHM (UB, or ACC with .A,
-// -> host memory), one at a time (docs/microarchitecture.md, "Host DMA").
+// tpu_host_dma: executes RHM (host memory -> UB), WHM (UB, or ACC with .A,
+// -> host memory) and HWT (host memory -> weight memory), one at a time
+// (docs/microarchitecture.md, "Host DMA", "Attention's second operand").
 // Mirrors src/model/host_dma.cpp with the default host memory target.
+//
+// An HWT is timed as a transfer of a whole tile, N rows of N bytes, after
+// Lh + Hw cycles (Hw: host_layout_cycles, the host's time to lay the tile
+// out): it completes in d = c + Lh + Hw + ceil(N*N / Bh). The host lays the
+// tile out, not the core: in d the DMA asks the testbench (the host and its
+// memories) to write weight tile op1 from host rows op0 ..+op2, transposed
+// with .T (wmem_wr_*), which it does at the end of d; an RW of that tile
+// issues at d + 1 (the controller's RAW), and no RW of it is in flight (its
+// WAR), so no read of weight memory sees the write's cycle.
 //
 // A transfer of `rows` rows of b bytes (N, or 4N for WHM.A) waits Lh cycles
 // from its start, then streams Bh bytes a cycle; a row moves in the cycle its
@@ -27,6 +37,8 @@ module tpu_host_dma
   // The host channel's timing (Lh, Bh), constant while the core runs.
   input  logic [31:0]                                   latency_i,
   input  logic [31:0]                                   bytes_per_cycle_i,
+  // The host's time to lay out an HWT's tile (Hw), constant while the core runs.
+  input  logic [31:0]                                   layout_i,
   // Host memory: rows row .. row + count - 1, row + i in bits [i*N*8 +: N*8].
   output logic                                          host_rd_valid_o,
   output logic [31:0]                                   host_rd_row_o,
@@ -47,6 +59,13 @@ module tpu_host_dma
   // Accumulators (WHM.A): rows row .. row + Rows - 1, N int32 each.
   output logic [31:0]                                   acc_rd_row_o,
   input  logic [HostRowsPerCycle*ArrayN*32-1:0]         acc_rd_data_i,
+  // HWT: in its last cycle, weight tile tile made of host rows host_row ..
+  // host_row + rows - 1 (rows <= N), transposed if transpose.
+  output logic                                          wmem_wr_valid_o,
+  output logic [31:0]                                   wmem_wr_tile_o,
+  output logic [31:0]                                   wmem_wr_host_row_o,
+  output logic [31:0]                                   wmem_wr_rows_o,
+  output logic                                          wmem_wr_transpose_o,
   output retire_t                                       retire_o,
   output logic                                          busy_o
 );
@@ -75,13 +94,17 @@ module tpu_host_dma
   logic [ByteW-1:0] part;
   assign job       = cmd_i.valid ? cmd_i : job_q;
   assign active    = cmd_i.valid || active_q;
-  assign wait_now  = cmd_i.valid ? latency_i : wait_q;
+  // An HWT waits the host's layout time too (Lh + Hw < 2^31: the
+  // configuration's limits).
+  assign wait_now  = !cmd_i.valid ? wait_q :
+                     cmd_i.opcode == 8'(OpHwt) ? latency_i + layout_i : latency_i;
   assign done_rows = cmd_i.valid ? '0 : done_q;
   assign part      = cmd_i.valid ? '0 : part_q;
 
-  logic is_rhm, is_acc;
+  logic is_rhm, is_hwt, is_acc;
   assign is_rhm = job.opcode == 8'(OpRhm);
-  assign is_acc = !is_rhm && job.flags[FlagWhmA];
+  assign is_hwt = job.opcode == 8'(OpHwt);
+  assign is_acc = job.opcode == 8'(OpWhm) && job.flags[FlagWhmA];
 
   // A stream cycle: Bh more bytes; each b of them complete a row, at most
   // Rows, and no more than the rows left (the last row completes the job).
@@ -102,7 +125,8 @@ module tpu_host_dma
       end
     end
   end
-  assign left  = job.op2 - done_rows;
+  // An HWT streams a whole tile, N rows, whatever its rows.
+  assign left  = (is_hwt ? 32'(N) : job.op2) - done_rows;
   assign last  = stream && 32'(completed) >= left;
   assign moved = !stream ? '0 : last ? CountW'(left) : completed;
 
@@ -115,10 +139,16 @@ module tpu_host_dma
   assign ub_wr_data_o    = host_rd_data_i;
   assign ub_rd_row_o     = job.op0 + done_rows;
   assign acc_rd_row_o    = job.op0 + done_rows;
-  assign host_wr_valid_o = !is_rhm && moved != '0;
+  assign host_wr_valid_o = !is_rhm && !is_hwt && moved != '0;
   assign host_wr_row_o   = job.op1 + (is_acc ? done_rows * HostRowsPerAccRow : done_rows);
   assign host_wr_count_o = is_acc ? HostCountW'(moved) * HostCountW'(HostRowsPerAccRow) : HostCountW'(moved);
   assign host_wr_data_o  = is_acc ? acc_rd_data_i : {(Rows * 3 * N * 8)'(0), ub_rd_data_i};
+
+  assign wmem_wr_valid_o     = is_hwt && last;
+  assign wmem_wr_tile_o      = job.op1;
+  assign wmem_wr_host_row_o  = job.op0;
+  assign wmem_wr_rows_o      = job.op2;
+  assign wmem_wr_transpose_o = job.flags[FlagHwtT];
 
   assign retire_o.valid = last;
   assign retire_o.seq   = job.seq;

@@ -21,6 +21,10 @@
 // Up to FifoDepth requests are outstanding (the controller's FIFO rule). Each
 // counts its latency down from its start; the oldest streams once its latency
 // has passed and the channel is free, which is max(s + Lw, previous d + 1).
+//
+// An RW is in flight from its issue to its completion d: the controller asks
+// whether an RW of a tile is (query_tile_i, query_hit_o: a command arriving
+// now or a queued request), for an HWT into that tile (a WAR: the HWT waits).
 module tpu_weight_dma
   import tpu_config_pkg::*;
   import tpu_core_pkg::*;
@@ -50,6 +54,9 @@ module tpu_weight_dma
   output logic [$clog2(WeightRowsPerCycle+1)-1:0] fifo_wr_count_o,
   output logic [WeightRowsPerCycle*ArrayN*8-1:0] fifo_wr_data_o,
   output logic                                   tile_done_o,
+  // Whether an RW of tile query_tile_i is in flight here (arriving or queued).
+  input  logic [31:0]                            query_tile_i,
+  output logic                                   query_hit_o,
   output retire_t                                retire_o,
   output logic                                   busy_o
 );
@@ -129,6 +136,17 @@ module tpu_weight_dma
   assign retire_o.valid  = done;
   assign retire_o.seq    = cur_seq;
   assign busy_o          = cmd_i.valid || count_q != '0;
+
+  // The queued requests are the count_q entries from head_q on, in the ring.
+  always_comb begin
+    query_hit_o = cmd_i.valid && cmd_i.op0 == query_tile_i;
+    for (int unsigned k = 0; k < Depth; k++) begin
+      logic [31:0] e;
+      e = 32'(head_q) + k;
+      if (e >= Depth) e = e - Depth;
+      if (k < 32'(count_q) && tile_q[e[PtrW-1:0]] == query_tile_i) query_hit_o = 1'b1;
+    end
+  end
 
   logic [PtrW-1:0] head_next, tail_next;  // the ring's next positions
   assign head_next = (32'(head_q) + 1 == Depth) ? '0 : head_q + PtrW'(1);

@@ -28,6 +28,8 @@ ArchConfig random_timing(const ArchConfig& cfg, std::uint64_t host_max, std::uin
   out.host_bytes_per_cycle = pick(cfg.host_bytes_per_cycle, std::min(narrow, host_max), host_max);
   out.weight_latency = pick(cfg.weight_latency, 0, std::max<std::uint64_t>(8, 2 * cfg.weight_latency));
   out.weight_bytes_per_cycle = pick(cfg.weight_bytes_per_cycle, std::min(narrow, weight_max), weight_max);
+  // Drawn last: the draws above are those of the seeds before HWT.
+  out.host_layout_cycles = pick(cfg.host_layout_cycles, 0, 8);
   return out;
 }
 

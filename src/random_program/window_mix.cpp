@@ -175,7 +175,7 @@ class WindowMix : ProgramDraw {
       if (auto in = pool(rows_written)) return *in;
     }
     for (;;) {
-      switch (pick(0, 23)) {
+      switch (pick(0, 24)) {
         case 0:
         case 1: {
           const std::uint64_t r = rows();
@@ -246,6 +246,14 @@ class WindowMix : ProgramDraw {
           const std::uint64_t r = std::min(rows(), room);
           return make(Opcode::VEC, kActivations[pick(0, 3)], i64(base(w_.ub_rows, r)),
                       i64(base(w_.ub_rows, r)), i64(r));
+        }
+        case 24: {
+          // HWT of 1 to N rows (at most max_rows) of the host window into a
+          // tile the RWs read, transposed or not: a RAW for their RWs, a WAR
+          // with those in flight, host rows a WHM writes.
+          const std::uint64_t r = pick(1, std::min<std::uint64_t>(cfg_.array_n, w_.max_rows));
+          const std::uint8_t flags = pick(0, 1) ? isa::kFlagHwtTranspose : 0;
+          return make(Opcode::HWT, flags, i64(base(w_.host_rows, r)), i64(pick(0, w_.weight_tiles - 1)), i64(r));
         }
         default: return make(Opcode::NOP, 0);
       }

@@ -56,7 +56,7 @@ std::string no_waveforms_reason(const ArchConfig& cfg);
 
 // Why the RTL core cannot run `prog`: the first instruction it does not
 // implement (SMAX, LNRM, GELU and their registers NGEO, NCON, and the
-// attention operand's HWT and RWU exist in the SystemC model only), as one
+// attention operand's RWU exist in the SystemC model only), as one
 // line; empty when it can.
 std::string unimplemented(const isa::Program& prog);
 

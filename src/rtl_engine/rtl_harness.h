@@ -126,6 +126,7 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
   // checked the bandwidths against the ports; the latencies fit 32 bits).
   top->host_latency_i = static_cast<std::uint32_t>(cfg.host_latency);
   top->host_bytes_per_cycle_i = static_cast<std::uint32_t>(cfg.host_bytes_per_cycle);
+  top->host_layout_i = static_cast<std::uint32_t>(cfg.host_layout_cycles);
   top->weight_latency_i = static_cast<std::uint32_t>(cfg.weight_latency);
   top->weight_bytes_per_cycle_i = static_cast<std::uint32_t>(core_weight_bytes_per_cycle(cfg));
   top->rst_ni = 0;
@@ -169,6 +170,23 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
     if (top->host_wr_valid_o)
       get_bytes(top->host_wr_data_o, reinterpret_cast<std::uint8_t*>(mem.host.row(top->host_wr_row_o)),
                 std::size_t{top->host_wr_count_o} * n);
+    // An HWT's last cycle: the host lays its rows out as the tile and writes
+    // it (docs/isa.md): tile row r is host row r, or with .T lane r of tile
+    // row k is lane k of host row r; zeros past the rows. The controller
+    // checked the ranges, and run_program the rows (at most N).
+    if (top->wmem_wr_valid_o) {
+      const std::size_t rows = top->wmem_wr_rows_o;
+      const auto* src = reinterpret_cast<const std::uint8_t*>(mem.host.row(top->wmem_wr_host_row_o));
+      auto* tile = reinterpret_cast<std::uint8_t*>(mem.weights.row(top->wmem_wr_tile_o));
+      std::fill(tile, tile + n * n, std::uint8_t{0});
+      for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t k = 0; k < n; ++k) {
+          if (top->wmem_wr_transpose_o)
+            tile[k * n + r] = src[r * n + k];
+          else
+            tile[r * n + k] = src[r * n + k];
+        }
+    }
     dump(10 * t);
     if (t >= opts.max_cycles) {
       model::Fault f{pc, pc < prog.code.size() ? isa::disassemble(prog.code[pc]) : "-", t,

@@ -333,15 +333,20 @@ for s, mhz in ((a, 700), (b, 350)):
     grep -qF "build it with: build/sim/tpu-gen config-pkg --preset tpuv1 --array 8 -o rtl/config/tpuv1_n8/tpu_config_pkg.sv && cmake -S . -B build -DTPU_RTL_PRESETS='" "$tmp/err" ||
       { cat "$tmp/err"; fail "no-build message: the command that builds it"; }
     grep -qF ";tpuv1/8' && cmake --build build" "$tmp/err" || { cat "$tmp/err"; fail "no-build message: the entry"; }
-    # HWT and RWU exist in the SystemC model only: the RTL engine refuses a
-    # program with one before it starts, naming it and its pc.
+    # The RTL implements HWT: the host route runs on both engines alike.
+    printf 'RHM 0, 0, 4\nHWT.T 0, 1, 4\nRW 1\nMMC.SO 0, 0, 4\nHLT\n' >"$tmp/hwt.s"
+    expect_status 0 "$bin/tpu-as" "$tmp/hwt.s" -o "$tmp/hwt.tpu" --preset small4
+    expect_status 0 "$bin/tpu-sim" run "$tmp/hwt.tpu" --preset small4 --engine both
+    grep -q "the RTL and the SystemC model agree" "$tmp/out" || { cat "$tmp/out"; fail "HWT on both engines"; }
+    # RWU exists in the SystemC model only: the RTL engine refuses a program
+    # with one before it starts, naming it and its pc.
     printf 'RHM 0, 0, 4\nHWT.T 0, 1, 4\nRWU 0, 4\nHLT\n' >"$tmp/att.s"
     echo '{"preset": "small4", "ub_weight_path": 1}' >"$tmp/att.json"
     expect_status 0 "$bin/tpu-as" "$tmp/att.s" -o "$tmp/att.tpu" --config "$tmp/att.json"
     expect_status 0 "$bin/tpu-sim" run "$tmp/att.tpu" --config "$tmp/att.json"
     for engine in rtl both; do
       expect_status 3 "$bin/tpu-sim" run "$tmp/att.tpu" --config "$tmp/att.json" --engine $engine
-      grep -qF "the RTL core does not implement HWT (pc 1) yet" "$tmp/err" || { cat "$tmp/err"; fail "HWT refusal"; }
+      grep -qF "the RTL core does not implement RWU (pc 2) yet" "$tmp/err" || { cat "$tmp/err"; fail "RWU refusal"; }
     done
     ;;
   isa_pkg_fresh)  # the committed SystemVerilog package matches the instruction table

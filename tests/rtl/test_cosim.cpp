@@ -408,3 +408,112 @@ TEST_CASE("the RTL weight FIFO takes a tile streaming in while the previous one 
   const model::Cycle first_row = rw6.completion - model::weight_tile_cycles(cfg) + 1;
   CHECK(first_row + 9 == mmc2.start - 2);
 }
+
+// HWT (docs/isa.md; docs/microarchitecture.md, "Attention's second operand")
+// on the RTL against the model, and against the documents' closed forms and
+// layout worked out here: d = c + Lh + Hw + ceil(N*N/Bh); tile row r is host
+// row r, with .T lane r of tile row k is lane k of host row r, zeros past the
+// rows; an RW of the tile issues at d + 1 (RAW), an HWT into a tile an RW in
+// flight reads at that RW's completion + 1 (WAR).
+TEST_CASE("HWT runs identically on the RTL, at the closed forms", "[rtl][attention]") {
+  using isa::Opcode;
+  using model::Cycle;
+  const auto ceil_div = [](Cycle a, Cycle b) { return (a + b - 1) / b; };
+  const auto tile_of = [](const std::int8_t* rows_at, Cycle rows, Cycle n, bool transpose) {
+    std::vector<std::int8_t> w(n * n, 0);
+    for (Cycle r = 0; r < rows; ++r)
+      for (Cycle j = 0; j < n; ++j) (transpose ? w[j * n + r] : w[r * n + j]) = rows_at[r * n + j];
+    return w;
+  };
+  ArchConfig base = preset_config("small4");
+  const Cycle n = base.array_n;
+  struct Timing {
+    Cycle lh, bh, hw, lw, bw;
+  };
+  for (const Timing t : {Timing{0, 1, 0, 0, 16}, Timing{3, 7, 5, 2, 3}, Timing{9, 8, 0, 5, 16}}) {
+    ArchConfig cfg = base;
+    cfg.host_latency = t.lh;
+    cfg.host_bytes_per_cycle = t.bh;
+    cfg.host_layout_cycles = t.hw;
+    cfg.weight_latency = t.lw;
+    cfg.weight_bytes_per_cycle = t.bw;
+    CAPTURE(t.lh, t.bh, t.hw, t.lw, t.bw);
+    REQUIRE(rtl::available(cfg));
+    const Cycle d_hwt = t.lh + t.hw + ceil_div(n * n, t.bh);
+    const Cycle d_w = t.lw + ceil_div(n * n, t.bw);
+    model::Memories init(cfg);
+    std::mt19937 rng(11);
+    for (auto* m : {&init.host, &init.weights, &init.ub})
+      for (std::size_t i = 0; i < 128 * m->width(); ++i) m->data()[i] = static_cast<std::int8_t>(rng());
+
+    // On an idle machine, after two NOPs: every row count, both layouts.
+    for (const bool transpose : {false, true})
+      for (Cycle rows = 1; rows <= n; ++rows) {
+        CAPTURE(transpose, rows);
+        isa::Program prog;
+        prog.array_n = static_cast<std::uint32_t>(n);
+        prog.code = {make(Opcode::NOP), make(Opcode::NOP),
+                     make(Opcode::HWT, transpose ? isa::kFlagHwtTranspose : 0, 9, 3, static_cast<std::int64_t>(rows)),
+                     make(Opcode::HLT)};
+        check_both(cfg, prog, init);
+        model::Memories mem = init;
+        const model::RunLog log = rtl::run_program(cfg, prog, mem);
+        CHECK(log.retired.at(2).issue == 2);
+        CHECK(log.retired.at(2).completion == 2 + d_hwt);
+        CHECK(log.stats.cycles == 2 + d_hwt + 2);
+        CHECK(std::vector<std::int8_t>(mem.weights.row(3), mem.weights.row(3) + n * n) ==
+              tile_of(init.host.row(9), rows, n, transpose));
+        CHECK(std::vector<std::int8_t>(mem.weights.row(4), mem.weights.row(4) + n * n) ==
+              std::vector<std::int8_t>(init.weights.row(4), init.weights.row(4) + n * n));
+      }
+
+    // The host route: WHM, HWT.T (when the host DMA is free), RW (RAW on
+    // the tile: at the HWT's d + 1), MMC.S.
+    {
+      const Cycle rows = 3;
+      isa::Program prog;
+      prog.array_n = static_cast<std::uint32_t>(n);
+      prog.code = {make(Opcode::WHM, 0, 30, 100, 3), make(Opcode::HWT, isa::kFlagHwtTranspose, 100, 5, 3),
+                   make(Opcode::RW, 0, 5), make(Opcode::MMC, isa::kFlagMmcSwitch | isa::kFlagMmcOverwrite, 60, 0, 1),
+                   make(Opcode::HLT)};
+      check_both(cfg, prog, init);
+      model::Memories mem = init;
+      const model::RunLog log = rtl::run_program(cfg, prog, mem);
+      const Cycle d1 = t.lh + ceil_div(rows * n, t.bh), d2 = d1 + d_hwt;
+      CHECK(log.retired.at(1).issue == d1);
+      CHECK(log.retired.at(1).completion == d2);
+      CHECK(log.retired.at(2).issue == d2 + 1);
+      CHECK(log.retired.at(2).completion == d2 + 1 + d_w);
+      const std::vector<std::int8_t> w = tile_of(init.ub.row(30), rows, n, true);
+      for (Cycle j = 0; j < n; ++j) {
+        std::int32_t want = 0;
+        for (Cycle k = 0; k < n; ++k) want += std::int32_t{init.ub.row(60)[k]} * std::int32_t{w[k * n + j]};
+        CHECK(mem.acc.row(0)[j] == want);
+      }
+    }
+
+    // WAR: the HWT into tile 2 waits for the RW of tile 2 in flight.
+    {
+      isa::Program prog;
+      prog.array_n = static_cast<std::uint32_t>(n);
+      prog.code = {make(Opcode::RW, 0, 2), make(Opcode::HWT, 0, 50, 2, static_cast<std::int64_t>(n)),
+                   make(Opcode::MMC, isa::kFlagMmcSwitch | isa::kFlagMmcOverwrite, 8, 0, 1), make(Opcode::RW, 0, 2),
+                   make(Opcode::MMC, isa::kFlagMmcSwitch | isa::kFlagMmcOverwrite, 8, 1, 1), make(Opcode::HLT)};
+      check_both(cfg, prog, init);
+      model::Memories mem = init;
+      const model::RunLog log = rtl::run_program(cfg, prog, mem);
+      CHECK(log.retired.at(1).issue == d_w + 1);
+      CHECK(log.retired.at(1).completion == d_w + 1 + d_hwt);
+      CHECK(log.retired.at(3).issue == d_w + 1 + d_hwt + 1);
+      CHECK(log.stats.stall_cycles[static_cast<unsigned>(model::StallCause::War)] == d_w);
+    }
+  }
+
+  // An HWT of more than N rows, which the assembler refuses, in a program
+  // made in memory: the model faults at it; the RTL engine refuses the program.
+  isa::Program prog;
+  prog.array_n = static_cast<std::uint32_t>(n);
+  prog.code = {make(Opcode::HWT, 0, 0, 0, static_cast<std::int64_t>(n + 1)), make(Opcode::HLT)};
+  model::Memories mem(base);
+  CHECK_THROWS_WITH(rtl::run_program(base, prog, mem), Catch::Contains("HWT of 5 rows is more than a weight tile's N = 4 rows"));
+}
