@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -352,13 +353,17 @@ std::optional<Divergence> compare(const isa::Program& prog, const model::RunLog&
   if (ma.weights.rows() * ma.weights.width() <= (std::uint64_t{16} << 20)) {
     if (auto d = mem_diff("weight_memory", ma.weights, mb.weights)) return d;
   } else {
-    for (const isa::Instruction& in : prog.code) {
-      if (in.opcode != isa::Opcode::HWT || in.operands[1] < 0 ||
-          static_cast<std::uint64_t>(in.operands[1]) >= ma.weights.rows())
-        continue;
-      if (auto d = rows_diff("weight_memory", ma.weights, mb.weights, static_cast<std::uint64_t>(in.operands[1]), 1))
-        return d;
-    }
+    // Each tile once: a compiled attention layer writes a few reserved tiles
+    // again and again.
+    std::vector<std::uint64_t> tiles;
+    for (const isa::Instruction& in : prog.code)
+      if (in.opcode == isa::Opcode::HWT && in.operands[1] >= 0 &&
+          static_cast<std::uint64_t>(in.operands[1]) < ma.weights.rows())
+        tiles.push_back(static_cast<std::uint64_t>(in.operands[1]));
+    std::sort(tiles.begin(), tiles.end());
+    tiles.erase(std::unique(tiles.begin(), tiles.end()), tiles.end());
+    for (const std::uint64_t tile : tiles)
+      if (auto d = rows_diff("weight_memory", ma.weights, mb.weights, tile, 1)) return d;
   }
   return std::nullopt;
 }
