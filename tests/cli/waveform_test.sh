@@ -110,16 +110,16 @@ case "$case_name" in
     expect_status 3 "${run[@]}" --engine both --vcd "$tmp/x.vcd" --preset tpuv1 --array 4
     grep -q "no RTL build for this configuration" "$tmp/err" || fail "no-build message"
     [ ! -e "$tmp/x.vcd" ] || fail "a waveform was written without an RTL build"
-    # ARG: TPU_RTL_TRACE_MAX_N when tpuv1/64 is built: untraced below 64, the
-    # RTL refuses a waveform there and names the -D that builds one.
-    if [ -n "$arg" ] && [ "$arg" -lt 64 ]; then
-      printf '.array 64\n        HLT\n' >"$tmp/h64.s"
-      expect_status 0 "$bin/tpu-as" "$tmp/h64.s" -o "$tmp/h64.tpu"
-      expect_status 2 "$bin/tpu-sim" run "$tmp/h64.tpu" --preset tpuv1 --array 64 --engine rtl \
+    # ARG: TPU_RTL_TRACE_MAX_N when tpuv1/128 is built: untraced below 128,
+    # the RTL refuses a waveform there and names the -D that builds one.
+    if [ -n "$arg" ] && [ "$arg" -lt 128 ]; then
+      printf '.array 128\n        HLT\n' >"$tmp/h128.s"
+      expect_status 0 "$bin/tpu-as" "$tmp/h128.s" -o "$tmp/h128.tpu"
+      expect_status 2 "$bin/tpu-sim" run "$tmp/h128.tpu" --preset tpuv1 --array 128 --engine rtl \
         --vcd "$tmp/y.vcd"
-      grep -q -- "has no tracing.*-DTPU_RTL_TRACE_MAX_N=64" "$tmp/err" || { cat "$tmp/err"; fail "untraced message"; }
+      grep -q -- "has no tracing.*-DTPU_RTL_TRACE_MAX_N=128" "$tmp/err" || { cat "$tmp/err"; fail "untraced message"; }
       [ ! -e "$tmp/y.vcd" ] || fail "a waveform was written by an untraced build"
-      expect_status 0 "$bin/tpu-sim" run "$tmp/h64.tpu" --preset tpuv1 --array 64 --engine rtl
+      expect_status 0 "$bin/tpu-sim" run "$tmp/h128.tpu" --preset tpuv1 --array 128 --engine rtl
     fi
     ;;
   *)
