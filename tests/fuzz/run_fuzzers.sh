@@ -9,8 +9,9 @@
 # targets run at once.
 #
 # Each target's corpus is BUILD_DIR/fuzz-corpus/TARGET: seeded by
-# make_corpus.sh the first time, it keeps what the fuzzer adds, so later runs
-# continue from there. The inputs in tests/fuzz/regressions/TARGET (crashes
+# make_corpus.sh the first time (with the assembler $TPU_AS, by default
+# BUILD_DIR/sim/tpu-as: `--target tpu-as`, or any other build's), it keeps
+# what the fuzzer adds, so later runs continue from there. The inputs in tests/fuzz/regressions/TARGET (crashes
 # found earlier, now fixed) are run first, every time, each once. A crash, leak, timeout,
 # out-of-memory or failed property is saved as
 # BUILD_DIR/fuzz-artifacts/TARGET-crash-SHA1 (or -leak-, -timeout-, -oom-);
@@ -37,17 +38,26 @@ logs=$build/fuzz-logs
 mkdir -p "$artifacts" "$logs" "$build/fuzz-tmp"
 export TMPDIR=$build/fuzz-tmp  # fuzz_npy's and fuzz_sweep's scratch files, kept out of /tmp
 
+assembler=${TPU_AS:-$build/sim/tpu-as}
+need_assembler() {
+  [ -x "$assembler" ] && return 0
+  echo "run_fuzzers.sh: no assembler $assembler to seed the corpus: build tpu-as in $build" \
+       "(cmake --build $build --target tpu-as) or set TPU_AS to another build's" >&2
+  exit 2
+}
 if [ ! -d "$corpus" ]; then
+  need_assembler
   rm -rf "$corpus.new"
-  "$src/tests/fuzz/make_corpus.sh" "$corpus.new" "$build/sim/tpu-as" >/dev/null
+  "$src/tests/fuzz/make_corpus.sh" "$corpus.new" "$assembler" >/dev/null
   mv "$corpus.new" "$corpus"
 fi
 # A target added since the corpus was made gets its seeds too.
 missing=()
 for t in "${targets[@]}"; do [ -d "$corpus/$t" ] || missing+=("$t"); done
 if [ ${#missing[@]} -gt 0 ]; then
+  need_assembler
   rm -rf "$corpus.new"
-  "$src/tests/fuzz/make_corpus.sh" "$corpus.new" "$build/sim/tpu-as" >/dev/null
+  "$src/tests/fuzz/make_corpus.sh" "$corpus.new" "$assembler" >/dev/null
   for t in "${missing[@]}"; do
     if [ -d "$corpus.new/$t" ]; then mv "$corpus.new/$t" "$corpus/$t"; fi
   done
