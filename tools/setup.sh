@@ -6,10 +6,10 @@
 #   tools/setup.sh test      install everything, build (plain and ASan/UBSan), run the test
 #                            suite's default tier through CTest, then the libFuzzer targets
 #                            briefly (CI's command)
-#   tools/setup.sh test-all  the same with the full tier: every long regression whole
-#                            (docs/development.md, "Test tiers")
-#   tools/setup.sh build     install everything and build build/ whole (every RTL engine,
-#                            the tests, the Python module, the benchmarks)
+#   tools/setup.sh test-all  the same with the full tier: every long regression whole, and
+#                            the RTL at two more sizes (docs/development.md, "Test tiers")
+#   tools/setup.sh build     install everything and build build/ whole (the default RTL
+#                            engines, the tests, the Python module, the benchmarks)
 #
 # Installing is idempotent: only Debian packages that are missing are
 # installed (with sudo when not root). Builds go to build/, build-asan/ and
@@ -107,10 +107,23 @@ generator() {  # generator DIR: the -G option for DIR, if any
   fi
 }
 
+# A new build directory is a unity build (CMake joins a target's sources by
+# eight into one translation unit; the Verilated C++ is never joined): the
+# compilers spent most of their time on the same headers and inline code
+# again (SystemC, CLI11, ONNX, JSON, pybind11, Catch2). Measured on a 2-core
+# machine, tpu-sim with its libraries: 326 s of CPU against 585 s compiled
+# file by file. These directories are built to be run, not edited; for an
+# edit to recompile one file, `cmake -B build -DCMAKE_UNITY_BUILD=OFF` (one
+# configured before keeps its choice).
+unity_default() {  # unity_default DIR: -DCMAKE_UNITY_BUILD=ON for a new DIR
+  [ -e "$root/$1/CMakeCache.txt" ] || echo "-DCMAKE_UNITY_BUILD=ON"
+}
+
 configure() {  # configure DIR [cmake options...]
   local dir=$1
   shift
-  cmake -S "$root" -B "$root/$dir" $(generator "$dir") -DTPU_WERROR=ON "${launcher[@]}" "$@" >/dev/null
+  cmake -S "$root" -B "$root/$dir" $(generator "$dir") $(unity_default "$dir") -DTPU_WERROR=ON \
+    "${launcher[@]}" "$@" >/dev/null
 }
 configure_clang() {  # configure_clang DIR [cmake options...]: a new DIR with Clang
   CC=clang CXX=clang++ configure "$@"
@@ -157,11 +170,8 @@ fuzz_build() {
   cmake --build "$root/build-fuzz" -j "$jobs" --target tpu_fuzzers
 }
 
-# The sanitizer and fuzz builds are unity builds (CMake joins a target's
-# sources by eight into one translation unit; the Verilated C++ is never
-# joined): they are built once per job and not edited, and their compilers
-# spent most of their time on the same headers again (SystemC, ONNX, JSON,
-# Catch2). build/ is not, so that an edit recompiles one file.
+# The sanitizer and fuzz builds are unity builds whether new or not: they
+# are built once per job and never edited.
 unity=(-DCMAKE_UNITY_BUILD=ON)
 
 # The ASan/UBSan build takes the plain build's Verilated engines (not
@@ -175,13 +185,19 @@ unity=(-DCMAKE_UNITY_BUILD=ON)
 asan_config=(-DTPU_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1
              -DTPU_RTL_PREBUILT_DIR="$root/build" -UTPU_RTL_TRACE_MAX_N "${unity[@]}")
 
-# Every package, then build/ whole.
+# The full tier Verilates the tpuv1 machine at N = 32 and 64 too (the default
+# set, src/rtl_engine/CMakeLists.txt, brackets them with small16 and N = 128).
+all_presets=(-DTPU_RTL_PRESETS="small4;small8;small16;tpuv1/32;tpuv1/64;tpuv1/128")
+
+# Every package, then build/ whole (full_build [cmake options...]).
 full_build() {
   stage "install packages (${#all_packages[@]}, missing ones only)" install_packages "${all_packages[@]}"
   use_ccache
-  echo "build/: the simulator and tools, the RTL core Verilated for small4, small8, small16 and"
-  echo "tpuv1 at N = 32, 64 and 128, the test programs, the Python module and the benchmark"
-  stage "configure build/" configure build "${full_config[@]}"
+  local presets="small4, small8, small16 and tpuv1 at N = 128"
+  [ $# -eq 0 ] || presets="small4, small8, small16 and tpuv1 at N = 32, 64 and 128"
+  echo "build/: the simulator and tools, the RTL core Verilated for $presets,"
+  echo "the test programs, the Python module and the benchmark"
+  stage "configure build/" configure build "${full_config[@]}" "$@"
   stage "build build/" build build
 }
 
@@ -191,8 +207,9 @@ test_job() {  # test_job TIER (default or full)
   [ "$tier" = full ] || tier_args=(-LE full-only)
   # The full tier also runs whole the test cases that the sanitizer build's
   # default tier runs reduced (tests/support/tier.h).
-  [ "$tier" = full ] && export TPU_TEST_FULL=1
-  full_build
+  local presets=()
+  [ "$tier" = full ] && export TPU_TEST_FULL=1 && presets=("${all_presets[@]}")
+  full_build "${presets[@]}"
   echo "build-asan/: the same with AddressSanitizer and UndefinedBehaviorSanitizer (Clang, Debug),"
   echo "linking build/'s Verilated RTL engines"
   stage "configure build-asan/" configure_clang build-asan "${asan_config[@]}"
@@ -203,7 +220,8 @@ test_job() {  # test_job TIER (default or full)
   stage "build build-fuzz/" fuzz_build
   local seconds=45
   [ "$tier" = full ] && seconds=180
-  stage "fuzzers ($seconds s each)" "$root/tests/fuzz/run_fuzzers.sh" "$root/build-fuzz" "$seconds"
+  stage "fuzzers ($seconds s each)" env TPU_AS="$root/build/sim/tpu-as" \
+    "$root/tests/fuzz/run_fuzzers.sh" "$root/build-fuzz" "$seconds"
 }
 
 case "$job" in
