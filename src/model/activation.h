@@ -38,12 +38,14 @@ std::int8_t requantize(std::int32_t acc, const Requant& q);
 
 // One row of the activation unit: out[j] = activate(requantize(acc[j], q), f,
 // q.zero_point) for j < n, the same bits as the scalar functions, with
-// AVX-512 where the CPU has it (the fast path's ACT, VEC and average POOL
-// rows; docs/performance.md). TPU_ACT_KERNEL=scalar in the environment
-// keeps the scalar loop.
+// AVX-512 where the CPU has it, else AVX2 where it has that (the fast path's
+// ACT, VEC and average POOL rows; docs/performance.md). TPU_ACT_KERNEL=scalar
+// in the environment keeps the scalar loop, TPU_ACT_KERNEL=avx2 the AVX2 one
+// on an AVX-512 CPU.
 void activate_row(const std::int32_t* acc, std::size_t n, const Requant& q, ActFunction f, std::int8_t* out);
-// The same with a given kernel (the tests run each one this CPU has).
-enum class ActKernel : std::uint8_t { Scalar, Avx512 };
+// The same with a given kernel (the tests run each one this CPU has); a
+// kernel this CPU lacks falls back to the scalar loop.
+enum class ActKernel : std::uint8_t { Scalar, Avx512, Avx2 };
 bool act_kernel_available(ActKernel k);
 void activate_row(ActKernel k, const std::int32_t* acc, std::size_t n, const Requant& q, ActFunction f,
                   std::int8_t* out);

@@ -2,6 +2,11 @@
 
 #include <algorithm>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define TPU_SSE2_POOL 1
+#endif
+
 #include "model/integer_norm.h"
 
 namespace tpu::model {
@@ -122,7 +127,10 @@ void ActivationUnit::read_pool(Cycle now) {
   const bool average = in.has(isa::kFlagPoolAverage);
   const std::size_t n = cfg_.array_n;
   if (p == 0) {
-    pool_acc_.assign(n, 0);
+    if (average)
+      pool_acc_.assign(n, 0);
+    else
+      pool_max_.resize(n);  // written by the window's first position inside the map
     pool_any_ = false;
   }
   const std::int64_t r = g.input_row(i, static_cast<std::uint32_t>(p / g.win_w),
@@ -130,15 +138,29 @@ void ActivationUnit::read_pool(Cycle now) {
   if (r >= 0) {
     const std::int8_t* x = mem_.ub.row(static_cast<std::uint64_t>(in.operands[0]) +
                                        static_cast<std::uint64_t>(r));
-    // Three loops without a branch inside, so that each one vectorizes.
-    std::int32_t* acc = pool_acc_.data();
+    // Three loops without a branch inside; the running max of int8 values
+    // is an int8, 16 lanes to an SSE2 register (the sum needs 32 bits).
     if (average) {
+      std::int32_t* acc = pool_acc_.data();
       const std::int32_t pad = g.pad;
       for (std::size_t j = 0; j < n; ++j) acc[j] += x[j] - pad;  // padding adds pad - pad = 0
     } else if (pool_any_) {
-      for (std::size_t j = 0; j < n; ++j) acc[j] = std::max<std::int32_t>(acc[j], x[j]);
+      std::int8_t* m = pool_max_.data();
+      std::size_t j = 0;
+#ifdef TPU_SSE2_POOL
+      // SSE2 has no signed byte max (PMAXSB is SSE4.1): a ^ 0x80 maps int8
+      // onto uint8 in order (a + 128), so PMAXUB of the flipped bytes,
+      // flipped back, is the signed max.
+      const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+      for (; j + 16 <= n; j += 16) {
+        const __m128i a = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(m + j)), flip);
+        const __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + j)), flip);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(m + j), _mm_xor_si128(_mm_max_epu8(a, b), flip));
+      }
+#endif
+      for (; j < n; ++j) m[j] = std::max(m[j], x[j]);
     } else {
-      for (std::size_t j = 0; j < n; ++j) acc[j] = x[j];
+      std::copy(x, x + n, pool_max_.data());
     }
     pool_any_ = true;
   }
@@ -148,8 +170,10 @@ void ActivationUnit::read_pool(Cycle now) {
                  i + 1 == rows ? static_cast<std::int64_t>(job.cmd.seq) : -1};
   if (average)
     activate_row(pool_acc_.data(), n, job.cmd.requant, ActFunction::None, w.data.data());
+  else if (pool_any_)
+    std::copy(pool_max_.begin(), pool_max_.end(), w.data.begin());
   else
-    for (std::size_t j = 0; j < n; ++j) w.data[j] = pool_any_ ? static_cast<std::int8_t>(pool_acc_[j]) : g.pad;
+    std::fill(w.data.begin(), w.data.end(), g.pad);  // every position in the padding
   pipeline_.push_back(std::move(w));
   if (i + 1 == rows) jobs_.pop_front();
 }

@@ -73,7 +73,8 @@ SC_MODULE(ActivationUnit) {
   std::deque<PendingWrite> pipeline_;
   std::deque<Cycle> completions_;  // of the ACTs accepted and not yet completed
   Cycle last_tick_ = 0;
-  std::vector<std::int32_t> pool_acc_;  // a POOL's running max or sum, per lane
+  std::vector<std::int32_t> pool_acc_;  // a POOL.A's running sum, per lane
+  std::vector<std::int8_t> pool_max_;   // a POOL's running max, per lane
   bool pool_any_ = false;               // a position of the window was inside the map
   std::vector<std::int32_t> vec_values_;  // a VEC row's combined values, per lane
   // An SMAX's or LNRM's per-token scalars: pass 1's maximum or sum, pass 2's

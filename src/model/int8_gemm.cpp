@@ -102,10 +102,16 @@ __attribute__((target("avx2"))) void gemm_avx2(const std::int8_t* const* x, std:
                                                bool overwrite) {
   const std::size_t n = w.n, ku = w.k_used, kp = round_up(ku, 2), pairs = kp / 2;
   const auto* wp = reinterpret_cast<const std::int16_t*>(w.bytes.data());
+  // Every element written once: the used inputs, then the pair's padding
+  // (without clearing the whole buffer first, which was a memset of up to
+  // rows * kp int16s per call).
   thread_local std::vector<std::int16_t> xs;
-  xs.assign(rows * kp, 0);
-  for (std::size_t i = 0; i < rows; ++i)
-    for (std::size_t k = 0; k < ku; ++k) xs[i * kp + k] = x[i][k];
+  xs.resize(rows * kp);
+  for (std::size_t i = 0; i < rows; ++i) {
+    std::int16_t* xi = xs.data() + i * kp;
+    for (std::size_t k = 0; k < ku; ++k) xi[k] = x[i][k];
+    for (std::size_t k = ku; k < kp; ++k) xi[k] = 0;
+  }
   alignas(32) std::int32_t tmp[kAvx2Mr * kAvx2Nr];
   clear_unused_columns(rows, w, c, overwrite);
   for (std::size_t j0 = 0; j0 < w.n_used; j0 += kAvx2Nr) {
@@ -285,10 +291,30 @@ PackedWeights pack_weights(const std::int8_t* w, std::size_t n, GemmKernel kerne
       break;
     case GemmKernel::Avx2: {
       const std::size_t pairs = round_up(ku, 2) / 2, blocks = round_up(nu, 16) / 16;
-      std::vector<std::int16_t> v(blocks * pairs * 32, 0);
-      for (std::size_t k = 0; k < ku; ++k)
-        for (std::size_t j = 0; j < nu; ++j)
-          v[((j / 16) * pairs + k / 2) * 32 + (j % 16) * 2 + k % 2] = w[k * n + j];
+      // Written in the packed order (int16 ((b * pairs + q) * 16 + jj) * 2 +
+      // kk is w[2q + kk][16b + jj], zero outside the used extent): two rows'
+      // 16 bytes interleaved into 32 contiguous int16s, where the loop in
+      // row order before stored one int16 at a time at strides of 64 bytes.
+      std::vector<std::int16_t> v(blocks * pairs * 32);
+      std::int16_t* out = v.data();
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const std::size_t j0 = b * 16, jn = std::min<std::size_t>(16, nu - j0);
+        for (std::size_t q = 0; q < pairs; ++q, out += 32) {
+          const std::int8_t* r0 = w + 2 * q * n + j0;  // 2q < ku
+          const std::int8_t* r1 = 2 * q + 1 < ku ? w + (2 * q + 1) * n + j0 : nullptr;
+          if (jn == 16 && r1) {  // a whole block of two rows
+            for (std::size_t jj = 0; jj < 16; ++jj) {
+              out[2 * jj] = r0[jj];
+              out[2 * jj + 1] = r1[jj];
+            }
+            continue;
+          }
+          for (std::size_t jj = 0; jj < 16; ++jj) {
+            out[2 * jj] = jj < jn ? r0[jj] : 0;
+            out[2 * jj + 1] = jj < jn && r1 ? r1[jj] : 0;
+          }
+        }
+      }
       p.bytes.resize(v.size() * 2);
       if (!v.empty()) std::memcpy(p.bytes.data(), v.data(), p.bytes.size());  // none for an all-zero tile
       break;

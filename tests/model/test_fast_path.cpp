@@ -423,6 +423,44 @@ TEST_CASE("The VNNI packing is the documented layout, zero outside the used exte
   }
 }
 
+TEST_CASE("The AVX2 packing is the documented layout, zero outside the used extent", "[fast_path]") {
+  // The layout the AVX2 kernel reads (int8_gemm.cpp), written here apart from
+  // the packing loops: int16 ((b * pairs + q) * 16 + jj) * 2 + kk is
+  // W[2q + kk][16b + jj] inside the used extent and 0 outside. Packing needs
+  // no AVX2, so this runs on every CPU.
+  std::mt19937 rng(35);
+  for (std::size_t n : {std::size_t{2}, std::size_t{17}, std::size_t{64}, std::size_t{256}}) {
+    for (std::size_t ku : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, n - 1, n}) {
+      for (std::size_t nu : {std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{17}, n - 1, n}) {
+        if (nu > n || ku > n || nu == 0 || (ku == 0 && nu != 1)) continue;
+        std::vector<std::int8_t> w(n * n, 0);
+        for (std::size_t k = 0; k < ku; ++k)
+          for (std::size_t j = 0; j < nu; ++j) w[k * n + j] = static_cast<std::int8_t>(rng());
+        if (ku > 0) w[(ku - 1) * n + nu - 1] = -128;  // the extent's corner is used
+        const model::PackedWeights p = model::pack_weights(w.data(), n, model::GemmKernel::Avx2);
+        CAPTURE(n, ku, nu);
+        REQUIRE(p.k_used == ku);
+        REQUIRE(p.n_used == (ku == 0 ? 0 : nu));
+        const std::size_t pairs = (p.k_used + 1) / 2, blocks = (p.n_used + 15) / 16;
+        REQUIRE(p.bytes.size() == blocks * pairs * 64);
+        bool layout = true;
+        for (std::size_t b = 0; b < blocks; ++b)
+          for (std::size_t q = 0; q < pairs; ++q)
+            for (std::size_t jj = 0; jj < 16; ++jj)
+              for (std::size_t kk = 0; kk < 2; ++kk) {
+                const std::size_t k = 2 * q + kk, j = 16 * b + jj;
+                const std::int16_t want = k < p.k_used && j < p.n_used ? w[k * n + j] : 0;
+                const std::size_t at = (((b * pairs + q) * 16 + jj) * 2 + kk) * 2;
+                std::int16_t got;
+                std::memcpy(&got, p.bytes.data() + at, sizeof got);
+                layout = layout && got == want;
+              }
+        CHECK(layout);
+      }
+    }
+  }
+}
+
 TEST_CASE("split_rows covers every row exactly once in at most `threads` bands", "[fast_path]") {
   std::vector<std::size_t> sizes;
   for (std::size_t r = 0; r <= 3 * 8 * 64 + 9; ++r) sizes.push_back(r);
