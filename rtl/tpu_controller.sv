@@ -17,7 +17,11 @@
 // the host DMA with an HWT (which writes a tile), has an entry, so an RW of
 // that tile meets it as a RAW; for the WAR the other way, an HWT into a tile
 // an RW in flight reads, the weight DMA says whether one is
-// (rw_tile_query_o, rw_tile_hit_i). The
+// (rw_tile_query_o, rw_tile_hit_i). An RWU (ub_weight_path_i; without it a
+// fault) has an entry for the UB rows it reads, held until the weight DMA
+// retires it (in issue order among the RWUs: a ring of their slots, as for
+// the MMCs); it counts against the FIFO's room like an RW, and the weight
+// DMA takes its next instruction `rows` cycles after it. The
 // activation unit's wait for its next instruction is a countdown too. Issue
 // stalls, in this order, on a RAW/WAW/WAR hazard with another unit, a busy
 // unit, a full weight FIFO, or a SYNC/HLT drain. Commands to the units are
