@@ -20,5 +20,6 @@ package tpu_codes_pkg;
   localparam logic [FaultCodeW-1:0] FaultBadAddress = 3'd2;  // bad_address
   localparam logic [FaultCodeW-1:0] FaultDeadlockMmc = 3'd3;  // deadlock_mmc
   localparam logic [FaultCodeW-1:0] FaultDeadlockRw = 3'd4;  // deadlock_rw
+  localparam logic [FaultCodeW-1:0] FaultRwuNoPath = 3'd5;  // rwu_no_path
 
 endpackage

@@ -17,7 +17,11 @@
 // the host DMA with an HWT (which writes a tile), has an entry, so an RW of
 // that tile meets it as a RAW; for the WAR the other way, an HWT into a tile
 // an RW in flight reads, the weight DMA says whether one is
-// (rw_tile_query_o, rw_tile_hit_i). The
+// (rw_tile_query_o, rw_tile_hit_i). An RWU (ub_weight_path_i; without it a
+// fault) has an entry for the UB rows it reads, held until the weight DMA
+// retires it (in issue order among the RWUs: a ring of their slots, as for
+// the MMCs); it counts against the FIFO's room like an RW, and the weight
+// DMA takes its next instruction `rows` cycles after it. The
 // activation unit's wait for its next instruction is a countdown too. Issue
 // stalls, in this order, on a RAW/WAW/WAR hazard with another unit, a busy
 // unit, a full weight FIFO, or a SYNC/HLT drain. Commands to the units are
@@ -73,6 +77,14 @@ module tpu_controller
   /* verilator lint_on UNUSEDSIGNAL */
   input  logic                 host_dma_busy_i,
   input  logic                 weight_dma_busy_i,
+  // The weight DMA's retirement, and whether it is an RWU's (RWUs retire in
+  // issue order among themselves; their entries are held until then).
+  /* verilator lint_off UNUSEDSIGNAL */
+  input  retire_t              weight_dma_retire_i,
+  /* verilator lint_on UNUSEDSIGNAL */
+  input  logic                 rwu_retire_i,
+  // ub_weight_path: an RWU without it faults (FaultRwuNoPath).
+  input  logic                 ub_weight_path_i,
   // Whether an RW of tile rw_tile_query_o (an HWT's) is in flight.
   output logic [31:0]          rw_tile_query_o,
   input  logic                 rw_tile_hit_i,
@@ -91,7 +103,9 @@ module tpu_controller
   output logic [CycleW-1:0]    fault_cycle_o
 );
 
-  localparam int unsigned SbSize = 2 * ArrayN + ActLatency + 8;
+  // The MMCs, the activation unit's and the host DMA's instructions in
+  // flight (2N + A + 8), and the RWUs' (FifoDepth at most).
+  localparam int unsigned SbSize = 2 * ArrayN + ActLatency + 8 + FifoDepth;
 
   // An in-flight instruction: its unit and ranges, and the cycles it has
   // left after this one (it completes when they reach 0), or `held`: in
@@ -144,6 +158,9 @@ module tpu_controller
   logic [SlotW-1:0] host_slot_q;
   logic [SlotW-1:0] mmc_slot_q [SbSize];
   logic [SlotW-1:0] mmc_head_q, mmc_tail_q;
+  // The RWUs' entries in issue order (the weight DMA retires them in it).
+  logic [SlotW-1:0] rwu_slot_q [SbSize];
+  logic [SlotW-1:0] rwu_head_q, rwu_tail_q;
 
   // ---- Decode ----------------------------------------------------------------
   logic [7:0]  opcode, flags;
@@ -157,7 +174,7 @@ module tpu_controller
   logic [2:0] unit;
   access_t    acc0, acc1, acc2;
   logic [CycleW-1:0] duration, occupancy;
-  logic is_switch, is_rw;
+  logic is_switch, is_rw, is_rwu;
 
   // Accesses are packed-struct concatenations in field order, not assignment
   // patterns '{...}, which Yosys cannot parse.
@@ -170,6 +187,7 @@ module tpu_controller
     occupancy = '0;
     is_switch = 1'b0;
     is_rw = 1'b0;
+    is_rwu = 1'b0;
     unique case (opcode)
       OpRhm: begin
         unit = UnitHostDma;
@@ -195,6 +213,13 @@ module tpu_controller
         unit = UnitWeightDma;
         acc0 = {1'b1, SpaceWeight, 34'(op0), 34'd1, 1'b0};
         is_rw = 1'b1;
+      end
+      // An RWU reads its UB rows (held until the weight DMA retires it)
+      // and pushes a tile like an RW (the FIFO rule).
+      OpRwu: begin
+        unit = UnitWeightDma;
+        acc0 = {1'b1, SpaceUb, 34'(op0), 34'(op1), 1'b0};
+        is_rwu = 1'b1;
       end
       OpMmc: begin
         unit = UnitMatrix;
@@ -232,8 +257,10 @@ module tpu_controller
     // its completion. The weight memory takes a request every cycle (the
     // FIFO's room limits how many are outstanding). The host DMA's busy rule
     // comes from the unit (host_dma_busy_i) instead.
+    // An RWU's rows are read one a cycle through the weight DMA's one UB
+    // port.
     occupancy = (opcode == OpMmc || opcode == OpAct || opcode == OpVec) ? CycleW'(op2)
-                : is_rw ? CycleW'(1) : duration;
+                : is_rw ? CycleW'(1) : is_rwu ? CycleW'(op1) : duration;
   end
 
   // Yosys reads struct members only of module-level scalars: functions take
@@ -295,7 +322,7 @@ module tpu_controller
   assign rw_tile_query_o = op1;
   assign sb_busy = |sb_live;
 
-  logic running, past_end, bad_address, can_issue, deadlock_mmc, deadlock_rw;
+  logic running, past_end, bad_address, no_ub_path, can_issue, deadlock_mmc, deadlock_rw;
   logic [StallCauseW-1:0] cause;
   logic stalled;
   assign running     = !halted_q && !fault_q;
@@ -303,6 +330,8 @@ module tpu_controller
   assign bad_address = out_of_range(acc0.valid, acc0.space, acc0.base, acc0.count) ||
                        out_of_range(acc1.valid, acc1.space, acc1.base, acc1.count) ||
                        out_of_range(acc2.valid, acc2.space, acc2.base, acc2.count);
+  // Checked after the addresses, before any stall (model::Controller).
+  assign no_ub_path  = is_rwu && !ub_weight_path_i;
 
   always_comb begin
     stalled = 1'b1;
@@ -324,7 +353,7 @@ module tpu_controller
     // write (an ACT's last rows leave its pipeline after its occupancy): it
     // waits until every one of them has completed. So does a VEC.
     else if ((opcode == OpPool || opcode == OpVec) && act_in_flight) cause = StallUnitBusy;
-    else if (is_rw && (rw_issued_q - tiles_popped_i) >= FifoDepth) cause = StallFifoFull;
+    else if ((is_rw || is_rwu) && (rw_issued_q - tiles_popped_i) >= FifoDepth) cause = StallFifoFull;
     else stalled = 1'b0;
   end
 
@@ -332,7 +361,8 @@ module tpu_controller
   // would come after it in program order.
   assign deadlock_mmc = !stalled && is_switch && rw_issued_q == switches_q;
   assign deadlock_rw  = stalled && cause == StallFifoFull && tiles_popped_i > switches_q;
-  assign can_issue    = running && !past_end && !bad_address && !stalled && !deadlock_mmc;
+  assign can_issue    = running && !past_end && !bad_address && !no_ub_path && !stalled &&
+                        !deadlock_mmc;
 
   // ---- Free scoreboard slot ---------------------------------------------------------
   logic [$clog2(SbSize)-1:0] free_slot;
@@ -354,15 +384,18 @@ module tpu_controller
   // the next one: every duration is at least 1); otherwise a live entry
   // counts down and leaves after its completion cycle, and a held one after
   // the cycle its unit retires it in.
-  logic                   sb_write, held, mmc_retire;
+  logic                   sb_write, held, mmc_retire, rwu_retire;
   logic [SbEntryBits-1:0] sb_new;
   logic [SlotW-1:0]       mmc_head_slot;
   assign sb_write = can_issue && unit != UnitController && !is_rw;
-  assign held     = unit == UnitHostDma || unit == UnitMatrix;
+  assign held     = unit == UnitHostDma || unit == UnitMatrix || is_rwu;
   assign sb_new   = held ? {1'b1, 1'b1, unit, acc0, acc1, acc2, CycleW'(0)}
                          : {1'b1, 1'b0, unit, acc0, acc1, acc2, duration - CycleW'(1)};
   assign mmc_retire    = array_retire_i.valid;
   assign mmc_head_slot = mmc_slot_q[mmc_head_q];
+  assign rwu_retire    = weight_dma_retire_i.valid && rwu_retire_i;
+  logic [SlotW-1:0] rwu_head_slot;
+  assign rwu_head_slot = rwu_slot_q[rwu_head_q];
 
   function automatic logic [SlotW-1:0] next_ring(logic [SlotW-1:0] i);
     next_ring = 32'(i) + 1 == SbSize ? '0 : i + SlotW'(1);
@@ -371,6 +404,7 @@ module tpu_controller
   // The ring of the MMCs' slots, like a RAM: no reset.
   always_ff @(posedge clk_i) begin
     if (sb_write && unit == UnitMatrix) mmc_slot_q[mmc_tail_q] <= free_slot;
+    if (sb_write && is_rwu) rwu_slot_q[rwu_tail_q] <= free_slot;
   end
   for (genvar e = 0; e < SbSize; e++) begin : g_sb
     always_ff @(posedge clk_i) begin
@@ -381,7 +415,8 @@ module tpu_controller
       end else if (sb_q[e][SbValid]) begin
         if (sb_q[e][SbHeld]) begin
           if ((host_dma_retire_i.valid && 32'(host_slot_q) == e) ||
-              (mmc_retire && 32'(mmc_head_slot) == e))
+              (mmc_retire && 32'(mmc_head_slot) == e) ||
+              (rwu_retire && 32'(rwu_head_slot) == e))
             sb_q[e][SbValid] <= 1'b0;
         end else if (sb_q[e][CycleW-1:0] == '0) begin
           sb_q[e][SbValid] <= 1'b0;
@@ -459,6 +494,8 @@ module tpu_controller
       host_slot_q <= '0;
       mmc_head_q <= '0;
       mmc_tail_q <= '0;
+      rwu_head_q <= '0;
+      rwu_tail_q <= '0;
       switches_q <= '0;
       halted_q <= 1'b0;
       fault_q <= 1'b0;
@@ -477,10 +514,11 @@ module tpu_controller
       array_cmd_o.valid <= 1'b0;
       act_cmd_o.valid <= 1'b0;
       if (running) begin
-        if (past_end || bad_address || deadlock_mmc || deadlock_rw) begin
+        if (past_end || bad_address || no_ub_path || deadlock_mmc || deadlock_rw) begin
           fault_q <= 1'b1;
           fault_cycle_q <= cycle_i;
           fault_code_q <= past_end ? FaultPastEnd : bad_address ? FaultBadAddress :
+                          no_ub_path ? FaultRwuNoPath :
                           deadlock_mmc ? FaultDeadlockMmc : FaultDeadlockRw;
         end else if (can_issue) begin
           pc_q <= pc_q + 1;
@@ -524,7 +562,7 @@ module tpu_controller
             end
             OpHlt: halted_q <= 1'b1;
             OpRhm, OpWhm, OpHwt: host_dma_cmd_o <= cmd;
-            OpRw: weight_dma_cmd_o <= cmd;
+            OpRw, OpRwu: weight_dma_cmd_o <= cmd;
             OpMmc: array_cmd_o <= cmd;
             OpAct, OpPool, OpVec: act_cmd_o <= cmd;
             default: ;
@@ -533,21 +571,24 @@ module tpu_controller
           // the weight DMA's RWs need no entry (see above).
           if (unit == UnitHostDma) host_slot_q <= free_slot;
           if (unit == UnitMatrix) mmc_tail_q <= next_ring(mmc_tail_q);
+          if (is_rwu) rwu_tail_q <= next_ring(rwu_tail_q);
           // Every occupancy here is at least 1 (rows >= 1). The array says
           // itself when it takes the next MMC.
           if (unit != UnitController && unit != UnitHostDma && unit != UnitMatrix)
             unit_wait_q[32'(unit)] <= occupancy - CycleW'(1);
-          if (is_rw) rw_issued_q <= rw_issued_q + 1;
+          if (is_rw || is_rwu) rw_issued_q <= rw_issued_q + 1;
           if (is_switch) switches_q <= switches_q + 1;
         end
       end
       if (mmc_retire) mmc_head_q <= next_ring(mmc_head_q);
+      if (rwu_retire) rwu_head_q <= next_ring(rwu_head_q);
     end
   end
 
   assign fetch_pc_o    = pc_q;
   assign issue_o       = can_issue;
-  assign stall_o       = running && !past_end && !bad_address && stalled && !deadlock_rw;
+  assign stall_o       = running && !past_end && !bad_address && !no_ub_path && stalled &&
+                         !deadlock_rw;
   assign stall_cause_o = cause;
   assign halted_o      = halted_q;
   assign fault_o       = fault_q;

@@ -5,7 +5,7 @@
 // comes before them on the command line. Other lines are Verilator options.
 
 // Loops Verilator must unroll to schedule them: the reset of the scoreboard
-// (2N + ActLatency + 8), the ACC banks' write ports and the array's
+// (2N + ActLatency + 8 + FifoDepth), the ACC banks' write ports and the array's
 // accumulator ports (N), past the default limit of 64 from N = 32.
 --unroll-count 1024
 

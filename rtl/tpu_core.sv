@@ -23,6 +23,8 @@ module tpu_core
   input  logic [31:0]                 host_latency_i,
   input  logic [31:0]                 host_bytes_per_cycle_i,
   input  logic [31:0]                 host_layout_i,  // Hw, host_layout_cycles (HWT)
+  // ub_weight_path: RWU allowed (1) or a fault (0), a strap like the timing.
+  input  logic                        ub_weight_path_i,
   input  logic [31:0]                 weight_latency_i,
   input  logic [31:0]                 weight_bytes_per_cycle_i,
   // Host memory: rows row .. row + count - 1, row + i in bits
@@ -88,6 +90,7 @@ module tpu_core
   logic        array_ready;
   logic [31:0] rw_tile_query;
   logic        rw_tile_hit;
+  logic        rwu_retire;
   retire_t     host_dma_retire;
   assign host_dma_retire_o = host_dma_retire;
 
@@ -96,7 +99,8 @@ module tpu_core
     .fetch_pc_o, .fetch_instr_i, .prog_len_i,
     .tiles_popped_i(tiles_popped), .array_ready_i(array_ready), .array_retire_i(array_retire_o),
     .host_dma_retire_i(host_dma_retire), .host_dma_busy_i(busy_o[0]),
-    .weight_dma_busy_i(busy_o[1]),
+    .weight_dma_busy_i(busy_o[1]), .weight_dma_retire_i(weight_dma_retire_o),
+    .rwu_retire_i(rwu_retire), .ub_weight_path_i,
     .rw_tile_query_o(rw_tile_query), .rw_tile_hit_i(rw_tile_hit),
     .host_dma_cmd_o(host_dma_cmd), .weight_dma_cmd_o(weight_dma_cmd),
     .array_cmd_o(array_cmd), .act_cmd_o(act_cmd),
@@ -104,9 +108,9 @@ module tpu_core
   );
 
   // ---- Unified buffer: two write ports (host DMA, HostRowsPerCycle rows
-  // wide, and activation unit), four read ports (host DMA, HostRowsPerCycle
+  // wide, and activation unit), five read ports (host DMA, HostRowsPerCycle
   // rows wide; array; activation unit's POOL and VEC operand A; its VEC
-  // operand B). The interlocks keep the units
+  // operand B; weight DMA's RWU). The interlocks keep the units
   // on different rows. A read port sees the buffer's registers, so
   // a write lands at the end of its cycle: visible from the next cycle, to its
   // own unit too (a POOL reading the rows it writes).
@@ -117,7 +121,7 @@ module tpu_core
   // issue, so the high bits are zero whenever a port is used.
   /* verilator lint_off UNUSEDSIGNAL */
   logic [31:0]    ub_wr_host_row, ub_wr_act_row, ub_rd_host_row, ub_rd_array_row, ub_rd_act_row;
-  logic [31:0]    ub_rd_act2_row;
+  logic [31:0]    ub_rd_act2_row, ub_rd_wdma_row;
   logic [31:0]    acc_rd_act_row, acc_rd_host_row;
   /* verilator lint_on UNUSEDSIGNAL */
   logic [N*8-1:0] ub_wr_act_data;
@@ -180,20 +184,31 @@ module tpu_core
   logic [$clog2(N)-1:0]                 fifo_wr_row;
   logic [$clog2(WeightRowsPerCycle+1)-1:0] fifo_wr_count;
   logic [WeightRowsPerCycle*N*8-1:0]    fifo_wr_data;
+  logic [$clog2(FifoDepth+1)-1:0]       fifo_wr_pos, rwu_wr_pos;
+  logic                                 rwu_wr_valid, rwu_wr_first, rwu_wr_transpose;
+  logic [$clog2(N)-1:0]                 rwu_wr_index;
+  logic [N*8-1:0]                       rwu_wr_data;
   tpu_weight_dma weight_dma (
     .clk_i, .rst_ni, .cycle_i(cycle_q), .cmd_i(weight_dma_cmd),
     .latency_i(weight_latency_i), .bytes_per_cycle_i(weight_bytes_per_cycle_i),
     .wmem_rd_valid_o, .wmem_rd_tile_o, .wmem_rd_row_o, .wmem_rd_count_o, .wmem_rd_data_i,
-    .fifo_wr_valid_o(fifo_wr_valid), .fifo_wr_row_o(fifo_wr_row),
+    .fifo_wr_valid_o(fifo_wr_valid), .fifo_wr_pos_o(fifo_wr_pos), .fifo_wr_row_o(fifo_wr_row),
     .fifo_wr_count_o(fifo_wr_count), .fifo_wr_data_o(fifo_wr_data), .tile_done_o(tile_done),
+    .ub_rd_row_o(ub_rd_wdma_row), .ub_rd_data_i(ub_q[ub_rd_wdma_row[$clog2(UbRows)-1:0]]),
+    .rwu_wr_valid_o(rwu_wr_valid), .rwu_wr_pos_o(rwu_wr_pos), .rwu_wr_index_o(rwu_wr_index),
+    .rwu_wr_first_o(rwu_wr_first), .rwu_wr_transpose_o(rwu_wr_transpose),
+    .rwu_wr_data_o(rwu_wr_data),
     .query_tile_i(rw_tile_query), .query_hit_o(rw_tile_hit),
-    .retire_o(weight_dma_retire_o), .busy_o(busy_o[1])
+    .retire_o(weight_dma_retire_o), .rwu_retire_o(rwu_retire), .busy_o(busy_o[1])
   );
 
   tpu_systolic_array systolic_array (
     .clk_i, .rst_ni, .cycle_i(cycle_q), .cmd_i(array_cmd), .ready_o(array_ready),
-    .fifo_wr_valid_i(fifo_wr_valid), .fifo_wr_row_i(fifo_wr_row),
+    .fifo_wr_valid_i(fifo_wr_valid), .fifo_wr_pos_i(fifo_wr_pos), .fifo_wr_row_i(fifo_wr_row),
     .fifo_wr_count_i(fifo_wr_count), .fifo_wr_data_i(fifo_wr_data), .tile_done_i(tile_done),
+    .rwu_wr_valid_i(rwu_wr_valid), .rwu_wr_pos_i(rwu_wr_pos), .rwu_wr_index_i(rwu_wr_index),
+    .rwu_wr_first_i(rwu_wr_first), .rwu_wr_transpose_i(rwu_wr_transpose),
+    .rwu_wr_data_i(rwu_wr_data),
     .tiles_popped_o(tiles_popped), .tiles_loaded_o(tiles_loaded),
     .ub_rd_row_o(ub_rd_array_row), .ub_rd_data_i(ub_q[ub_rd_array_row[$clog2(UbRows)-1:0]]),
     .acc_wr_valid_o(acc_wr_valid), .acc_wr_overwrite_o(acc_wr_overwrite),
@@ -217,6 +232,8 @@ module tpu_core
         else $error("UB read row %0d out of range at cycle %0d", ub_rd_act_row, cycle_q);
       assert (!ub_rd_act2_valid || ub_rd_act2_row < UbRows)
         else $error("UB read row %0d out of range at cycle %0d", ub_rd_act2_row, cycle_q);
+      assert (!rwu_wr_valid || ub_rd_wdma_row < UbRows)
+        else $error("UB read row %0d out of range at cycle %0d", ub_rd_wdma_row, cycle_q);
       for (int unsigned j = 0; j < N; j++)
         assert (!acc_wr_valid[j] || acc_wr_row[32*j +: 32] < AccRows)
           else $error("ACC write row %0d out of range at cycle %0d", acc_wr_row[32*j +: 32], cycle_q);

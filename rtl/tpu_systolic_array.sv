@@ -60,12 +60,25 @@ module tpu_systolic_array
   input  unit_cmd_t                   cmd_i,
   output logic                        ready_o,
   // The weight DMA's rows (first .. first + count - 1 of the tile streaming
-  // in, row first + i in bits [i*N*8 +: N*8]) and its tile's completion.
+  // in, row first + i in bits [i*N*8 +: N*8]) into the slot of its request
+  // at place fifo_wr_pos_i among those in flight (0: the oldest, whose slot
+  // is the one after the FIFO's last tile), and its oldest tile's
+  // completion.
   input  logic                        fifo_wr_valid_i,
+  input  logic [$clog2(FifoDepth+1)-1:0] fifo_wr_pos_i,
   input  logic [$clog2(ArrayN)-1:0]   fifo_wr_row_i,
   input  logic [$clog2(WeightRowsPerCycle+1)-1:0] fifo_wr_count_i,
   input  logic [WeightRowsPerCycle*ArrayN*8-1:0]  fifo_wr_data_i,
   input  logic                        tile_done_i,
+  // An RWU's UB row r (rwu_wr_index_i) into the slot of its request at
+  // place rwu_wr_pos_i: tile row r, or with rwu_wr_transpose_i lane r of
+  // every tile row; rwu_wr_first_i zeroes the rest of the slot.
+  input  logic                        rwu_wr_valid_i,
+  input  logic [$clog2(FifoDepth+1)-1:0] rwu_wr_pos_i,
+  input  logic [$clog2(ArrayN)-1:0]   rwu_wr_index_i,
+  input  logic                        rwu_wr_first_i,
+  input  logic                        rwu_wr_transpose_i,
+  input  logic [ArrayN*8-1:0]         rwu_wr_data_i,
   output logic [31:0]                 tiles_popped_o,
   output logic [31:0]                 tiles_loaded_o,
   // Unified buffer read port.
@@ -152,6 +165,19 @@ module tpu_systolic_array
   function automatic logic [FifoAddrW-1:0] next_slot(logic [FifoAddrW-1:0] slot);
     next_slot = (32'(slot) + N == FifoRows) ? '0 : slot + FifoAddrW'(N);
   endfunction
+  // The slot `pos` slots after a slot (pos < FifoDepth), by steps: no
+  // multiplier.
+  function automatic logic [FifoAddrW-1:0] slot_after(logic [FifoAddrW-1:0] slot, logic [31:0] pos);
+    logic [FifoAddrW-1:0] a;
+    a = slot;
+    for (int unsigned k = 0; k + 1 < FifoDepth; k++)
+      if (k < pos) a = next_slot(a);
+    slot_after = a;
+  endfunction
+  // The slots the weight DMA's request streaming in and an RWU write.
+  logic [FifoAddrW-1:0] wr_slot, rwu_slot;
+  assign wr_slot  = slot_after(fifo_tail_q, 32'(fifo_wr_pos_i));
+  assign rwu_slot = slot_after(fifo_tail_q, 32'(rwu_wr_pos_i));
 
   // ---- Row read ----------------------------------------------------------------------
   unit_cmd_t   job;
@@ -286,8 +312,20 @@ module tpu_systolic_array
   always_ff @(posedge clk_i) begin
     for (int unsigned i = 0; i < WrRows; i++) begin
       if (fifo_wr_valid_i && WrCountW'(i) < fifo_wr_count_i)
-        fifo_mem[fifo_tail_q + FifoAddrW'(fifo_wr_row_i) + FifoAddrW'(i)] <=
+        fifo_mem[wr_slot + FifoAddrW'(fifo_wr_row_i) + FifoAddrW'(i)] <=
             fifo_wr_data_i[i*RowBits +: RowBits];
+    end
+    if (rwu_wr_valid_i) begin
+      for (int unsigned k = 0; k < N; k++) begin
+        if (!rwu_wr_transpose_i) begin
+          if (k == 32'(rwu_wr_index_i)) fifo_mem[rwu_slot + FifoAddrW'(k)] <= rwu_wr_data_i;
+          else if (rwu_wr_first_i) fifo_mem[rwu_slot + FifoAddrW'(k)] <= '0;
+        end else if (rwu_wr_first_i) begin
+          fifo_mem[rwu_slot + FifoAddrW'(k)] <= RowBits'(rwu_wr_data_i[k*8 +: 8]);
+        end else begin
+          fifo_mem[rwu_slot + FifoAddrW'(k)][{rwu_wr_index_i, 3'b000} +: 8] <= rwu_wr_data_i[k*8 +: 8];
+        end
+      end
     end
   end
 
@@ -390,13 +428,21 @@ module tpu_systolic_array
       assert (!(tile_done_i && fifo_count_q == FifoDepth[$bits(fifo_count_q)-1:0] && !pop_now))
         else $error("weight FIFO overflow at cycle %0d", cycle_i);
       // The rows streaming in land in a free slot: the FIFO has room for
-      // their tile (it is an RW in flight), so the tail slot holds no tile of
-      // it, and the slot being loaded is the one before the head.
-      assert (!(fifo_wr_valid_i && fifo_count_q == FifoDepth[$bits(fifo_count_q)-1:0]))
+      // their tile (it is an RW or RWU in flight, the pos-th), so its slot
+      // holds no tile of it, and the slot being loaded is the one before
+      // the head.
+      assert (!(fifo_wr_valid_i &&
+                32'(fifo_count_q) + 32'(fifo_wr_pos_i) >= FifoDepth))
         else $error("weight FIFO: rows stream into a full FIFO at cycle %0d", cycle_i);
       assert (!(fifo_wr_valid_i && shadow_q == ShadowLoading &&
-                next_slot(fifo_tail_q) == fifo_head_q))
+                next_slot(wr_slot) == fifo_head_q))
         else $error("weight FIFO: rows stream into the slot being loaded at cycle %0d", cycle_i);
+      assert (!(rwu_wr_valid_i &&
+                32'(fifo_count_q) + 32'(rwu_wr_pos_i) >= FifoDepth))
+        else $error("weight FIFO: an RWU writes into a full FIFO at cycle %0d", cycle_i);
+      assert (!(rwu_wr_valid_i && shadow_q == ShadowLoading &&
+                next_slot(rwu_slot) == fifo_head_q))
+        else $error("weight FIFO: an RWU writes into the slot being loaded at cycle %0d", cycle_i);
       assert (!(fifo_wr_valid_i && 32'(fifo_wr_row_i) + 32'(fifo_wr_count_i) > N))
         else $error("weight FIFO: rows past the tile's last at cycle %0d", cycle_i);
       assert (!(switch_now && shadow_q != ShadowLoaded))

@@ -4,7 +4,8 @@
 // reproducer, written as assembly next to its memory images and timing.
 //
 // Each program runs with the memory channels' latencies and bandwidths (and the
-// host's layout time of an HWT, host_layout_cycles) drawn
+// host's layout time of an HWT, host_layout_cycles, and ub_weight_path, which
+// lets the program draw RWU) drawn
 // from its seed (testing::random_timing, within what the RTL build's ports take),
 // unless --fixed-timing keeps the configuration's.
 //
@@ -63,9 +64,9 @@ isa::Program shrink(const ArchConfig& cfg, isa::Program prog, const model::Memor
 // The memory timing of a run, as a configuration file's overrides.
 std::string timing_json(const ArchConfig& cfg) {
   return fmt::format("{{\"host_latency\": {}, \"host_bytes_per_cycle\": {}, \"weight_latency\": {}, "
-                     "\"weight_bytes_per_cycle\": {}, \"host_layout_cycles\": {}}}",
+                     "\"weight_bytes_per_cycle\": {}, \"host_layout_cycles\": {}, \"ub_weight_path\": {}}}",
                      cfg.host_latency, cfg.host_bytes_per_cycle, cfg.weight_latency, cfg.weight_bytes_per_cycle,
-                     cfg.host_layout_cycles);
+                     cfg.host_layout_cycles, cfg.ub_weight_path);
 }
 
 void write_reproducer(const std::string& dir, std::uint64_t seed, const ArchConfig& cfg, const isa::Program& prog,

@@ -123,8 +123,9 @@ const std::vector<ArchParam>& arch_params() {
        &ArchConfig::weight_bytes_per_cycle, 1, 1u << 20, false},
       {"act_latency", "activation unit pipeline depth in cycles", &ArchConfig::act_latency, 1,
        64},
-      // Neither changes the RTL, which implements neither HWT nor RWU (the RTL
-      // engine refuses programs with them).
+      // Neither changes the RTL build: both are inputs of tpu_core, held for
+      // the run like the channels' timing (HWT's layout time; whether RWU
+      // runs or faults).
       {"host_layout_cycles", "cycles the host takes to lay out an HWT's weight tile (beside the transfer)",
        &ArchConfig::host_layout_cycles, 0, 1u << 30, false},
       {"ub_weight_path", "1: the weight DMA may take tiles from the unified buffer (RWU), beyond TPUv1; 0: not",

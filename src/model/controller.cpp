@@ -218,8 +218,7 @@ void Controller::tick() {
   if (in.opcode == isa::Opcode::HWT || in.opcode == isa::Opcode::RWU)
     if (std::string why = isa::check_with_array_n(in, cfg_.array_n); !why.empty()) return fault(now, std::move(why));
   if (in.opcode == isa::Opcode::RWU && cfg_.ub_weight_path == 0)
-    return fault(now, "RWU needs the configuration's ub_weight_path (a weight path from the unified buffer, "
-                      "beyond TPUv1), which is off");
+    return fault(now, fault_reason(FaultCode::RwuNoPath));
   if (const auto cause = stall_cause(in, now)) {
     // The FIFO drains only into a free shadow, and the shadow frees only on a
     // switch, which would have to issue after this RW.

@@ -18,6 +18,9 @@ const char* fault_reason(FaultCode c) {
     case FaultCode::DeadlockRw:
       return "deadlock: RW waits for room in the weight FIFO, which drains only when a later "
              "MMC.S takes the tile in the shadow weights";
+    case FaultCode::RwuNoPath:
+      return "RWU needs the configuration's ub_weight_path (a weight path from the unified buffer, "
+             "beyond TPUv1), which is off";
   }
   return "unknown fault";
 }

@@ -37,11 +37,11 @@ const char* stall_cause_name(StallCause c);
 // Why the RTL core stopped, as reported on fault_code_o (0: no fault). The
 // model writes the reason text into Fault directly; the cycle limit is the
 // testbench's, not the core's.
-enum class FaultCode : std::uint8_t { None, PastEnd, BadAddress, DeadlockMmc, DeadlockRw };
-inline constexpr unsigned kNumFaultCodes = 5;
-static_assert(static_cast<unsigned>(FaultCode::DeadlockRw) + 1 == kNumFaultCodes);
+enum class FaultCode : std::uint8_t { None, PastEnd, BadAddress, DeadlockMmc, DeadlockRw, RwuNoPath };
+inline constexpr unsigned kNumFaultCodes = 6;
+static_assert(static_cast<unsigned>(FaultCode::RwuNoPath) + 1 == kNumFaultCodes);
 inline constexpr std::array<const char*, kNumFaultCodes> kFaultCodeNames = {
-    "none", "past_end", "bad_address", "deadlock_mmc", "deadlock_rw"};
+    "none", "past_end", "bad_address", "deadlock_mmc", "deadlock_rw", "rwu_no_path"};
 // The reason a fault message gives (the model adds the address details of a
 // BadAddress fault).
 const char* fault_reason(FaultCode c);

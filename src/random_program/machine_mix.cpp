@@ -66,7 +66,7 @@ class MachineMix : ProgramDraw {
     c.weight_bytes_per_cycle = pick(1, 3) == 1 ? pick(1, 8) : pick(9, 600);
     c.act_latency = pick(1, 6);
     c.fifo_depth = pick(1, 4);
-    c.ub_weight_path = 1;  // RWU (this mix only: the RTL, which the other feeds, lacks it)
+    c.ub_weight_path = 1;  // RWU always (the other mix draws the flag with the timing)
     validate(c);
     return c;
   }

@@ -30,6 +30,8 @@ ArchConfig random_timing(const ArchConfig& cfg, std::uint64_t host_max, std::uin
   out.weight_bytes_per_cycle = pick(cfg.weight_bytes_per_cycle, std::min(narrow, weight_max), weight_max);
   // Drawn last: the draws above are those of the seeds before HWT.
   out.host_layout_cycles = pick(cfg.host_layout_cycles, 0, 8);
+  // After those: ub_weight_path on in three programs of four (RWU runs).
+  out.ub_weight_path = std::uniform_int_distribution<int>(0, 3)(rng) != 0 ? 1 : 0;
   return out;
 }
 

@@ -55,7 +55,8 @@ struct RandomProgram {
 // widths D of every value, all G * N half the time) and NCON (constants up to
 // the int32 limits) between SMAX, LNRM and GELU, and HWT and RWU (of 1 to
 // N rows, transposed or not; the machines have ub_weight_path); of these only
-// HWT does the other mix draw too (the RTL, which it feeds, lacks the rest). Every range
+// HWT and RWU do the other mix draw too (the RTL, which it feeds, lacks the
+// rest). Every range
 // stays inside its memory (an MMC.C's or a POOL's whole input map inside the
 // UB, as the registers stand when it issues), unless faults are asked for:
 // then about one program in ten has an address past a memory's end (an
@@ -123,14 +124,18 @@ struct Windows {
 //
 // HWT of 1 to min(N, max_rows) host rows of the window, transposed or not,
 // into a tile of the weight window: a RAW for the RWs of that tile, a WAR
-// with those in flight.
+// with those in flight. With cfg.ub_weight_path, RWU of 1 to min(N,
+// max_rows) rows of the UB window, transposed or not, counted as an RW
+// against the FIFO's room.
 isa::Program random_program(const ArchConfig& cfg, std::uint64_t seed, const Windows& w = {});
 
 // `cfg` with the memory channels' timing drawn from `seed`: latencies from 0
 // to twice cfg's (at least 8), bandwidths from N / 4 (at least 1) to the
 // widest the RTL build's ports take (`host_max`, `weight_max`: rtl::port_widths),
-// each now and then exactly cfg's own, the widest or the narrowest; and the
-// host's layout time of an HWT (host_layout_cycles) from 0 to 8.
+// each now and then exactly cfg's own, the widest or the narrowest; the
+// host's layout time of an HWT (host_layout_cycles) from 0 to 8; and
+// ub_weight_path, on in three of four (an input of the RTL core, like the
+// timing).
 ArchConfig random_timing(const ArchConfig& cfg, std::uint64_t host_max, std::uint64_t weight_max,
                          std::uint64_t seed);
 

@@ -175,7 +175,7 @@ class WindowMix : ProgramDraw {
       if (auto in = pool(rows_written)) return *in;
     }
     for (;;) {
-      switch (pick(0, 24)) {
+      switch (pick(0, 25)) {
         case 0:
         case 1: {
           const std::uint64_t r = rows();
@@ -254,6 +254,16 @@ class WindowMix : ProgramDraw {
           const std::uint64_t r = pick(1, std::min<std::uint64_t>(cfg_.array_n, w_.max_rows));
           const std::uint8_t flags = pick(0, 1) ? isa::kFlagHwtTranspose : 0;
           return make(Opcode::HWT, flags, i64(base(w_.host_rows, r)), i64(pick(0, w_.weight_tiles - 1)), i64(r));
+        }
+        case 25: {
+          // With ub_weight_path, RWU of 1 to N rows (at most max_rows) of the
+          // UB window, transposed or not: a tile pushed in order with the
+          // RWs', from rows the others write.
+          if (cfg_.ub_weight_path == 0 || weights_full(cfg_)) continue;
+          read_weights();
+          const std::uint64_t r = pick(1, std::min<std::uint64_t>(cfg_.array_n, w_.max_rows));
+          const std::uint8_t flags = pick(0, 1) ? isa::kFlagRwuTranspose : 0;
+          return make(Opcode::RWU, flags, i64(base(w_.ub_rows, r)), i64(r));
         }
         default: return make(Opcode::NOP, 0);
       }

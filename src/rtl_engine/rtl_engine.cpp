@@ -209,7 +209,6 @@ std::string unimplemented(const isa::Program& prog) {
       case isa::Opcode::SMAX:
       case isa::Opcode::LNRM:
       case isa::Opcode::GELU:
-      case isa::Opcode::RWU:
         return fmt::format("the RTL core does not implement {} (pc {}) yet: run this program with "
                            "--engine systemc (the SystemC model)",
                            isa::spec_of(prog.code[pc].opcode).mnemonic, pc);
@@ -223,11 +222,12 @@ model::RunLog run_program(const ArchConfig& cfg, const isa::Program& prog, model
                           const model::RunOptions& opts) {
   require_build(cfg);
   if (const std::string why = unimplemented(prog); !why.empty()) throw std::runtime_error(why);
-  // An HWT of more than N rows, which the assembler and the program-file
-  // loader refuse, in a program made in memory: the model faults at it, the
-  // RTL core does not check it (its testbench lays out at most N rows).
+  // An HWT or RWU of more than N rows, which the assembler and the
+  // program-file loader refuse, in a program made in memory: the model
+  // faults at it, the RTL core does not check it (its testbench lays out at
+  // most N rows; its weight DMA writes at most a tile's N).
   for (std::size_t pc = 0; pc < prog.code.size(); ++pc)
-    if (prog.code[pc].opcode == isa::Opcode::HWT)
+    if (prog.code[pc].opcode == isa::Opcode::HWT || prog.code[pc].opcode == isa::Opcode::RWU)
       if (const std::string why = isa::check_with_array_n(prog.code[pc], cfg.array_n); !why.empty())
         throw std::runtime_error(fmt::format("the RTL core does not run this program: pc {}: {}", pc, why));
   return find_build(cfg)->run(cfg, prog, mem, opts);

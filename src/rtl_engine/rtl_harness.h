@@ -127,6 +127,7 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
   top->host_latency_i = static_cast<std::uint32_t>(cfg.host_latency);
   top->host_bytes_per_cycle_i = static_cast<std::uint32_t>(cfg.host_bytes_per_cycle);
   top->host_layout_i = static_cast<std::uint32_t>(cfg.host_layout_cycles);
+  top->ub_weight_path_i = cfg.ub_weight_path != 0;
   top->weight_latency_i = static_cast<std::uint32_t>(cfg.weight_latency);
   top->weight_bytes_per_cycle_i = static_cast<std::uint32_t>(core_weight_bytes_per_cycle(cfg));
   top->rst_ni = 0;

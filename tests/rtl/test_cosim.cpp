@@ -524,3 +524,148 @@ TEST_CASE("HWT runs identically on the RTL, at the closed forms", "[rtl][attenti
   model::Memories mem(base);
   CHECK_THROWS_WITH(rtl::run_program(base, prog, mem), Catch::Contains("HWT of 5 rows is more than a weight tile's N = 4 rows"));
 }
+
+// RWU (ub_weight_path; docs/isa.md; docs/microarchitecture.md, "Attention's
+// second operand") on the RTL against the model, and against the documents'
+// closed forms and layout worked out here: rows read one a cycle from
+// s = c + 1, d = max(s + R, d' + 1) with d' the previous push, the next
+// weight-DMA instruction at c + R; tile row r is UB row r, with .T lane r of
+// tile row k is lane k of UB row r, zeros past the rows; an MMC.S waiting for
+// the tile starts at d + N + 2. For hazards an RWU reads its UB rows from c
+// to d (a write of them issues at d + 1, an RWU of rows an RHM writes at the
+// RHM's d + 1). Without ub_weight_path both engines fault at it.
+TEST_CASE("RWU runs identically on the RTL, at the closed forms", "[rtl][attention]") {
+  using isa::Opcode;
+  using model::Cycle;
+  const auto ceil_div = [](Cycle a, Cycle b) { return (a + b - 1) / b; };
+  const auto tile_of = [](const std::int8_t* rows_at, Cycle rows, Cycle n, bool transpose) {
+    std::vector<std::int8_t> w(n * n, 0);
+    for (Cycle r = 0; r < rows; ++r)
+      for (Cycle j = 0; j < n; ++j) (transpose ? w[j * n + r] : w[r * n + j]) = rows_at[r * n + j];
+    return w;
+  };
+  // x (an N-lane int8 row) times the tile w (row k, lane j): lane j of the result.
+  const auto times = [](const std::int8_t* x, const std::vector<std::int8_t>& w, Cycle n) {
+    std::vector<std::int32_t> y(n, 0);
+    for (Cycle j = 0; j < n; ++j)
+      for (Cycle k = 0; k < n; ++k) y[j] += std::int32_t{x[k]} * std::int32_t{w[k * n + j]};
+    return y;
+  };
+  const auto acc_row = [](const model::Memories& m, Cycle r, Cycle n) {
+    return std::vector<std::int32_t>(m.acc.row(r), m.acc.row(r) + n);
+  };
+  const auto mmcs = [](std::int64_t x_row, std::int64_t acc) {
+    return make(Opcode::MMC, isa::kFlagMmcSwitch | isa::kFlagMmcOverwrite, x_row, acc, 1);
+  };
+  ArchConfig base = preset_config("small4");
+  base.ub_weight_path = 1;
+  const Cycle n = base.array_n;
+  struct Timing {
+    Cycle lh, bh, lw, bw;
+  };
+  for (const Timing t : {Timing{0, 1, 0, 16}, Timing{3, 7, 2, 3}, Timing{9, 8, 5, 16}}) {
+    ArchConfig cfg = base;
+    cfg.host_latency = t.lh;
+    cfg.host_bytes_per_cycle = t.bh;
+    cfg.weight_latency = t.lw;
+    cfg.weight_bytes_per_cycle = t.bw;
+    CAPTURE(t.lh, t.bh, t.lw, t.bw);
+    REQUIRE(rtl::available(cfg));
+    const Cycle d_w = t.lw + ceil_div(n * n, t.bw);
+    const Cycle tw = ceil_div(n * n, t.bw);
+    model::Memories init(cfg);
+    std::mt19937 rng(12);
+    for (auto* m : {&init.host, &init.weights, &init.ub})
+      for (std::size_t i = 0; i < 128 * m->width(); ++i) m->data()[i] = static_cast<std::int8_t>(rng());
+
+    // On an idle machine, after two NOPs: every row count, both layouts;
+    // the MMC.S takes the tile.
+    for (const bool transpose : {false, true})
+      for (Cycle rows = 1; rows <= n; ++rows) {
+        CAPTURE(transpose, rows);
+        isa::Program prog;
+        prog.array_n = static_cast<std::uint32_t>(n);
+        prog.code = {make(Opcode::NOP), make(Opcode::NOP),
+                     make(Opcode::RWU, transpose ? isa::kFlagRwuTranspose : 0, 9, static_cast<std::int64_t>(rows)),
+                     mmcs(60, 0), make(Opcode::HLT)};
+        check_both(cfg, prog, init);
+        model::Memories mem = init;
+        const model::RunLog log = rtl::run_program(cfg, prog, mem);
+        const Cycle d = 2 + 1 + rows;
+        CHECK(log.retired.at(2).issue == 2);
+        CHECK(log.retired.at(2).completion == d);
+        CHECK(log.retired.at(3).start == d + n + 2);
+        CHECK(acc_row(mem, 0, n) == times(init.ub.row(60), tile_of(init.ub.row(9), rows, n, transpose), n));
+      }
+
+    // In order with the RWs: RW of tile 1 (d_w), RWU of 3 rows at 1 (pushed
+    // after it), RW of tile 2 at 1 + 3 (its stream is the channel's, after
+    // the first RW's; pushed after the RWU's), their MMC.S in turn.
+    {
+      const Cycle rows = 3;
+      isa::Program prog;
+      prog.array_n = static_cast<std::uint32_t>(n);
+      prog.code = {make(Opcode::RW, 0, 1), make(Opcode::RWU, isa::kFlagRwuTranspose, 20, 3), make(Opcode::RW, 0, 2),
+                   mmcs(60, 0), mmcs(61, 1), mmcs(62, 2), make(Opcode::HLT)};
+      check_both(cfg, prog, init);
+      model::Memories mem = init;
+      const model::RunLog log = rtl::run_program(cfg, prog, mem);
+      const Cycle d_rwu = std::max<Cycle>(1 + 1 + rows, d_w + 1);
+      const Cycle arrival = std::max<Cycle>(1 + rows + 1 + t.lw, d_w + 1) + tw - 1;
+      CHECK(log.retired.at(1).completion == d_rwu);
+      CHECK(log.retired.at(2).issue == 1 + rows);
+      CHECK(log.retired.at(2).completion == std::max(arrival, d_rwu + 1));
+      const auto tile = [&](Cycle k) { return std::vector<std::int8_t>(init.weights.row(k), init.weights.row(k) + n * n); };
+      CHECK(acc_row(mem, 0, n) == times(init.ub.row(60), tile(1), n));
+      CHECK(acc_row(mem, 1, n) == times(init.ub.row(61), tile_of(init.ub.row(20), rows, n, true), n));
+      CHECK(acc_row(mem, 2, n) == times(init.ub.row(62), tile(2), n));
+    }
+
+    // RAW: an RWU of rows an RHM writes issues at the RHM's d + 1; WAR: an
+    // RHM into rows an RWU reads issues at the RWU's d + 1.
+    {
+      isa::Program prog;
+      prog.array_n = static_cast<std::uint32_t>(n);
+      prog.code = {make(Opcode::RHM, 0, 40, 30, 2), make(Opcode::RWU, 0, 31, 2), make(Opcode::RHM, 0, 50, 32, 1),
+                   mmcs(60, 0), make(Opcode::HLT)};
+      check_both(cfg, prog, init);
+      model::Memories mem = init;
+      const model::RunLog log = rtl::run_program(cfg, prog, mem);
+      const Cycle d_rhm = t.lh + ceil_div(2 * n, t.bh);
+      CHECK(log.retired.at(1).issue == d_rhm + 1);
+      CHECK(log.retired.at(1).completion == d_rhm + 1 + 1 + 2);
+      CHECK(log.retired.at(2).issue == d_rhm + 1 + 1 + 2 + 1);
+      std::vector<std::int8_t> rows(init.host.row(41), init.host.row(41) + n);  // UB 31 = host row 41
+      rows.insert(rows.end(), init.ub.row(32), init.ub.row(32) + n);             // UB 32 as it was
+      CHECK(acc_row(mem, 0, n) == times(init.ub.row(60), tile_of(rows.data(), 2, n, false), n));
+    }
+  }
+
+  // Without ub_weight_path both engines fault at the RWU, in its cycle.
+  {
+    isa::Program prog;
+    prog.array_n = static_cast<std::uint32_t>(n);
+    prog.code = {make(Opcode::NOP), make(Opcode::RWU, 0, 0, 2), make(Opcode::HLT)};
+    ArchConfig off = base;
+    off.ub_weight_path = 0;
+    model::Memories a(off), b(off);
+    const model::RunLog la = model::run_program(off, prog, a);
+    const model::RunLog lb = rtl::run_program(off, prog, b);
+    REQUIRE(la.fault);
+    REQUIRE(lb.fault);
+    CHECK(la.fault->pc == 1);
+    CHECK(lb.fault->pc == 1);
+    CHECK(la.fault->cycle == lb.fault->cycle);
+    CHECK_THAT(lb.fault->message(), Catch::Contains("RWU needs the configuration's ub_weight_path"));
+    CHECK(la.fault->message() == lb.fault->message());
+    CHECK_FALSE(rtl::compare(prog, la, a, lb, b));
+  }
+
+  // An RWU of more than N rows, which the assembler refuses, in a program
+  // made in memory: the model faults at it; the RTL engine refuses the program.
+  isa::Program prog;
+  prog.array_n = static_cast<std::uint32_t>(n);
+  prog.code = {make(Opcode::RWU, 0, 0, static_cast<std::int64_t>(n + 1)), make(Opcode::HLT)};
+  model::Memories mem(base);
+  CHECK_THROWS_WITH(rtl::run_program(base, prog, mem), Catch::Contains("RWU of 5 rows is more than a weight tile's N = 4 rows"));
+}
