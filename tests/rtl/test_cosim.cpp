@@ -45,6 +45,15 @@ isa::Instruction make(isa::Opcode op, std::uint8_t flags = 0, std::int64_t a = 0
   return in;
 }
 
+// The N x N tile that HWT (or RWU) makes of `rows` rows of N bytes: row r is
+// tile row r, or with .T lane r of every tile row; zeros past the rows.
+std::vector<std::int8_t> tile_of(const std::int8_t* rows_at, model::Cycle rows, model::Cycle n, bool transpose) {
+  std::vector<std::int8_t> w(n * n, 0);
+  for (model::Cycle r = 0; r < rows; ++r)
+    for (model::Cycle j = 0; j < n; ++j) (transpose ? w[j * n + r] : w[r * n + j]) = rows_at[r * n + j];
+  return w;
+}
+
 }  // namespace
 
 TEST_CASE("every example program runs identically on the RTL", "[rtl]") {
@@ -423,13 +432,6 @@ TEST_CASE("the RTL weight FIFO takes a tile streaming in while the previous one 
 TEST_CASE("HWT runs identically on the RTL, at the closed forms", "[rtl][attention]") {
   using isa::Opcode;
   using model::Cycle;
-  const auto ceil_div = [](Cycle a, Cycle b) { return (a + b - 1) / b; };
-  const auto tile_of = [](const std::int8_t* rows_at, Cycle rows, Cycle n, bool transpose) {
-    std::vector<std::int8_t> w(n * n, 0);
-    for (Cycle r = 0; r < rows; ++r)
-      for (Cycle j = 0; j < n; ++j) (transpose ? w[j * n + r] : w[r * n + j]) = rows_at[r * n + j];
-    return w;
-  };
   ArchConfig base = preset_config("small4");
   const Cycle n = base.array_n;
   struct Timing {
@@ -537,13 +539,6 @@ TEST_CASE("HWT runs identically on the RTL, at the closed forms", "[rtl][attenti
 TEST_CASE("RWU runs identically on the RTL, at the closed forms", "[rtl][attention]") {
   using isa::Opcode;
   using model::Cycle;
-  const auto ceil_div = [](Cycle a, Cycle b) { return (a + b - 1) / b; };
-  const auto tile_of = [](const std::int8_t* rows_at, Cycle rows, Cycle n, bool transpose) {
-    std::vector<std::int8_t> w(n * n, 0);
-    for (Cycle r = 0; r < rows; ++r)
-      for (Cycle j = 0; j < n; ++j) (transpose ? w[j * n + r] : w[r * n + j]) = rows_at[r * n + j];
-    return w;
-  };
   // x (an N-lane int8 row) times the tile w (row k, lane j): lane j of the result.
   const auto times = [](const std::int8_t* x, const std::vector<std::int8_t>& w, Cycle n) {
     std::vector<std::int32_t> y(n, 0);
