@@ -308,7 +308,7 @@ TEST_CASE("an MMC.S waiting for its weights lets other units' instructions issue
 // Tracing is compiled into the builds of N <= TPU_RTL_TRACE_MAX_N only (the
 // traced C++ grows with N^2); tpu-sim refuses --vcd with the RTL above.
 TEST_CASE("the RTL builds up to TPU_RTL_TRACE_MAX_N have waveforms", "[rtl]") {
-  for (const auto& [preset, n] : {std::pair{"small4", 4}, std::pair{"tpuv1", 64}, std::pair{"tpuv1", 128}}) {
+  for (const auto& [preset, n] : {std::pair{"small4", 4}, std::pair{"small16", 16}, std::pair{"tpuv1", 128}}) {
     ArchConfig cfg = preset_config(preset);
     cfg.array_n = static_cast<std::uint64_t>(n);
     CAPTURE(preset, n);
