@@ -96,34 +96,30 @@ use_ccache() {
   fi
 }
 
-# A new build directory is a Ninja build: Ninja compiles a target's files
-# while the libraries it links are still being built (Make waits for them,
-# leaving a core idle at every such step on a 2-core machine) and checks an
-# up-to-date tree in a fraction of a second. A directory configured before
-# keeps its generator (CMake refuses to switch it).
-generator() {  # generator DIR: the -G option for DIR, if any
-  if [ ! -e "$root/$1/CMakeCache.txt" ] && command -v ninja >/dev/null; then
-    echo "-GNinja"
-  fi
-}
-
-# A new build directory is a unity build (CMake joins a target's sources by
-# eight into one translation unit; the Verilated C++ is never joined): the
-# compilers spent most of their time on the same headers and inline code
-# again (SystemC, CLI11, ONNX, JSON, pybind11, Catch2). Measured on a 2-core
-# machine, tpu-sim with its libraries: 326 s of CPU against 585 s compiled
-# file by file. These directories are built to be run, not edited; for an
-# edit to recompile one file, `cmake -B build -DCMAKE_UNITY_BUILD=OFF` (one
-# configured before keeps its choice).
-unity_default() {  # unity_default DIR: -DCMAKE_UNITY_BUILD=ON for a new DIR
-  [ -e "$root/$1/CMakeCache.txt" ] || echo "-DCMAKE_UNITY_BUILD=ON"
+# Options for a new build directory (none for one configured before, which
+# keeps its generator, since CMake refuses to switch it, and its choice of
+# unity build):
+# - Ninja when installed: it compiles a target's files while the libraries it
+#   links are still being built (Make waits for them, leaving a core idle at
+#   every such step on a 2-core machine) and checks an up-to-date tree in a
+#   fraction of a second;
+# - a unity build (CMake joins a target's sources by eight into one
+#   translation unit; the Verilated C++ is never joined): the compilers spent
+#   most of their time on the same headers and inline code again (SystemC,
+#   CLI11, ONNX, JSON, pybind11, Catch2). Measured on a 2-core machine,
+#   tpu-sim with its libraries: 326 s of CPU against 585 s compiled file by
+#   file. These directories are built to be run, not edited; for an edit to
+#   recompile one file, `cmake -B build -DCMAKE_UNITY_BUILD=OFF`.
+new_dir_options() {  # new_dir_options DIR
+  [ -e "$root/$1/CMakeCache.txt" ] && return 0
+  if command -v ninja >/dev/null; then echo "-GNinja"; fi
+  echo "-DCMAKE_UNITY_BUILD=ON"
 }
 
 configure() {  # configure DIR [cmake options...]
   local dir=$1
   shift
-  cmake -S "$root" -B "$root/$dir" $(generator "$dir") $(unity_default "$dir") -DTPU_WERROR=ON \
-    "${launcher[@]}" "$@" >/dev/null
+  cmake -S "$root" -B "$root/$dir" $(new_dir_options "$dir") -DTPU_WERROR=ON "${launcher[@]}" "$@" >/dev/null
 }
 configure_clang() {  # configure_clang DIR [cmake options...]: a new DIR with Clang
   CC=clang CXX=clang++ configure "$@"
@@ -164,7 +160,7 @@ full_config=(-UTPU_RTL_PRESETS -UTPU_BUILD_TESTS -UTPU_PYTHON -UTPU_RTL_TRACE_MA
 # The fuzz targets of tests/fuzz with Clang's libFuzzer, ASan and UBSan in
 # build-fuzz/. Not -Werror: Clang warns where GCC, the project's compiler, does not.
 fuzz_build() {
-  CC=clang CXX=clang++ cmake -S "$root" -B "$root/build-fuzz" $(generator build-fuzz) -DTPU_FUZZ=ON \
+  CC=clang CXX=clang++ cmake -S "$root" -B "$root/build-fuzz" $(new_dir_options build-fuzz) -DTPU_FUZZ=ON \
     -DTPU_BUILD_TESTS=OFF -DTPU_RTL_PRESETS= "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
     "${unity[@]}" "${launcher[@]}" >/dev/null
   cmake --build "$root/build-fuzz" -j "$jobs" --target tpu_fuzzers
@@ -187,17 +183,19 @@ asan_config=(-DTPU_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=
 
 # The full tier Verilates the tpuv1 machine at N = 32 and 64 too (the default
 # set, src/rtl_engine/CMakeLists.txt, brackets them with small16 and N = 128).
-all_presets=(-DTPU_RTL_PRESETS="small4;small8;small16;tpuv1/32;tpuv1/64;tpuv1/128")
+all_presets="small4;small8;small16;tpuv1/32;tpuv1/64;tpuv1/128"
 
-# Every package, then build/ whole (full_build [cmake options...]).
+# Every package, then build/ whole (full_build [PRESETS]: the RTL
+# configurations instead of TPU_RTL_PRESETS' default).
 full_build() {
+  local presets=${1:-}
+  local options=("${full_config[@]}")
+  [ -z "$presets" ] || options+=(-DTPU_RTL_PRESETS="$presets")
   stage "install packages (${#all_packages[@]}, missing ones only)" install_packages "${all_packages[@]}"
   use_ccache
-  local presets="small4, small8, small16 and tpuv1 at N = 128"
-  [ $# -eq 0 ] || presets="small4, small8, small16 and tpuv1 at N = 32, 64 and 128"
-  echo "build/: the simulator and tools, the RTL core Verilated for $presets,"
+  echo "build/: the simulator and tools, the RTL core Verilated for ${presets:-its default configurations},"
   echo "the test programs, the Python module and the benchmark"
-  stage "configure build/" configure build "${full_config[@]}" "$@"
+  stage "configure build/" configure build "${options[@]}"
   stage "build build/" build build
 }
 
@@ -207,9 +205,9 @@ test_job() {  # test_job TIER (default or full)
   [ "$tier" = full ] || tier_args=(-LE full-only)
   # The full tier also runs whole the test cases that the sanitizer build's
   # default tier runs reduced (tests/support/tier.h).
-  local presets=()
-  [ "$tier" = full ] && export TPU_TEST_FULL=1 && presets=("${all_presets[@]}")
-  full_build "${presets[@]}"
+  local presets=""
+  [ "$tier" = full ] && export TPU_TEST_FULL=1 && presets=$all_presets
+  full_build "$presets"
   echo "build-asan/: the same with AddressSanitizer and UndefinedBehaviorSanitizer (Clang, Debug),"
   echo "linking build/'s Verilated RTL engines"
   stage "configure build-asan/" configure_clang build-asan "${asan_config[@]}"
