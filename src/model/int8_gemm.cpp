@@ -3,7 +3,10 @@
 #include "model/worker_pool.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <functional>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -125,6 +128,35 @@ __attribute__((target("avx2"))) void gemm_avx2(const std::int8_t* const* x, std:
     for (; i < rows; ++i) {
       avx2_block<1>(xs.data() + i * kp, kp, wb, pairs, tmp);
       write_block(tmp, 1, kAvx2Nr, cols, nullptr, c + i * n + j0, n, overwrite);
+    }
+  }
+}
+
+// ---- diagonal tiles: lane by lane, 8 int32 lanes per AVX2 step ---------------------
+// c[i][j] (+)= x_i[j] * d[j] for j < n_used, with int32 wrap-around (VPMULLD
+// and VPADDD keep the low 32 bits, as the PEs' additions do); the columns
+// from n_used on are zero sums.
+
+__attribute__((target("avx2"))) void gemm_diagonal(const std::int8_t* const* x, std::size_t rows,
+                                                   const PackedWeights& w, std::int32_t* c, bool overwrite) {
+  const std::size_t n = w.n, nu = w.n_used, vec = nu / 8 * 8;
+  const std::int32_t* d = w.diag.data();
+  clear_unused_columns(rows, w, c, overwrite);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const std::int8_t* xi = x[i];
+    std::int32_t* ci = c + i * n;
+    std::size_t j = 0;
+    for (; j < vec; j += 8) {
+      std::int64_t bytes8;
+      std::memcpy(&bytes8, xi + j, sizeof bytes8);
+      const __m256i xv = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(bytes8));
+      __m256i v = _mm256_mullo_epi32(xv, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(d + j)));
+      if (!overwrite) v = _mm256_add_epi32(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ci + j)));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(ci + j), v);
+    }
+    for (; j < nu; ++j) {
+      const auto v = static_cast<std::uint32_t>(xi[j] * d[j]);
+      ci[j] = static_cast<std::int32_t>(overwrite ? v : static_cast<std::uint32_t>(ci[j]) + v);
     }
   }
 }
@@ -285,6 +317,24 @@ PackedWeights pack_weights(const std::int8_t* w, std::size_t n, GemmKernel kerne
     }
   }
   const std::size_t ku = p.k_used, nu = p.n_used;
+  // Diagonal: only W[k][k] nonzero (then k_used = n_used). A dense tile fails
+  // the check at its first row with an off-diagonal weight.
+#ifdef TPU_X86_KERNELS
+  if (kernel != GemmKernel::Scalar && ku == nu && ku > 0) {
+    bool diagonal = true;
+    for (std::size_t k = 0; k < ku && diagonal; ++k) {
+      const std::int8_t* row = w + k * n;
+      diagonal = std::all_of(row, row + k, [](std::int8_t v) { return v == 0; }) &&
+                 std::all_of(row + k + 1, row + nu, [](std::int8_t v) { return v == 0; });
+    }
+    if (diagonal) {
+      p.diagonal = true;
+      p.diag.resize(nu);
+      for (std::size_t j = 0; j < nu; ++j) p.diag[j] = w[j * n + j];
+      return p;
+    }
+  }
+#endif
   switch (kernel) {
     case GemmKernel::Scalar:
       p.bytes.assign(w, w + n * n);
@@ -359,6 +409,9 @@ namespace {
 
 void gemm_rows(const std::int8_t* const* x, std::size_t rows, const PackedWeights& w,
                std::int32_t* c, bool overwrite) {
+#ifdef TPU_X86_KERNELS
+  if (w.diagonal) return gemm_diagonal(x, rows, w, c, overwrite);
+#endif
   switch (w.kernel) {
 #ifdef TPU_X86_KERNELS
     case GemmKernel::Avx2:
@@ -415,12 +468,75 @@ void int8_gemm(const std::int8_t* x, std::size_t rows, const PackedWeights& w, s
   int8_gemm_rows(row_ptrs.data(), rows, w, c, overwrite, threading);
 }
 
+namespace {
+
+using ProfileClock = std::chrono::steady_clock;
+
+// The profile's state: `running` calls in flight, the busy interval's start.
+struct ProfileState {
+  std::atomic<bool> on{false};
+  std::mutex m;
+  unsigned running = 0;
+  ProfileClock::time_point since;
+  GemmProfile counts;
+};
+
+ProfileState& profile_state() {
+  static ProfileState s;
+  return s;
+}
+
+// Counts one call from its construction to its destruction while profiling.
+class ProfiledCall {
+ public:
+  explicit ProfiledCall(double macs) {
+    ProfileState& s = profile_state();
+    if (!s.on.load(std::memory_order_relaxed)) return;
+    state_ = &s;
+    const std::lock_guard<std::mutex> lock(s.m);
+    if (s.running++ == 0) s.since = ProfileClock::now();
+    ++s.counts.calls;
+    s.counts.macs += macs;
+  }
+  ~ProfiledCall() {
+    if (!state_) return;
+    const std::lock_guard<std::mutex> lock(state_->m);
+    if (--state_->running == 0)
+      state_->counts.busy_s += std::chrono::duration<double>(ProfileClock::now() - state_->since).count();
+  }
+  ProfiledCall(const ProfiledCall&) = delete;
+  ProfiledCall& operator=(const ProfiledCall&) = delete;
+
+ private:
+  ProfileState* state_ = nullptr;
+};
+
+}  // namespace
+
+void set_gemm_profiling(bool on) {
+  ProfileState& s = profile_state();
+  const std::lock_guard<std::mutex> lock(s.m);
+  s.counts = {};
+  s.since = ProfileClock::now();  // a call in flight counts from here
+  s.on.store(on, std::memory_order_relaxed);
+}
+
+GemmProfile gemm_profile() {
+  ProfileState& s = profile_state();
+  const std::lock_guard<std::mutex> lock(s.m);
+  GemmProfile p = s.counts;
+  if (s.running > 0) p.busy_s += std::chrono::duration<double>(ProfileClock::now() - s.since).count();
+  return p;
+}
+
 void int8_gemm_rows(const std::int8_t* const* x, std::size_t rows, const PackedWeights& w,
                     std::int32_t* c, bool overwrite, const GemmThreading& threading) {
   if (rows == 0) return;
   const std::size_t n = w.n;
-  // The scalar kernel multiplies the whole tile; the others its used extent.
-  const std::size_t macs_per_row = w.kernel == GemmKernel::Scalar ? n * n : w.k_used * w.n_used;
+  // The scalar kernel multiplies the whole tile; the others its used extent
+  // (or its diagonal).
+  const std::size_t macs_per_row = w.macs_per_row();
+  const ProfiledCall profiled(static_cast<double>(rows) * static_cast<double>(macs_per_row));
   const std::vector<RowBand> bands = split_rows(rows, gemm_threads_for(rows * macs_per_row, threading));
   WorkerPool::shared().run(bands.size(), [&](std::size_t b) {
     gemm_rows(x + bands[b].first, bands[b].count, w, c + bands[b].first * n, overwrite);

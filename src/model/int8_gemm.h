@@ -19,7 +19,8 @@
 // convolutions fill a sixteenth of tpuv1's tile) is multiplied only over its
 // used extent: the products of the zero rows are zero, and a zero column's
 // sums are zero, so the vector kernels skip them and give the same bits
-// (docs/performance.md, "Tiles the array does not fill").
+// (docs/performance.md, "Tiles the array does not fill"). A diagonal tile
+// (depthwise convolutions) is multiplied lane by lane (PackedWeights::diagonal).
 #pragma once
 
 #include <cstddef>
@@ -46,6 +47,17 @@ struct PackedWeights {
   std::size_t k_used = 0, n_used = 0;
   std::vector<std::int8_t> bytes;    // kernel-specific layout
   std::vector<std::int32_t> colsum;  // avx512vnni: 128 * sum_k W[k][j]
+  // A diagonal tile (W[k][j] = 0 for every k != j: each weight tile of a
+  // depthwise convolution, docs/quantization.md) for a vector kernel: row i
+  // of C is x_i[j] * W[j][j] lane by lane, so the kernels multiply the
+  // n_used diagonal weights (in `diag`, as int32) instead of the n_used^2
+  // extent. `bytes` is not packed then.
+  bool diagonal = false;
+  std::vector<std::int32_t> diag;
+  // The MACs the kernel multiplies per row of X.
+  std::size_t macs_per_row() const {
+    return kernel == GemmKernel::Scalar ? n * n : diagonal ? n_used : k_used * n_used;
+  }
 };
 
 PackedWeights pack_weights(const std::int8_t* w, std::size_t n, GemmKernel kernel);
@@ -104,5 +116,20 @@ void int8_gemm(const std::int8_t* x, std::size_t rows, const PackedWeights& w, s
 // gathered first.
 void int8_gemm_rows(const std::int8_t* const* x_rows, std::size_t rows, const PackedWeights& w,
                     std::int32_t* c, bool overwrite, const GemmThreading& threading = {});
+
+// Where a run's host time goes into the GEMM kernels (tpu-bench's "matrix
+// work" of a whole network, docs/performance.md): while profiling is on,
+// every int8_gemm / int8_gemm_rows call counts its MACs (of the tile's used
+// extent, as the kernels multiply) and the wall time during which at least
+// one call was running (calls on the main and the background thread that
+// overlap count once). Off by default; a call costs one relaxed atomic load
+// then. Thread-safe.
+struct GemmProfile {
+  std::uint64_t calls = 0;
+  double macs = 0;
+  double busy_s = 0;  // wall time with at least one GEMM call running
+};
+void set_gemm_profiling(bool on);  // and clears the counts
+GemmProfile gemm_profile();
 
 }  // namespace tpu::model

@@ -281,7 +281,7 @@ void SystolicArray::maybe_start_in_background(Job& job) {
   for (const Job& ahead : jobs_)
     if (&ahead != &job && !ahead.background) return;
   const PackedWeights& w = packed(job.weight_set);
-  const std::size_t per_row = w.kernel == GemmKernel::Scalar ? n_ * n_ : w.k_used * w.n_used;
+  const std::size_t per_row = w.macs_per_row();
   if (rows * per_row < std::max<std::size_t>(threading_.async_macs, 1)) return;
   auto bg = std::make_unique<Background>();
   gather_rows(job.cmd, bg->rows, bg->pad);

@@ -11,12 +11,15 @@
 // MMCs, and at its default threshold with MMCs of thousands of rows at N = 64
 // and N = 256), cycle skipping, and the partial writes after a fault.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "asm/assembler.h"
@@ -381,6 +384,54 @@ TEST_CASE("The vector kernels multiply a tile's used extent and give the definit
   }
 }
 
+TEST_CASE("Diagonal tiles are multiplied lane by lane with the definition's bits", "[fast_path]") {
+  // Depthwise convolutions' tiles: W[k][j] = 0 off the diagonal. Every used
+  // extent around the 8-lane step, extreme values, accumulation with
+  // wrap-around; and a tile with one weight off the diagonal, which must not
+  // take the shortcut.
+  std::mt19937 rng(33);
+  for (const std::size_t n : {std::size_t{16}, std::size_t{256}}) {
+    for (const std::size_t used : {1, 7, 8, 9, 15, 16, 17, 100, 255, 256}) {
+      if (used > n) continue;
+      for (const bool off_diagonal : {false, true}) {
+        const std::size_t rows = 11;
+        std::vector<std::int8_t> x(rows * n), w(n * n, 0);
+        for (auto& v : x) v = static_cast<std::int8_t>(rng());
+        x[0] = -128;
+        for (std::size_t j = 0; j < used; ++j) w[j * n + j] = static_cast<std::int8_t>(rng() | 1);
+        w[(used - 1) * n + used - 1] = -128;
+        if (off_diagonal && used > 1) w[(rng() % used) * n + (used - 1)] = 5;  // may land on the diagonal
+        bool is_diagonal = true;
+        for (std::size_t k = 0; k < n; ++k)
+          for (std::size_t j = 0; j < n; ++j) is_diagonal = is_diagonal && (k == j || w[k * n + j] == 0);
+        std::vector<std::int32_t> init(rows * n);
+        for (auto& v : init) v = static_cast<std::int32_t>(rng());
+        init[1] = std::numeric_limits<std::int32_t>::max();  // wraps
+        for (const bool overwrite : {false, true}) {
+          std::vector<std::int32_t> want = init;
+          for (std::size_t i = 0; i < rows; ++i)
+            for (std::size_t j = 0; j < n; ++j) {
+              std::uint32_t sum = overwrite ? 0u : static_cast<std::uint32_t>(init[i * n + j]);
+              for (std::size_t k = 0; k < n; ++k) sum += static_cast<std::uint32_t>(x[i * n + k] * w[k * n + j]);
+              want[i * n + j] = static_cast<std::int32_t>(sum);
+            }
+          for (model::GemmKernel k : available_kernels()) {
+            CAPTURE(n, used, off_diagonal, overwrite, model::gemm_kernel_name(k));
+            const model::PackedWeights packed = model::pack_weights(w.data(), n, k);
+            CHECK(packed.diagonal == (is_diagonal && k != model::GemmKernel::Scalar));
+            if (packed.diagonal) CHECK(packed.macs_per_row() == used);
+            for (const model::GemmThreading threading : {model::GemmThreading{1}, model::GemmThreading{3, 1}}) {
+              std::vector<std::int32_t> got = init;
+              model::int8_gemm(x.data(), rows, packed, got.data(), overwrite, threading);
+              REQUIRE(got == want);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("The VNNI packing is the documented layout, zero outside the used extent", "[fast_path]") {
   // The layout the VNNI kernel reads (int8_gemm.cpp), written here apart from the packing
   // loops: byte ((b * quads + q) * 32 + jj) * 4 + kk is W[4q + kk][32b + jj]
@@ -399,6 +450,10 @@ TEST_CASE("The VNNI packing is the documented layout, zero outside the used exte
         CAPTURE(n, ku, nu);
         REQUIRE(p.k_used == ku);
         REQUIRE(p.n_used == (ku == 0 ? 0 : nu));
+        if (p.diagonal) {  // a single weight is a diagonal tile, not packed (its own test above)
+          REQUIRE((ku == 1 && nu == 1));
+          continue;
+        }
         const std::size_t quads = (p.k_used + 3) / 4, blocks = (p.n_used + 31) / 32;
         REQUIRE(p.bytes.size() == blocks * quads * 128);
         REQUIRE(p.colsum.size() == blocks * 32);
@@ -441,6 +496,10 @@ TEST_CASE("The AVX2 packing is the documented layout, zero outside the used exte
         CAPTURE(n, ku, nu);
         REQUIRE(p.k_used == ku);
         REQUIRE(p.n_used == (ku == 0 ? 0 : nu));
+        if (p.diagonal) {  // a single weight is a diagonal tile, not packed (its own test above)
+          REQUIRE((ku == 1 && nu == 1));
+          continue;
+        }
         const std::size_t pairs = (p.k_used + 1) / 2, blocks = (p.n_used + 15) / 16;
         REQUIRE(p.bytes.size() == blocks * pairs * 64);
         bool layout = true;
@@ -641,6 +700,48 @@ TEST_CASE("Fast and detailed paths agree on tpuv1 (N = 256) with MMCs split over
   }
 }
 
+TEST_CASE("The GEMM profile counts calls and the used extent's MACs and busy time while on",
+          "[fast_path]") {
+  const std::size_t n = 64, rows = 40;
+  std::vector<std::int8_t> w(n * n, 0), x(rows * n, 1);
+  for (std::size_t k = 0; k < 24; ++k)
+    for (std::size_t j = 0; j < 40; ++j) w[k * n + j] = static_cast<std::int8_t>(k + j);
+  std::vector<std::int32_t> c(rows * n);
+  for (const model::GemmKernel kernel : {model::GemmKernel::Scalar, model::best_gemm_kernel()}) {
+    CAPTURE(model::gemm_kernel_name(kernel));
+    const model::PackedWeights packed = model::pack_weights(w.data(), n, kernel);
+    // The scalar kernel multiplies the whole tile, the others the extent 24 x 40.
+    const double per_call = kernel == model::GemmKernel::Scalar ? double(rows * n * n) : double(rows * 24 * 40);
+    model::set_gemm_profiling(false);
+    model::int8_gemm(x.data(), rows, packed, c.data(), true);
+    CHECK(model::gemm_profile().calls == 0);
+    model::set_gemm_profiling(true);
+    model::GemmThreading threading;
+    threading.macs_per_thread = 1;  // the split over threads counts as one call
+    threading.max_threads = 3;
+    for (int i = 0; i < 3; ++i) model::int8_gemm(x.data(), rows, packed, c.data(), true, threading);
+    const model::GemmProfile p = model::gemm_profile();
+    CHECK(p.calls == 3);
+    CHECK(p.macs == 3 * per_call);
+    CHECK(p.busy_s > 0);
+    // Two threads calling at once: busy time is the union, not the sum, so it
+    // is at most the wall time around both.
+    model::set_gemm_profiling(true);
+    const auto t0 = std::chrono::steady_clock::now();
+    std::thread other([&] {
+      std::vector<std::int32_t> c2(rows * n);
+      for (int i = 0; i < 200; ++i) model::int8_gemm(x.data(), rows, packed, c2.data(), true);
+    });
+    for (int i = 0; i < 200; ++i) model::int8_gemm(x.data(), rows, packed, c.data(), true);
+    other.join();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const model::GemmProfile q = model::gemm_profile();
+    CHECK(q.calls == 400);
+    CHECK(q.busy_s <= wall);
+    model::set_gemm_profiling(false);
+  }
+}
+
 TEST_CASE("Prefaulting rows, with huge pages or without, keeps a memory's contents",
           "[fast_path]") {
   // 12 MiB of accumulators (an anonymous mapping outside the sanitizer build):
@@ -669,6 +770,32 @@ TEST_CASE("Prefaulting rows, with huge pages or without, keeps a memory's conten
   }
 }
 
+
+TEST_CASE("Prefault asks the kernel for each page once", "[fast_path]") {
+#if !defined(MADV_POPULATE_WRITE)
+  SUCCEED("no MADV_POPULATE_WRITE on this system: prefault is a no-op");
+#else
+  // 4 MiB of int8 rows of 4 KiB: one row a page, so the expected calls are
+  // counted in pages (the threshold is 32 KiB, 8 pages).
+  const std::uint64_t rows = 1024, width = 4096;
+  model::RowMemory<std::int8_t> m(rows, width);
+  m.prefault(0, 7);  // under the threshold: no call
+  CHECK(m.prefault_calls() == 0);
+  m.prefault(100, 20);  // one call
+  CHECK(m.prefault_calls() == 1);
+  m.prefault(100, 20);  // hinted before: none
+  m.prefault(105, 10);
+  CHECK(m.prefault_calls() == 1);
+  m.prefault(90, 60);  // pages 90..99 and 120..149: two ranges, both over the threshold
+  CHECK(m.prefault_calls() == 3);
+  m.prefault(85, 70);  // 85..89 and 150..154: each under the threshold, so none
+  CHECK(m.prefault_calls() == 3);
+  m.prefault(0, rows + 5);  // the rest: 0..84 and 155..1023 (the first call returned before marking)
+  CHECK(m.prefault_calls() == 5);
+  m.prefault(0, rows);
+  CHECK(m.prefault_calls() == 5);
+#endif
+}
 TEST_CASE("Auto is the detailed path with a waveform and the fast path without", "[fast_path]") {
   model::RunOptions o;
   o.detail = Detail::Detailed;
