@@ -6,8 +6,12 @@
 
 // Loops Verilator must unroll to schedule them: the reset of the scoreboard
 // (2N + ActLatency + 8 + FifoDepth), the ACC banks' write ports and the array's
-// accumulator ports (N), past the default limit of 64 from N = 32.
+// accumulator ports (N), past the default limit of 64 from N = 32; and the
+// weight FIFO's RWU write loop (N rows a cycle), whose body unrolled at N = 256
+// passes the default limit of 30000 statements (Verilator then refuses it:
+// BLKLOOPINIT, delayed assignments to an array in a loop it did not unroll).
 --unroll-count 1024
+--unroll-stmts 1000000
 
 tpu_isa_pkg.sv
 tpu_act_pkg.sv
