@@ -125,6 +125,12 @@ void HostDma::tick() {
     planned_.pop_front();
     ++stats_.instructions;
     if (job_->read && !job_->to_weights) mem_.ub.prefault(job_->chip_row, job_->lands.size());
+    // A WHM storing through the direct pointer: its host rows (those of
+    // mem_.host, where the pointer lies in it), 4 per ACC row for WHM.A.
+    if (!job_->read && job_->direct) {
+      const std::uint64_t n = cfg_.array_n, per = job_->acc ? isa::kHostRowsPerAccRow : 1;
+      mem_.host.prefault_bytes(port_.direct(job_->host_row * n), job_->lands.size() * per * n);
+    }
   }
   busy.write(job_.has_value());
   if (!job_) return;

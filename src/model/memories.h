@@ -122,12 +122,24 @@ class RowMemory {
     if (size_ == 0) return;
     if (const std::size_t bytes = size_ * sizeof(T); bytes >= kMapBytes) {
       // [guard page][the memory, rounded up to pages][guard page]
+      // The memory starts on a 2 MiB boundary (reserved with 2 MiB of slack,
+      // the slack unmapped), so that prefault can ask for huge pages from
+      // the first row on.
       const std::size_t page = detail::page_bytes(), body = (bytes + page - 1) / page * page;
-      void* p = mmap(nullptr, body + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      const std::size_t slack = body >= kHugePage ? kHugePage : 0, reserved = body + 2 * page + slack;
+      void* p = mmap(nullptr, reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (p == MAP_FAILED) throw std::bad_alloc();
       char* first = static_cast<char*>(p) + page;
+      if (slack) {
+        char* aligned = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(first) + kHugePage - 1) &
+                                                ~(kHugePage - 1));
+        char* const end = static_cast<char*>(p) + reserved;
+        if (aligned - page > static_cast<char*>(p)) munmap(p, static_cast<std::size_t>(aligned - page - static_cast<char*>(p)));
+        if (end > aligned + body + page) munmap(aligned + body + page, static_cast<std::size_t>(end - (aligned + body + page)));
+        first = aligned;
+      }
       if (mprotect(first, body, PROT_READ | PROT_WRITE) != 0) {
-        munmap(p, body + 2 * page);
+        munmap(first - page, body + 2 * page);
         throw std::bad_alloc();
       }
 #ifdef TPU_MEMORIES_ASAN
@@ -231,6 +243,15 @@ class RowMemory {
     (void)count;
 #endif
   }
+  // The same for the bytes [p, p + bytes) when they lie in this memory (a
+  // DMA's direct pointer into it); nothing otherwise.
+  void prefault_bytes(const void* p, std::size_t bytes) {
+    const auto at = reinterpret_cast<std::uintptr_t>(p), base = reinterpret_cast<std::uintptr_t>(data_.get());
+    const std::size_t row_bytes = width_ * sizeof(T);
+    if (row_bytes == 0 || at < base || at - base >= size_ * sizeof(T)) return;
+    const std::uint64_t first = (at - base) / row_bytes;
+    prefault(first, (at - base + bytes + row_bytes - 1) / row_bytes - first);
+  }
   // How many ranges prefault has asked the kernel to populate (a test's view).
   std::size_t prefault_calls() const { return prefault_calls_; }
 
@@ -253,7 +274,7 @@ class RowMemory {
     // costs a short run more than it saves.
     if (const std::uintptr_t h0 = (begin + kHugePage - 1) & ~(kHugePage - 1),
         h1 = end & ~(kHugePage - 1);
-        h1 > h0 && h1 - h0 >= 2 * kHugePage)
+        h1 > h0)
       madvise(reinterpret_cast<void*>(h0), h1 - h0, MADV_HUGEPAGE);
     madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);  // only hints
     ++prefault_calls_;
