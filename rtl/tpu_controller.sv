@@ -35,8 +35,10 @@
 // with the geometry): that range is its hazard and bounds range. in_h * in_w
 // is kept in a register set with CMAP, and the window's size, win_h * win_w,
 // in one set with CWIN: a POOL of `rows` output pixels takes rows * win_h *
-// win_w + 1 cycles (model::duration), and the activation unit accepts its
-// next instruction from the POOL's completion cycle on (model::occupancy).
+// win_w + A + 1 cycles (model::duration, A = ActLatency), and the activation
+// unit accepts its next ACT A cycles before the POOL's completion
+// (model::occupancy: every instruction of the unit keeps the unit for its
+// duration - A, so the next ACT's first write follows its last).
 // A POOL issues only when no instruction of the activation unit is in flight
 // (model::Controller::stall_cause): it reads UB rows an earlier ACT may still
 // be writing, which the hazard check between units does not see.
@@ -44,8 +46,9 @@
 // VSRC and VSCL set the vector registers (isa::VecRegs), sent with every
 // command like the others. A VEC has three ranges, A's rows, B's rows (the
 // one row b_row with broadcast) and its output, so an entry holds three; it
-// runs as an ACT (duration rows + A, occupancy rows) and issues, like a
-// POOL, only when no instruction of the activation unit is in flight.
+// runs as an ACT with two more front-end stages and operand B read a cycle
+// ahead (duration rows + A + 3, occupancy rows + 3) and issues, like a POOL,
+// only when no instruction of the activation unit is in flight.
 module tpu_controller
   import tpu_isa_pkg::*;
   import tpu_config_pkg::*;
@@ -240,26 +243,29 @@ module tpu_controller
         // A POOL reads from anywhere in its map.
         acc0 = {1'b1, SpaceUb, 34'(op0), 34'(conv_map_rows_q), 1'b0};
         acc1 = {1'b1, SpaceUb, 34'(op1), 34'(op2), 1'b1};
-        // One window position read per cycle; each output pixel written the
-        // cycle after its last read. rows < 2^24 and the window < 2^16.
-        duration = CycleW'(40'(op2[23:0]) * 40'(conv_window_q)) + CycleW'(1);
+        // One window position read per cycle; each output pixel written
+        // A + 1 cycles after its last read. rows < 2^24 and the window < 2^16.
+        duration = CycleW'(40'(op2[23:0]) * 40'(conv_window_q)) + CycleW'(ActLatency) + CycleW'(1);
       end
       OpVec: begin
         unit = UnitActivation;
         acc0 = {1'b1, SpaceUb, 34'(op0), 34'(op2), 1'b0};
         acc1 = {1'b1, SpaceUb, 34'(op1), 34'(op2), 1'b1};
         acc2 = {1'b1, SpaceUb, 34'(vec_b_row_q), vec_broadcast_q ? 34'd1 : 34'(op2), 1'b0};
-        duration = CycleW'(op2) + CycleW'(ActLatency);
+        duration = CycleW'(op2) + CycleW'(ActLatency) + CycleW'(3);
       end
       default: ;
     endcase
-    // A POOL's occupancy is its duration: the unit's next instruction follows
-    // its completion. The weight memory takes a request every cycle (the
+    // The activation unit writes in order: its next instruction (an ACT; the
+    // others wait for every earlier one to complete) may issue when its first
+    // write, A cycles after its start, follows this one's last: duration - A.
+    // The weight memory takes a request every cycle (the
     // FIFO's room limits how many are outstanding). The host DMA's busy rule
     // comes from the unit (host_dma_busy_i) instead.
     // An RWU's rows are read one a cycle through the weight DMA's one UB
     // port.
-    occupancy = (opcode == OpMmc || opcode == OpAct || opcode == OpVec) ? CycleW'(op2)
+    occupancy = opcode == OpMmc ? CycleW'(op2)
+                : unit == UnitActivation ? duration - CycleW'(ActLatency)
                 : is_rw ? CycleW'(1) : is_rwu ? CycleW'(op1) : duration;
   end
 

@@ -13,6 +13,7 @@
 #include <cctype>
 #include <initializer_list>
 #include <iostream>
+#include <stdexcept>
 
 #include "cli_common.h"
 #include "common/exit_codes.h"
@@ -193,6 +194,13 @@ std::string codes_package() {
 // is made for, as UpperCamelCase parameters, and its ports' widths. The
 // memory channels' timing is an input of the core at run time.
 std::string config_package(const tpu::ArchConfig& cfg) {
+  // The RTL's ACT pipeline is RD, MUL, ADD, SAT, then WR (docs/microarchitecture.md,
+  // "Activation unit"): a larger A adds registers before WR, a smaller one has no stages.
+  if (cfg.act_latency < 4)
+    throw std::invalid_argument(fmt::format(
+        "act_latency {} is below the RTL activation pipeline's 4 stages (read, multiply, add, "
+        "saturate, then write): the RTL takes act_latency >= 4",
+        cfg.act_latency));
   std::string s;
   const bool own_n = cfg.array_n == tpu::preset_config(cfg.preset).array_n;
   s += package_opening(fmt::format("`tpu-gen config-pkg` for preset {}{}", cfg.preset,

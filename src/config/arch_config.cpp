@@ -56,7 +56,7 @@ ArchConfig with_energy(ArchConfig c) {
 }
 
 ArchConfig small_preset(std::string_view name, std::uint64_t n) {
-  return with_energy({std::string(name), n, 1u << 20, 1u << 16, 1u << 14, 4096, 4, 4, 4, 4, 16, 2, 0, 0, 700});
+  return with_energy({std::string(name), n, 1u << 20, 1u << 16, 1u << 14, 4096, 4, 4, 4, 4, 16, 4, 0, 0, 700});
 }
 
 // TPUv1 (Jouppi et al., ISCA 2017): 256x256 array, 24 MiB unified buffer
@@ -71,7 +71,7 @@ ArchConfig small_preset(std::string_view name, std::uint64_t n) {
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> kPresets = {
       {"tpuv1", "TPUv1: N=256, 24 MiB UB, 4096 ACC rows, 8 GiB weight memory",
-       with_energy({"tpuv1", 256, 1u << 18, 1u << 17, 96u * 1024, 4096, 4, 100, 20, 100, 49, 2, 0, 0, 700})},
+       with_energy({"tpuv1", 256, 1u << 18, 1u << 17, 96u * 1024, 4096, 4, 100, 20, 100, 49, 4, 0, 0, 700})},
       {"small4", "N=4 array for tests", small_preset("small4", 4)},
       {"small8", "N=8 array for tests", small_preset("small8", 8)},
       {"small16", "N=16 array for tests", small_preset("small16", 16)},
@@ -121,7 +121,7 @@ const std::vector<ArchParam>& arch_params() {
        &ArchConfig::weight_latency, 0, 1u << 20, false},
       {"weight_bytes_per_cycle", "weight DMA bandwidth in bytes per cycle",
        &ArchConfig::weight_bytes_per_cycle, 1, 1u << 20, false},
-      {"act_latency", "activation unit pipeline depth in cycles", &ArchConfig::act_latency, 1,
+      {"act_latency", "ACT pipeline depth from read to write in cycles (the RTL takes 4 or more)", &ArchConfig::act_latency, 1,
        64},
       // Neither changes the RTL build: both are inputs of tpu_core, held for
       // the run like the channels' timing (HWT's layout time; whether RWU

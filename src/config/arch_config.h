@@ -34,7 +34,7 @@ struct ArchConfig {
   std::uint64_t host_bytes_per_cycle = 0;  // host DMA bandwidth
   std::uint64_t weight_latency = 0;        // cycles before a weight DMA moves its first byte
   std::uint64_t weight_bytes_per_cycle = 0;
-  std::uint64_t act_latency = 0;           // activation unit pipeline depth
+  std::uint64_t act_latency = 0;           // ACT pipeline depth, read to write (4; the RTL takes >= 4)
   // Attention's second operand (docs/microarchitecture.md, "Attention's
   // second operand"): the host's software time to lay out an HWT's tile, and
   // whether the weight DMA may take a tile from the unified buffer (RWU),

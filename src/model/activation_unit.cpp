@@ -25,7 +25,7 @@ ActFunction function_of(const isa::Instruction& in) {
 ActivationUnit::ActivationUnit(sc_module_name name, const ArchConfig& cfg, Memories& mem,
                                RunLog& log)
     : sc_module(name), cfg_(cfg), mem_(mem), log_(log), stats_(log.stats.units[std::string(isa::unit_name(isa::Unit::ActivationUnit))]),
-      vec_values_(cfg.array_n) {
+      vec_values_(cfg.array_n), vec_b_held_(cfg.array_n) {
   SC_METHOD(tick);
   sensitive << clk.pos();
   dont_initialize();
@@ -96,28 +96,40 @@ void ActivationUnit::read_act(Cycle now) {
   if (i + 1 == rows) jobs_.pop_front();
 }
 
-// Row i reads A's row and B's (or B's one row, broadcast) at start + i and
-// writes like an ACT: v, exact in int32, is ACT's accumulator value.
+// Row i reads B's row (or B's one row, broadcast) at start + i and holds it,
+// and A's row at start + i + 1; it is written A + 3 cycles after B's read,
+// A + 2 after A's (V1, V2, then ACT's stages): v, exact in int32, is ACT's
+// accumulator value. In cycle start + k the unit reads A's row k - 1 (k >= 1)
+// and B's row k (k < rows).
 void ActivationUnit::read_vec(Cycle now) {
   const Job& job = jobs_.front();
   const isa::Instruction& in = job.cmd.instr;
   const isa::VecRegs& r = job.cmd.conv.vec;
-  const Cycle i = now - job.start;
+  const Cycle k = now - job.start;
   const auto rows = static_cast<Cycle>(in.operands[2]);
-  const std::int8_t* a = mem_.ub.row(static_cast<std::uint64_t>(in.operands[0]) + i);
-  const std::int8_t* b = mem_.ub.row(std::uint64_t{r.b_row} + (r.broadcast ? 0 : i));
-  PendingWrite w{now + cfg_.act_latency, static_cast<std::uint64_t>(in.operands[1]) + i,
-                 std::vector<std::int8_t>(cfg_.array_n),
-                 i + 1 == rows ? static_cast<std::int64_t>(job.cmd.seq) : -1};
-  std::int32_t* v = vec_values_.data();
-  for (std::size_t j = 0; j < cfg_.array_n; ++j) v[j] = vec_combine(a[j], b[j], r);
-  activate_row(v, cfg_.array_n, job.cmd.requant, function_of(in), w.data.data());
-  pipeline_.push_back(std::move(w));
-  if (i + 1 == rows) jobs_.pop_front();
+  if (k >= 1) {
+    const Cycle i = k - 1;
+    const std::int8_t* a = mem_.ub.row(static_cast<std::uint64_t>(in.operands[0]) + i);
+    PendingWrite w{now + act_write_latency(cfg_, isa::Opcode::VEC) - 1,
+                   static_cast<std::uint64_t>(in.operands[1]) + i, std::vector<std::int8_t>(cfg_.array_n),
+                   i + 1 == rows ? static_cast<std::int64_t>(job.cmd.seq) : -1};
+    std::int32_t* v = vec_values_.data();
+    const std::int8_t* b = vec_b_held_.data();
+    for (std::size_t j = 0; j < cfg_.array_n; ++j) v[j] = vec_combine(a[j], b[j], r);
+    activate_row(v, cfg_.array_n, job.cmd.requant, function_of(in), w.data.data());
+    pipeline_.push_back(std::move(w));
+  }
+  if (k < rows) {
+    const std::int8_t* b = mem_.ub.row(std::uint64_t{r.b_row} + (r.broadcast ? 0 : k));
+    std::copy(b, b + cfg_.array_n, vec_b_held_.begin());
+  } else {
+    jobs_.pop_front();
+  }
 }
 
 // Window position p of output pixel i is read at start + i * K + p (K window
-// positions, row-major); the pixel is written one cycle after its last read.
+// positions, row-major); the pixel is written A + 1 cycles after its last
+// read (AC, then ACT's stages).
 void ActivationUnit::read_pool(Cycle now) {
   const Job& job = jobs_.front();
   const isa::Instruction& in = job.cmd.instr;
@@ -165,7 +177,7 @@ void ActivationUnit::read_pool(Cycle now) {
     pool_any_ = true;
   }
   if (p + 1 < k) return;
-  PendingWrite w{now + 1, static_cast<std::uint64_t>(in.operands[1]) + i,
+  PendingWrite w{now + act_write_latency(cfg_, isa::Opcode::POOL), static_cast<std::uint64_t>(in.operands[1]) + i,
                  std::vector<std::int8_t>(n),
                  i + 1 == rows ? static_cast<std::int64_t>(job.cmd.seq) : -1};
   if (average)
@@ -179,12 +191,12 @@ void ActivationUnit::read_pool(Cycle now) {
 }
 
 ActivationUnit::PendingWrite ActivationUnit::row_write(Cycle now, std::uint64_t ub_row, bool last) const {
-  return {now + cfg_.act_latency, ub_row, std::vector<std::int8_t>(cfg_.array_n),
+  return {now + act_write_latency(cfg_, jobs_.front().cmd.instr.opcode), ub_row, std::vector<std::int8_t>(cfg_.array_n),
           last ? static_cast<std::int64_t>(jobs_.front().cmd.seq) : -1};
 }
 
 // Token t's row g is read at start + 3Gt + g (pass 1), + G (pass 2) and + 2G
-// (pass 3, which writes it A cycles later); the per-token scalars pass from
+// (pass 3, which writes it A + 8 cycles later); the per-token scalars pass from
 // one pass to the next (docs/quantization.md, "Integer softmax, LayerNorm and
 // GELU"). Only the token's first D values count; the lanes past them are
 // written q(0).
@@ -235,7 +247,7 @@ void ActivationUnit::read_norm(Cycle now) {
   if (last) jobs_.pop_front();
 }
 
-// Row i is read at start + i and written A cycles later, as an ACT's.
+// Row i is read at start + i and written A + 6 cycles later.
 void ActivationUnit::read_gelu(Cycle now) {
   const Job& job = jobs_.front();
   const isa::Instruction& in = job.cmd.instr;

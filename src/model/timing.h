@@ -40,6 +40,28 @@ inline std::uint64_t weight_tile_cycles(const ArchConfig& c) {
   return ceil_div(c.array_n * c.array_n, c.weight_bytes_per_cycle);
 }
 
+// The activation unit's latency from an instruction's first read to its
+// first write (docs/microarchitecture.md, "Activation unit"): A for an ACT
+// (RD, MUL, ADD, SAT, then WR), three more for a VEC (operand B read a cycle
+// before A, then V1 and V2), six more for a GELU and eight more for an
+// SMAX's or LNRM's third pass (the model's budgets); a POOL's pixel is
+// written A + 1 cycles after its last read (AC, then the shared stages).
+inline std::uint64_t act_write_latency(const ArchConfig& c, isa::Opcode op) {
+  switch (op) {
+    case isa::Opcode::VEC: return c.act_latency + 3;
+    case isa::Opcode::GELU: return c.act_latency + 6;
+    case isa::Opcode::SMAX:
+    case isa::Opcode::LNRM: return c.act_latency + 8;
+    case isa::Opcode::POOL: return c.act_latency + 1;
+    default: return c.act_latency;
+  }
+}
+
+inline bool in_activation_unit(isa::Opcode op) {
+  return op == isa::Opcode::ACT || op == isa::Opcode::VEC || op == isa::Opcode::POOL ||
+         op == isa::Opcode::GELU || op == isa::Opcode::SMAX || op == isa::Opcode::LNRM;
+}
+
 // Cycles from start to completion, inclusive (completion = start + duration - 1).
 // A POOL's depends on the window of the registers at its issue (`geometry`),
 // an SMAX's or LNRM's on the token's rows (NGEO's groups).
@@ -59,33 +81,38 @@ inline std::uint64_t duration(const ArchConfig& c, const isa::Instruction& in,
       return c.host_latency + c.host_layout_cycles + ceil_div(c.array_n * c.array_n, c.host_bytes_per_cycle);
     case isa::Opcode::RWU: return static_cast<std::uint64_t>(in.operands[1]) + 1;  // weight DMA idle
     case isa::Opcode::MMC: return rows + 2 * c.array_n;
+    // A row read a cycle; the last row's write follows its read by the
+    // instruction's latency.
     case isa::Opcode::ACT:
     case isa::Opcode::VEC:
-    case isa::Opcode::GELU: return rows + c.act_latency;
+    case isa::Opcode::GELU: return rows + act_write_latency(c, in.opcode);
     // Three passes over each token's rows, token after token; the last
-    // pass's rows leave the pipeline A cycles after their read.
+    // pass's rows are written A + 8 cycles after their read.
     case isa::Opcode::SMAX:
-    case isa::Opcode::LNRM: return 3 * std::uint64_t{geometry.norm.groups} * rows + c.act_latency;
-    // One window position read per cycle; each output pixel written the
-    // cycle after its last read.
-    case isa::Opcode::POOL: return rows * geometry.window() + 1;
+    case isa::Opcode::LNRM:
+      return 3 * std::uint64_t{geometry.norm.groups} * rows + act_write_latency(c, in.opcode);
+    // One window position read per cycle; each output pixel written A + 1
+    // cycles after its last read.
+    case isa::Opcode::POOL: return rows * geometry.window() + act_write_latency(c, in.opcode);
     default: return 0;
   }
 }
 
 // Cycles the unit's input is occupied: the next instruction of the same unit
 // may issue this many cycles after this one.
-// A POOL reads UB rows that earlier instructions of its own unit may be
-// writing: it issues only once the unit has completed them all (the
-// controller's rule), and the next instruction follows its completion. A VEC
-// waits for them in the same way, then streams a row a cycle as an ACT.
+// The activation unit writes in order through one shared pipeline: an ACT
+// (the only instruction of the unit that does not wait for the earlier ones
+// to complete) issues when its first write, A cycles after its start, comes
+// after this instruction's last (docs/microarchitecture.md, "One pipeline,
+// writes in order"): duration - A cycles after this one's issue (rows after
+// an ACT, the cycle after its last read). A POOL, VEC, GELU, SMAX or LNRM
+// reads UB rows that earlier instructions of its own unit may be writing: it
+// issues only once the unit has completed them all (the controller's rule).
 inline std::uint64_t occupancy(const ArchConfig& c, const isa::Instruction& in,
                                const isa::ConvGeometry& geometry = {}) {
+  if (in_activation_unit(in.opcode)) return duration(c, in, geometry) - c.act_latency;
   switch (in.opcode) {
-    case isa::Opcode::MMC:
-    case isa::Opcode::ACT:
-    case isa::Opcode::VEC:
-    case isa::Opcode::GELU: return static_cast<std::uint64_t>(in.operands[2]);
+    case isa::Opcode::MMC: return static_cast<std::uint64_t>(in.operands[2]);
     // The weight memory takes a request every cycle (the FIFO's room limits
     // how many are outstanding).
     case isa::Opcode::RW: return 1;

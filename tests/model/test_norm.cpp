@@ -51,7 +51,7 @@ std::string op3(const char* mnemonic, std::uint64_t a, std::uint64_t b, std::uin
 
 }  // namespace
 
-TEST_CASE("SMAX and LNRM of T tokens of G rows complete at c + 3GT + A, GELU at c + rows + A",
+TEST_CASE("SMAX and LNRM of T tokens of G rows complete at c + 3GT + A + 8, GELU at c + rows + A + 6",
           "[norm][timing]") {
   for (unsigned n : {4u, 8u, 16u})
     for (Cycle a_lat : {1u, 2u, 5u})
@@ -70,7 +70,7 @@ TEST_CASE("SMAX and LNRM of T tokens of G rows complete at c + 3GT + A, GELU at 
                                         mem);
             check_controller(log, 0, 0);
             check_controller(log, 1, 1);
-            const Cycle d = 2 + 3 * groups * tokens + a_lat;
+            const Cycle d = 2 + 3 * groups * tokens + a_lat + 8;
             check_unit(log, 2, 2, d);
             check_halt(log, 3, d + 1);
             check_stalls(log, {{StallCause::Drain, d - 2}});
@@ -78,30 +78,31 @@ TEST_CASE("SMAX and LNRM of T tokens of G rows complete at c + 3GT + A, GELU at 
           }
           model::Memories mem(cfg);
           const RunLog log = run_both(cfg, op3("GELU", 0, 100, tokens) + "HLT\n", mem);
-          check_unit(log, 0, 0, tokens + a_lat);
-          check_halt(log, 1, tokens + a_lat + 1);
+          check_unit(log, 0, 0, tokens + a_lat + 6);
+          check_halt(log, 1, tokens + a_lat + 6 + 1);
         }
 }
 
-TEST_CASE("SMAX, LNRM and GELU wait for the unit's earlier instructions, and an ACT follows SMAX at d",
+TEST_CASE("SMAX, LNRM and GELU wait for the unit's earlier instructions, and an ACT follows SMAX at d - A",
           "[norm][timing]") {
   const Cycle a_lat = 3;
   const ArchConfig cfg = make_config(8, a_lat);
   model::Memories mem(cfg);
   // ACT (4 rows) at 1: d0 = 1 + 4 + A. SMAX (G = 2, 3 tokens) at d0 + 1:
-  // d1 = c1 + 18 + A. The ACT after it issues at d1 (occupancy = duration);
-  // the GELU after that ACT at its completion + 1.
+  // d1 = c1 + 18 + A + 8. The ACT after it issues at c1 + 18 + 8 = d1 - A
+  // (its first write the cycle after the SMAX's last); the GELU after that
+  // ACT at its completion + 1 (d3 = c3 + rows + A + 6).
   const RunLog log = run_both(cfg,
                               "NGEO 2, 16, 0\nACT 0, 0, 4\nSMAX 100, 200, 3\nACT 8, 300, 2\n"
                               "GELU 400, 500, 6\nHLT\n",
                               mem);
   const Cycle d0 = 1 + 4 + a_lat;
   check_unit(log, 1, 1, d0);
-  const Cycle c1 = d0 + 1, d1 = c1 + 18 + a_lat;
+  const Cycle c1 = d0 + 1, d1 = c1 + 18 + a_lat + 8;
   check_unit(log, 2, c1, d1);
-  const Cycle c2 = d1, d2 = c2 + 2 + a_lat;
+  const Cycle c2 = c1 + 18 + 8, d2 = c2 + 2 + a_lat;
   check_unit(log, 3, c2, d2);
-  const Cycle c3 = d2 + 1, d3 = c3 + 6 + a_lat;
+  const Cycle c3 = d2 + 1, d3 = c3 + 6 + a_lat + 6;
   check_unit(log, 4, c3, d3);
   check_halt(log, 5, d3 + 1);
 }
@@ -131,7 +132,7 @@ TEST_CASE("An SMAX waits for an RHM writing any row of its tokens' hull, and onl
         cfg, "NGEO 3, 10, 0\n" + op3("RHM", 0, k.rhm_row, 2) + "SMAX 0, 100, 4\nHLT\n", mem);
     check_unit(log, 1, 1, 1 + dma);
     const Cycle c = k.waits ? 1 + dma + 1 : 2;
-    check_unit(log, 2, c, c + 36 + 2);
+    check_unit(log, 2, c, c + 36 + 2 + 8);  // d = c + 3GT + A + 8
     CHECK(log.stats.stall_cycles[static_cast<unsigned>(k.cause)] == (k.waits ? c - 2 : 0));
   }
 }
@@ -212,7 +213,7 @@ TEST_CASE("SMAX and LNRM take a token's first D values (NGEO's width) and write 
                                 "NGEO 2, 1, 0, " + std::to_string(d) +
                                     "\nNCON 100, 1024, 0\nSETQ 1, 24, 5\nSMAX 0, 100, 1\nHLT\n",
                                 mem);
-    check_unit(log, 3, 3, 3 + 6 + 2);  // c + 3GT + A, whatever D
+    check_unit(log, 3, 3, 3 + 6 + 2 + 8);  // c + 3GT + A + 8, whatever D
     const std::int64_t e = std::int64_t{1} << 20;
     const std::int64_t v = (e * ((std::int64_t{1} << 62) / (static_cast<std::int64_t>(d) * e))) >> 32;
     const int want = static_cast<int>(std::min<std::int64_t>(((v + (1 << 23)) >> 24) + 5, 127));

@@ -10,8 +10,9 @@
 //   SETQ's M, S, Z and the activation (none, ReLU at Z, the sigmoid and tanh
 //   tables recomputed here), for random operands, registers at their
 //   extremes, with and without broadcast;
-// - the timing contract: row i read at s + i, written at s + i + A,
-//   d = c + rows + A; the next ACT at c + rows; a VEC issues only once every
+// - the timing contract: row i of B read at s + i, of A at s + i + 1,
+//   written at s + i + A + 3, d = c + rows + A + 3; the next ACT at
+//   c + rows + 3 (its first write after the VEC's last); a VEC issues only once every
 //   earlier instruction of the activation unit has completed (unit busy);
 //   VSRC and VSCL are controller-only (issue = start = completion);
 // - hazards over A's rows, B's rows (one row with broadcast) and the output,
@@ -144,23 +145,28 @@ int lane(const Regs& r, Fn f, int a, int b) {
 }
 
 // The VEC simulated cycle by cycle, in the documented order: in cycle s + k
-// the unit reads row k of A and of B (k < rows), then the write of row
-// k - A lands (k >= A): a read sees only earlier cycles' writes. Valid for
+// the unit reads row k of B (k < rows) and row k - 1 of A (1 <= k <= rows),
+// then the write of row k - A - 3 lands (k >= A + 3; row i is written A + 3
+// cycles after B's read): a read sees only earlier cycles' writes. Valid for
 // any overlap of operands and output.
 void ref_vec(model::Memories& mem, const Regs& r, Fn f, std::uint64_t a, std::uint64_t out,
              std::uint64_t rows, Cycle act_latency) {
-  const std::uint64_t n = mem.ub.width();
-  std::vector<Row> pending(rows);
-  for (std::uint64_t k = 0; k < rows + act_latency; ++k) {
-    if (k < rows) {
-      const std::int8_t* ra = mem.ub.row(a + k);
-      const std::int8_t* rb = mem.ub.row(r.b_row + (r.broadcast ? 0 : k));
-      pending[k].resize(n);
+  const std::uint64_t n = mem.ub.width(), latency = act_latency + 3;
+  std::vector<Row> b_rows(rows), pending(rows);
+  for (std::uint64_t k = 0; k < rows + latency; ++k) {
+    if (k >= 1 && k <= rows) {
+      const std::uint64_t i = k - 1;
+      const std::int8_t* ra = mem.ub.row(a + i);
+      pending[i].resize(n);
       for (std::uint64_t j = 0; j < n; ++j)
-        pending[k][j] = static_cast<std::int8_t>(lane(r, f, ra[j], rb[j]));
+        pending[i][j] = static_cast<std::int8_t>(lane(r, f, ra[j], b_rows[i][j]));
     }
-    if (k >= act_latency) {
-      const std::uint64_t w = k - act_latency;
+    if (k < rows) {
+      const std::int8_t* rb = mem.ub.row(r.b_row + (r.broadcast ? 0 : k));
+      b_rows[k].assign(rb, rb + n);
+    }
+    if (k >= latency) {
+      const std::uint64_t w = k - latency;
       std::copy(pending[w].begin(), pending[w].end(), mem.ub.row(out + w));
     }
   }
@@ -335,8 +341,9 @@ TEST_CASE("VEC's worked examples: a residual add, a per-channel multiply, max an
 
 TEST_CASE("A VEC whose output overlaps its operands reads before its writes land", "[vec]") {
   // In place (output = A or = B), and shifted by a few rows either way, for
-  // pipeline depths around the shift: a read at s + k sees a write of row
-  // k' only if s + k' + A < s + k.
+  // pipeline depths around the shift: B's row k, read at s + k, or A's row
+  // k, read at s + k + 1, sees the write of output row k' only if
+  // s + k' + A + 3 is an earlier cycle.
   std::mt19937 rng(20261206);
   for (unsigned round = 0; round < 300; ++round) {
     const unsigned n = round % 2 ? 8 : 4;
@@ -378,12 +385,13 @@ TEST_CASE("VSRC, VSCL and SETQ after a VEC change neither its values nor its tim
     const std::string src = r.text() + vec_text(kNone, 0, 600, 20) + other.text() + "HLT\n";
     const RunLog log = run_both(cfg, src, mem);
     CHECK(same_ub(mem, expect));
-    // SETQ, VSRC, VSCL issue at 0, 1, 2; the VEC at 3 completes at 3 + 20 + 3;
-    // the three after it at 4, 5, 6; HLT when the VEC has completed.
+    // SETQ, VSRC, VSCL issue at 0, 1, 2; the VEC at 3 completes at
+    // 3 + 20 + A + 3 = 29 (A = 3); the three after it at 4, 5, 6; HLT when
+    // the VEC has completed.
     for (std::size_t pc = 0; pc < 3; ++pc) check_controller(log, pc, pc);
-    check_unit(log, 3, 3, 26);
+    check_unit(log, 3, 3, 29);
     for (std::size_t pc = 4; pc < 7; ++pc) check_controller(log, pc, pc);
-    check_halt(log, 7, 27);
+    check_halt(log, 7, 30);
   }
 }
 
@@ -391,7 +399,7 @@ TEST_CASE("VSRC, VSCL and SETQ after a VEC change neither its values nor its tim
 // Timing
 // ============================================================================
 
-TEST_CASE("A VEC on an idle machine completes at c + rows + A", "[vec][timing]") {
+TEST_CASE("A VEC on an idle machine completes at c + rows + A + 3", "[vec][timing]") {
   for (unsigned n : {4u, 8u, 16u})
     for (Cycle a_lat : {1u, 2u, 5u})
       for (std::uint64_t rows : {1u, 2u, 17u}) {
@@ -403,19 +411,20 @@ TEST_CASE("A VEC on an idle machine completes at c + rows + A", "[vec][timing]")
             mem);
         check_controller(log, 0, 0);
         check_controller(log, 1, 1);
-        check_unit(log, 2, 2, 2 + rows + a_lat);
-        check_halt(log, 3, 2 + rows + a_lat + 1);
-        check_stalls(log, {{StallCause::Drain, rows + a_lat}});
-        // Busy from s = 3 to d = 2 + rows + A.
-        check_act_unit(log, 1, rows + a_lat);
+        check_unit(log, 2, 2, 2 + rows + a_lat + 3);
+        check_halt(log, 3, 2 + rows + a_lat + 3 + 1);
+        check_stalls(log, {{StallCause::Drain, rows + a_lat + 3}});
+        // Busy from s = 3 to d = 2 + rows + A + 3.
+        check_act_unit(log, 1, rows + a_lat + 3);
       }
 }
 
-TEST_CASE("A VEC waits until every earlier ACT or VEC has completed, and an ACT follows at c + rows",
+TEST_CASE("A VEC waits until every earlier ACT or VEC has completed, and an ACT follows at c + rows + 3",
           "[vec][timing]") {
   // ACT (R1 rows) at 0: d = R1 + A; the VEC issues at d + 1 (unit busy from
-  // 1 to R1 + A); an ACT after the VEC (R2 rows, issued at c) at c + R2; a
-  // second VEC after that ACT at its completion + 1.
+  // 1 to R1 + A); an ACT after the VEC (R2 rows, issued at c, d = c + R2 +
+  // A + 3) at c + R2 + 3, its first write (A after its start) the cycle after
+  // the VEC's last; a second VEC after that ACT at its completion + 1.
   for (Cycle a_lat : {1u, 3u}) {
     for (std::uint64_t r1 : {1u, 6u}) {
       const std::uint64_t r2 = 5, r3 = 4;
@@ -429,11 +438,11 @@ TEST_CASE("A VEC waits until every earlier ACT or VEC has completed, and an ACT 
       const RunLog log = run_both(cfg, src, mem);
       const Cycle d0 = r1 + a_lat;
       check_unit(log, 0, 0, d0);
-      const Cycle c1 = d0 + 1, d1 = c1 + r2 + a_lat;
+      const Cycle c1 = d0 + 1, d1 = c1 + r2 + a_lat + 3;
       check_unit(log, 1, c1, d1);
-      const Cycle c2 = c1 + r2, d2 = c2 + r3 + a_lat;
+      const Cycle c2 = c1 + r2 + 3, d2 = c2 + r3 + a_lat;
       check_unit(log, 2, c2, d2);
-      const Cycle c3 = d2 + 1, d3 = c3 + 2 + a_lat;
+      const Cycle c3 = d2 + 1, d3 = c3 + 2 + a_lat + 3;
       check_unit(log, 3, c3, d3);
       check_halt(log, 4, d3 + 1);
       check_stalls(log, {{StallCause::UnitBusy, (c1 - 1) + (c2 - c1 - 1) + (c3 - c2 - 1)},
@@ -475,7 +484,7 @@ TEST_CASE("A VEC waits for an RHM writing A's rows, B's rows or its output rows"
     const RunLog log = run_both(cfg, src, mem);
     check_unit(log, 1, 1, 1 + dma);
     const Cycle c = k.waits ? 1 + dma + 1 : 2;
-    check_unit(log, 2, c, c + 6 + 2);
+    check_unit(log, 2, c, c + 6 + 2 + 3);  // d = c + rows + A + 3
     if (k.waits)
       CHECK(log.stats.stall_cycles[static_cast<unsigned>(k.cause)] == c - 2);
     else
@@ -501,8 +510,8 @@ TEST_CASE("Instructions of other units wait for a VEC's output rows, and WHM rea
                               "VSRC 100, 0, 0\nVEC 0, 200, 3\nWHM 200, 40, 3\nRHM 0, 101, 1\n"
                               "MMC 300, 0, 2\nHLT\n",
                               mem);
-  check_unit(log, 1, 1, 1 + 3 + 2);
-  const Cycle d = 6;
+  check_unit(log, 1, 1, 1 + 3 + 2 + 3);  // d = c + rows + A + 3
+  const Cycle d = 9;
   CHECK(log.retired[2].issue == d + 1);
   // The RHM waits behind the WHM (host DMA busy) in any case; its WAR with
   // the VEC is over by then. The MMC issues in the cycle after the RHM.

@@ -429,6 +429,68 @@ TEST_CASE("the RTL weight FIFO takes a tile streaming in while the previous one 
 // row r, with .T lane r of tile row k is lane k of host row r, zeros past the
 // rows; an RW of the tile issues at d + 1 (RAW), an HWT into a tile an RW in
 // flight reads at that RW's completion + 1 (WAR).
+TEST_CASE("the activation unit's pipeline runs identically on the RTL, at the closed forms",
+          "[rtl][vec]") {
+  // Each ACT as soon as the write order allows it (docs/microarchitecture.md,
+  // "Activation unit", "Closed forms", A = act_latency = 4 at small4): after
+  // an ACT of R rows at c at c + R, with another SETQ (the registers travel
+  // with the rows); after a POOL of B pixels of K positions at c + B*K + 1,
+  // A cycles before its completion c + B*K + A + 1; after a VEC of R rows at
+  // c + R + 3, its completion c + R + A + 3. A POOL or VEC after every
+  // earlier instruction of the unit has completed (d + 1).
+  using isa::Opcode;
+  using model::Cycle;
+  const ArchConfig cfg = preset_config("small4");
+  REQUIRE(rtl::available(cfg));
+  const Cycle a = cfg.act_latency;
+  REQUIRE(a == 4);
+  isa::Program prog;
+  prog.array_n = 4;
+  prog.code = {make(Opcode::SETQ, 0, 3, 1, 2),                      // 0
+               make(Opcode::ACT, isa::kFlagActRelu, 0, 10, 3),      // 1
+               make(Opcode::SETQ, 0, -5, 2, -3),                    // 2
+               make(Opcode::ACT, 0, 4, 20, 2),                      // 3
+               make(Opcode::CMAP, 0, 3, 3, 2),                      // 4
+               make(Opcode::CWIN, 0, 2, 2),                         // 5
+               make(Opcode::POOL, isa::kFlagPoolAverage, 10, 40, 2),  // 6: K = 4
+               make(Opcode::ACT, 0, 8, 50, 1),                      // 7
+               make(Opcode::VSRC, 0, 20, 1, 2),                     // 8
+               make(Opcode::VSCL, 0, 3, 4, 1),                      // 9
+               make(Opcode::VEC, 0, 10, 60, 3),                     // 10
+               make(Opcode::ACT, isa::kFlagActRelu, 9, 70, 2),      // 11
+               make(Opcode::POOL, 0, 60, 80, 1),                    // 12
+               make(Opcode::ACT, 0, 1, 90, 1),                      // 13
+               make(Opcode::HLT)};                                  // 14
+  model::Memories init(cfg);
+  std::mt19937 rng(32);
+  for (std::size_t i = 0; i < 128 * init.ub.width(); ++i) init.ub.data()[i] = static_cast<std::int8_t>(rng());
+  for (std::size_t i = 0; i < 16 * init.acc.width(); ++i)
+    init.acc.data()[i] = static_cast<std::int32_t>(rng() % 20001) - 10000;
+  check_both(cfg, prog, init);
+  model::Memories mem = init;
+  const model::RunLog log = rtl::run_program(cfg, prog, mem);
+  struct Expect {
+    std::size_t pc;
+    Cycle c, d;
+  };
+  const Cycle c1 = 1, d1 = c1 + 3 + a;            // ACT, 3 rows
+  const Cycle c3 = c1 + 3, d3 = c3 + 2 + a;       // ACT at c + R
+  const Cycle c6 = d3 + 1, d6 = c6 + 2 * 4 + a + 1;  // POOL.A after completion
+  const Cycle c7 = c6 + 2 * 4 + 1, d7 = c7 + 1 + a;  // ACT at c + B*K + 1
+  const Cycle c10 = d7 + 1, d10 = c10 + 3 + a + 3;   // VEC after completion
+  const Cycle c11 = c10 + 3 + 3, d11 = c11 + 2 + a;  // ACT at c + R + 3
+  const Cycle c12 = d11 + 1, d12 = c12 + 4 + a + 1;  // POOL, one pixel
+  const Cycle c13 = c12 + 4 + 1, d13 = c13 + 1 + a;  // ACT at c + K + 1
+  for (const Expect& e : {Expect{1, c1, d1}, Expect{3, c3, d3}, Expect{6, c6, d6}, Expect{7, c7, d7},
+                          Expect{10, c10, d10}, Expect{11, c11, d11}, Expect{12, c12, d12},
+                          Expect{13, c13, d13}}) {
+    CAPTURE(e.pc);
+    CHECK(log.retired.at(e.pc).issue == e.c);
+    CHECK(log.retired.at(e.pc).completion == e.d);
+  }
+  CHECK(log.stats.cycles == d13 + 2);
+}
+
 TEST_CASE("HWT runs identically on the RTL, at the closed forms", "[rtl][attention]") {
   using isa::Opcode;
   using model::Cycle;

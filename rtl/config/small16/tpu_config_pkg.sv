@@ -9,7 +9,7 @@ package tpu_config_pkg;
   localparam int unsigned UbRows = 16384;  // unified buffer size in rows of N int8
   localparam int unsigned AccRows = 4096;  // accumulator size in rows of N int32
   localparam int unsigned FifoDepth = 4;  // weight FIFO depth in tiles
-  localparam int unsigned ActLatency = 2;  // activation unit pipeline depth in cycles
+  localparam int unsigned ActLatency = 4;  // ACT pipeline depth from read to write in cycles (the RTL takes 4 or more)
 
   // The memory ports' widths (src/rtl_engine/port_widths.h): the latencies and bandwidths
   // are tpu_core's inputs, bandwidths up to these many rows' bytes a cycle.
