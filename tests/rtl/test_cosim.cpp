@@ -423,12 +423,6 @@ TEST_CASE("the RTL weight FIFO takes a tile streaming in while the previous one 
   CHECK(first_row + 9 == mmc2.start - 2);
 }
 
-// HWT (docs/isa.md; docs/microarchitecture.md, "Attention's second operand")
-// on the RTL against the model, and against the documents' closed forms and
-// layout worked out here: d = c + Lh + Hw + ceil(N*N/Bh); tile row r is host
-// row r, with .T lane r of tile row k is lane k of host row r, zeros past the
-// rows; an RW of the tile issues at d + 1 (RAW), an HWT into a tile an RW in
-// flight reads at that RW's completion + 1 (WAR).
 TEST_CASE("the activation unit's pipeline runs identically on the RTL, at the closed forms",
           "[rtl][vec]") {
   // Each ACT as soon as the write order allows it (docs/microarchitecture.md,
@@ -491,6 +485,12 @@ TEST_CASE("the activation unit's pipeline runs identically on the RTL, at the cl
   CHECK(log.stats.cycles == d13 + 2);
 }
 
+// HWT (docs/isa.md; docs/microarchitecture.md, "Attention's second operand")
+// on the RTL against the model, and against the documents' closed forms and
+// layout worked out here: d = c + Lh + Hw + ceil(N*N/Bh); tile row r is host
+// row r, with .T lane r of tile row k is lane k of host row r, zeros past the
+// rows; an RW of the tile issues at d + 1 (RAW), an HWT into a tile an RW in
+// flight reads at that RW's completion + 1 (WAR).
 TEST_CASE("HWT runs identically on the RTL, at the closed forms", "[rtl][attention]") {
   using isa::Opcode;
   using model::Cycle;
