@@ -1,6 +1,7 @@
 #include "model/perf_counters.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <unordered_map>
 
@@ -53,23 +54,37 @@ class Spans {
   Cycle total_ = 0;
 };
 
-// Rows and columns of a weight tile that hold a nonzero weight. Branch-free
-// byte masks, so that the compiler vectorizes the scan: a tile is 64 KiB at
-// N = 256, and a short GEMM's run scans one or two.
+// Rows and columns of a weight tile that hold a nonzero weight. A byte of
+// the columns' OR is nonzero when its column holds a nonzero weight, so the
+// rows are ORed eight bytes at a time (GCC 12 at -O2 does not vectorize the
+// byte loop, and a tile is 64 KiB at N = 256: ResNet-18's counters scanned
+// its tiles a byte a cycle, 6% of its run).
 std::uint64_t useful_lanes(const std::int8_t* tile, std::size_t n) {
-  std::vector<std::uint8_t> col(n, 0);
+  const std::size_t words = n / 8, tail = n % 8;
+  std::vector<std::uint64_t> col(words, 0);
+  std::uint8_t col_tail[8] = {};
   std::uint64_t rows = 0;
   for (std::size_t k = 0; k < n; ++k) {
     const std::int8_t* row = tile + k * n;
-    std::uint8_t any = 0;
-    for (std::size_t j = 0; j < n; ++j) {
-      const std::uint8_t nonzero = row[j] != 0;
-      col[j] |= nonzero;
-      any |= nonzero;
+    std::uint64_t any = 0;
+    for (std::size_t w = 0; w < words; ++w) {
+      std::uint64_t v;
+      std::memcpy(&v, row + 8 * w, 8);
+      col[w] |= v;
+      any |= v;
     }
-    rows += any;
+    for (std::size_t j = 0; j < tail; ++j) {
+      const auto b = static_cast<std::uint8_t>(row[8 * words + j]);
+      col_tail[j] |= b;
+      any |= b;
+    }
+    rows += any != 0;
   }
-  return rows * static_cast<std::uint64_t>(std::count(col.begin(), col.end(), std::uint8_t{1}));
+  std::uint64_t cols = 0;
+  for (const std::uint64_t v : col)
+    for (unsigned b = 0; b < 8; ++b) cols += ((v >> (8 * b)) & 0xffu) != 0;
+  for (std::size_t j = 0; j < tail; ++j) cols += col_tail[j] != 0;
+  return rows * cols;
 }
 
 }  // namespace

@@ -37,18 +37,21 @@ void on_chip_host_image(const NetworkPlan& plan, const OnChipPlan& seg, const Te
     }
     const std::int64_t y0 = static_cast<std::int64_t>((p / ow) * conv->stride_h) - conv->pad_top;
     const std::int64_t x0 = static_cast<std::int64_t>((p % ow) * conv->stride_w) - conv->pad_left;
+    // Tap by tap: the tap's pixel is tested once and its channels copied
+    // (the lanes of one tap are consecutive channels).
     std::uint64_t tap = f0 / c, ci = f0 % c;
-    for (std::uint64_t j = 0; j < count; ++j) {
+    for (std::uint64_t j = 0; j < count; ci = 0, ++tap) {
+      const std::uint64_t take = std::min(c - ci, count - j);
       const std::int64_t y = y0 + static_cast<std::int64_t>(tap / conv->kernel_w);
       const std::int64_t x = x0 + static_cast<std::int64_t>(tap % conv->kernel_w);
-      row[j] = y < 0 || x < 0 || y >= static_cast<std::int64_t>(h) || x >= static_cast<std::int64_t>(w)
-                   ? static_cast<std::int8_t>(zin)
-                   : static_cast<std::int8_t>(input.data[((s * h + static_cast<std::uint64_t>(y)) * w +
-                                                          static_cast<std::uint64_t>(x)) * c + ci]);
-      if (++ci == c) {
-        ci = 0;
-        ++tap;
+      if (y < 0 || x < 0 || y >= static_cast<std::int64_t>(h) || x >= static_cast<std::int64_t>(w)) {
+        std::fill_n(row + j, take, static_cast<std::int8_t>(zin));
+      } else {
+        const std::int32_t* src =
+            &input.data[((s * h + static_cast<std::uint64_t>(y)) * w + static_cast<std::uint64_t>(x)) * c + ci];
+        for (std::uint64_t t = 0; t < take; ++t) row[j + t] = static_cast<std::int8_t>(src[t]);
       }
+      j += take;
     }
   };
   const std::uint64_t b = seg.chunk_units;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "model/tpu.h"
 #include "model_test_support.h"
@@ -97,6 +98,35 @@ TEST_CASE("TPUv1 counters: useful MACs count the tile's nonzero rows and columns
       const RunLog log = run(cfg, "MMC 0, 0, 2\nRW 1\nMMC.S 0, 0, 5\nMMC 0, 0, 5\nHLT\n", mem);
       CHECK(log.stats.tpuv1.useful_macs == 2 * b * r * c);
       CHECK(log.stats.tpuv1.unused_macs == (2 + 2 * b) * n * n - 2 * b * r * c);
+    }
+  });
+}
+
+TEST_CASE("TPUv1 counters: useful MACs count scattered nonzero rows and columns, every byte lane", "[perf]") {
+  // The rows and columns used are scattered over the tile (every byte lane
+  // of an 8-byte word, and the lanes past the last whole word when N is not a
+  // multiple of 8), and the weights include -128 (0x80) and 1; each used row
+  // and each used column holds at least one nonzero weight, every other
+  // weight is 0. Expected: |rows| * |columns| per row the MMC reads.
+  for_each_config([](const ArchConfig& cfg) {
+    const std::size_t n = cfg.array_n;
+    for (const std::size_t step : {std::size_t{1}, std::size_t{3}, std::size_t{7}}) {
+      CAPTURE(n, step);
+      std::vector<std::size_t> rows, cols;
+      for (std::size_t k = step % n; k < n; k += step + 1) rows.push_back(k);
+      for (std::size_t j = (step + 1) % n; j < n; j += step) cols.push_back(j);
+      model::Memories mem(cfg);
+      std::int8_t* w = mem.weights.row(1);
+      // Used row i meets used column i (mod |columns|) and, past the
+      // columns, column i mod |columns| again, so each of both is covered.
+      const std::size_t m = std::max(rows.size(), cols.size());
+      for (std::size_t i = 0; i < m; ++i) {
+        const std::size_t k = rows[i % rows.size()], j = cols[i % cols.size()];
+        w[k * n + j] = static_cast<std::int8_t>(i % 2 ? -128 : 1);
+      }
+      const Cycle b = 3;
+      const RunLog log = run(cfg, "RW 1\nMMC.S 0, 0, 3\nHLT\n", mem);
+      CHECK(log.stats.tpuv1.useful_macs == b * rows.size() * cols.size());
     }
   });
 }
