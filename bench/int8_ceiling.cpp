@@ -99,4 +99,16 @@ Int8Ceiling measure_int8_ceiling(unsigned threads, double seconds) {
   return c;
 }
 
+Int8Ceiling best_int8_ceiling(unsigned threads, double seconds, unsigned bursts) {
+  Int8Ceiling best = measure_int8_ceiling(threads, seconds);
+  for (unsigned i = 1; i < bursts; ++i) best = better_ceiling(best, measure_int8_ceiling(threads, seconds));
+  return best;
+}
+
+Int8Ceiling better_ceiling(const Int8Ceiling& a, const Int8Ceiling& b) {
+  Int8Ceiling c = a.macs_per_s >= b.macs_per_s ? a : b;
+  c.bursts = a.bursts + b.bursts;
+  return c;
+}
+
 }  // namespace tpu::bench
