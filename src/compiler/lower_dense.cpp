@@ -59,10 +59,15 @@ void OnChip::lower_dense(std::size_t i, std::uint64_t bc) {
       const Place& xp = places_[base_of(s.tensor)];
       for (std::uint64_t p = 0; p < s.pixels; ++p)
         for (std::uint64_t gi = 0; gi < xp.groups; ++gi) {
+          // Rows k of the tile: a run of W's row s.row + p*C + gi*N + k,
+          // columns go*N .. go*N + N - 1 (those that exist), copied whole.
           std::vector<std::int8_t> t(n_ * n_, 0);
-          for (std::uint64_t k = 0; k < n_ && gi * n_ + k < s.channels; ++k)
-            for (std::uint64_t j = 0; j < n_ && go * n_ + j < nout; ++j)
-              t[k * n_ + j] = weight_at(l, s.row + p * s.channels + gi * n_ + k, go * n_ + j);
+          const std::uint64_t cols = std::min<std::uint64_t>(n_, nout - go * n_);
+          const std::uint64_t stride = l.weight_shape.back();  // as weight_at reads W
+          for (std::uint64_t k = 0; k < n_ && gi * n_ + k < s.channels; ++k) {
+            const std::int8_t* w = &l.weights[(s.row + p * s.channels + gi * n_ + k) * stride + go * n_];
+            std::copy(w, w + cols, t.begin() + static_cast<std::ptrdiff_t>(k * n_));
+          }
           Op op;
           op.opcode = isa::Opcode::MMC;
           op.flags = isa::kFlagMmcSwitch | (first ? isa::kFlagMmcOverwrite : 0);
