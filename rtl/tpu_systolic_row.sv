@@ -47,20 +47,22 @@ module tpu_systolic_row
   // The input and weight set of each PE, from the left edge on: PE j takes
   // entry j and drives entry j + 1.
   logic [(N+1)*8-1:0] x_chain;
-  logic [N:0]         set_chain;
+  logic [N:0]         set_chain, valid_chain;
   logic               shift, shifting_q;
 
   // A row that is not valid enters with zero lanes (the array's lane register
-  // holds zeros then) and set 0, like the model's empty rows.
+  // holds zeros then) and set 0, like the model's empty rows; the PEs keep
+  // their registers while it passes (tpu_pe).
   assign x_chain[7:0] = lanes_i[7:0];
   assign set_chain[0] = row_i.valid && row_i.weight_set;
+  assign valid_chain[0] = row_i.valid;
   assign shift = wave_i || shifting_q;
 
   for (genvar j = 0; j < N; j++) begin : g_pe
     tpu_pe pe (
       .clk_i, .rst_ni,
-      .x_i(x_chain[8*j +: 8]), .set_i(set_chain[j]),
-      .x_o(x_chain[8*(j+1) +: 8]), .set_o(set_chain[j+1]),
+      .x_i(x_chain[8*j +: 8]), .set_i(set_chain[j]), .valid_i(valid_chain[j]),
+      .x_o(x_chain[8*(j+1) +: 8]), .set_o(set_chain[j+1]), .valid_o(valid_chain[j+1]),
       .psum_i(psum_i[32*j +: 32]), .psum_o(psum_o[32*j +: 32]),
       .shift_i(shift), .shift_set_i,
       .w_i(w_i[8*j +: 8]), .w_o(w_o[8*j +: 8])
@@ -83,8 +85,8 @@ module tpu_systolic_row
 
   // The last PE's input and set leave the row unused.
   /* verilator lint_off UNUSEDSIGNAL */
-  logic [8:0] x_past_edge;
-  assign x_past_edge = {set_chain[N], x_chain[N*8 +: 8]};
+  logic [9:0] x_past_edge;
+  assign x_past_edge = {valid_chain[N], set_chain[N], x_chain[N*8 +: 8]};
   /* verilator lint_on UNUSEDSIGNAL */
 
 endmodule

@@ -19,6 +19,7 @@
 #endif
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <type_traits>
@@ -81,6 +82,14 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
   if (!opts.vcd_path.empty())
     throw std::logic_error("this RTL build has no tracing (CMake: -DTPU_RTL_TRACE=ON)");
 #endif
+  // Registers without a reset start at zero (Verilator's default), or with
+  // TPU_RTL_RANDOM_INIT=SEED at random values (the builds use --x-initial
+  // unique): a test that the results do not depend on them
+  // (cosim.*.random_init).
+  if (const char* seed = std::getenv("TPU_RTL_RANDOM_INIT"); seed && *seed) {
+    ctx->randReset(2);
+    ctx->randSeed(static_cast<int>(std::strtol(seed, nullptr, 10)));
+  }
   auto top = std::make_unique<VTop>(ctx.get(), "tpu_core");
 #if VM_TRACE
   std::unique_ptr<VerilatedVcdC> vcd;  // closed before `top` goes
@@ -113,13 +122,7 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
   encoded.reserve(prog.code.size());
   for (const isa::Instruction& in : prog.code) encoded.push_back(isa::encode(in));
 
-  // The unified buffer and accumulators start as `mem` holds them.
   auto* root = top->rootp;
-  for (std::uint64_t r = 0; r < cfg.ub_rows; ++r)
-    put_bytes(root->tpu_core__DOT__ub_q[r], reinterpret_cast<const std::uint8_t*>(mem.ub.row(r)), n);
-  for (std::uint64_t r = 0; r < cfg.acc_rows; ++r)
-    for (std::size_t j = 0; j < n; ++j)
-      root->tpu_core__DOT__acc_q[r][j] = static_cast<std::uint32_t>(mem.acc.row(r)[j]);
 
   top->prog_len_i = static_cast<std::uint32_t>(prog.code.size());
   // The memory channels' timing, held for the run (rtl::unavailable has
@@ -135,6 +138,14 @@ model::RunLog run_on_rtl(const ArchConfig& cfg, const isa::Program& prog, model:
   top->eval();
   top->clk_i = 1;
   top->eval();
+  // The unified buffer and accumulators start as `mem` holds them, written
+  // after the reset edge (with random initial values, Verilator's pending
+  // memory writes start random too, and the edge commits them).
+  for (std::uint64_t r = 0; r < cfg.ub_rows; ++r)
+    put_bytes(root->tpu_core__DOT__ub_q[r], reinterpret_cast<const std::uint8_t*>(mem.ub.row(r)), n);
+  for (std::uint64_t r = 0; r < cfg.acc_rows; ++r)
+    for (std::size_t j = 0; j < n; ++j)
+      root->tpu_core__DOT__acc_q[r][j] = static_cast<std::uint32_t>(mem.acc.row(r)[j]);
   if (!traced) top->clk_i = 0;
   top->rst_ni = 1;
   top->eval();
