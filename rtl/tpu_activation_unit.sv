@@ -1,9 +1,11 @@
-// tpu_activation_unit: executes ACT, POOL and VEC as a pipeline of registered
-// stages (docs/microarchitecture.md, "Activation unit"): a front end per
-// instruction (ACT: RD; VEC: RD B, RD A, V1, V2; POOL: RD, AC) feeding one
-// shared requantizer, MUL (two 32 x 16-bit products), ADD (their sum, the
-// rounding constant and the shift right) and SAT (the saturation to int8 and
-// the function), and the write WR ActLatency cycles after an ACT's read
+// tpu_activation_unit: executes ACT, POOL, VEC and GELU as a pipeline of
+// registered stages (docs/microarchitecture.md, "Activation unit"): a front
+// end per instruction (ACT: RD; VEC: RD B, RD A, V1, V2; POOL: RD, AC; GELU:
+// RD, G1 .. G6) feeding one shared requantizer of a 64-bit value (GELU's v is
+// that wide; the others' fit 32 bits), MUL (two 64 x 16-bit products), ADD
+// (their sum, the rounding constant and the shift right) and SAT (the
+// saturation to int8 and the function), and the write WR ActLatency cycles
+// after an ACT's read
 // (ActLatency - 4 registers between SAT and WR; the configuration package
 // refuses ActLatency < 4). Row i of an ACT started at s reads ACC[acc_row + i]
 // at s + i and writes UB[ub_row + i] at s + i + ActLatency. A VEC reads
@@ -43,6 +45,16 @@
 // enters MUL like an ACC value. A VEC, like a POOL, starts only after every
 // earlier instruction of the unit has completed, so its reads never meet a
 // POOL's.
+//
+// GELU (docs/quantization.md, "Integer softmax, LayerNorm and GELU";
+// model::gelu_value): row i is read on the POOL's read port at s + i and
+// written at s + i + ActLatency + 6. Per lane, G1: qx = sat32((x - k2) << sh);
+// G2: n = K - min(|qx|, K) with K = max(k0, 0) (n = -u) and qx's sign; G3:
+// n * n as n * n[15:0] and n * n[30:16]; G4: their sum u*u and w = sat32(k1 +
+// sgn(qx) * (k1 - u*u)), which is sat32(2 k1 - u*u) for qx > 0, sat32(u*u)
+// for qx < 0 and k1 for qx = 0; G5: qx * w as qx * w[15:0] and qx * w[31:16];
+// G6: their sum v, |v| < 2^63, which enters MUL. Like a VEC it starts only
+// after every earlier instruction of the unit has completed.
 module tpu_activation_unit
   import tpu_isa_pkg::*;
   import tpu_config_pkg::*;
@@ -99,7 +111,7 @@ module tpu_activation_unit
   logic        pooling_q;  // a POOL reads its window positions
   logic [31:0] row_q;      // ACT: the row; VEC: the cycle k (B's row k, A's k - 1); POOL: the pixel
   unit_cmd_t   job;
-  logic        pool_cmd, reading, pooling, vec, act_rd, vec_rd_b, vec_rd_a, reading_end;
+  logic        pool_cmd, reading, pooling, vec, gelu, act_rd, vec_rd_b, vec_rd_a, gelu_rd, reading_end;
   logic [31:0] row;
   assign pool_cmd = cmd_i.opcode == OpPool;
   assign job      = cmd_i.valid ? cmd_i : job_q;
@@ -107,10 +119,12 @@ module tpu_activation_unit
   assign pooling  = (cmd_i.valid && pool_cmd) || pooling_q;
   assign row      = cmd_i.valid ? '0 : row_q;
   assign vec      = job.opcode == OpVec;
-  assign act_rd   = reading && !vec;
+  assign gelu     = job.opcode == OpGelu;
+  assign act_rd   = reading && !vec && !gelu;
   assign vec_rd_b = reading && vec && row != job.op2;
   assign vec_rd_a = reading && vec && row != '0;
-  // An ACT reads rows 0 .. rows - 1; a VEC reads for rows + 1 cycles.
+  assign gelu_rd  = reading && gelu;
+  // An ACT or GELU reads rows 0 .. rows - 1; a VEC reads for rows + 1 cycles.
   assign reading_end  = vec ? row == job.op2 : row + 1 == job.op2;
   assign acc_rd_row_o = job.op0 + row;
 
@@ -151,8 +165,8 @@ module tpu_activation_unit
   // A position outside the map reads nothing; the port address stays on the
   // map's first row, inside the UB.
   assign offset         = map_row_offset(in_map, iy[15:0], ix[15:0], job.conv_in_w);
-  assign ub_rd_row_o    = job.op0 + (vec ? row - 32'd1 : offset);
-  assign ub_rd_valid_o  = (pooling && in_map) || vec_rd_a;
+  assign ub_rd_row_o    = job.op0 + (vec ? row - 32'd1 : gelu ? row : offset);
+  assign ub_rd_valid_o  = (pooling && in_map) || vec_rd_a || gelu_rd;
   assign ub_rd2_row_o   = 32'(job.vec_b_row) + (job.vec_broadcast ? 32'd0 : row);
   assign ub_rd2_valid_o = vec_rd_b;
 
@@ -236,15 +250,122 @@ module tpu_activation_unit
     end
   end
 
-  // ---- into MUL: an ACT's ACC row (RD), a VEC's combination (V2) or a POOL's
-  // finished pixel (AC); the controller's write order lets one a cycle ---------
-  logic [N*32-1:0] x_in, x_q;
+  // ---- GELU: RD (prd_q, the row read on the POOL's port) and G1 .. G6; job_q
+  // is the GELU's until its last row has entered MUL ------------------------------
+  // The stages' control, entry k for stage G(k + 1): valid, last row, UB row
+  // written.
+  logic [5:0]    g_valid_q, g_last_q;
+  logic [6*32-1:0] g_row_q;
+
+  // sat32 of a 48- or 64-bit value: bits above 31 not all equal saturate by the sign.
+  function automatic logic [31:0] sat32_of48(logic [47:0] v);
+    if (&v[47:31] || ~|v[47:31]) sat32_of48 = v[31:0];
+    else sat32_of48 = v[47] ? 32'h80000000 : 32'h7fffffff;
+  endfunction
+  function automatic logic [31:0] sat32_of64(logic [63:0] v);
+    if (&v[63:31] || ~|v[63:31]) sat32_of64 = v[31:0];
+    else sat32_of64 = v[63] ? 32'h80000000 : 32'h7fffffff;
+  endfunction
+  // Each stage a function of the registers before it, evaluated into the next
+  // registers only for a valid row (the registers' enable: a simulator need
+  // not compute the wide products in the cycles no GELU uses them).
+  // G1: qx = sat32((x - k2) << sh); (x - k2) is 33 bits, shifted 48.
+  function automatic logic [N*32-1:0] gelu_g1(logic [N*8-1:0] x, logic [31:0] k2, logic [3:0] sh);
+    logic signed [47:0] shifted;
+    logic [N*32-1:0]    qx;
+    for (int unsigned j = 0; j < N; j++) begin
+      shifted = (48'($signed(x[8*j +: 8])) - 48'($signed(k2))) <<< sh;
+      qx[32*j +: 32] = sat32_of48(shifted);
+    end
+    gelu_g1 = qx;
+  endfunction
+  // G2: the magnitude of qx (32 bits unsigned: |-2^31| = 2^31), clipped at
+  // K = max(k0, 0): n = K - min(|qx|, K) = -u, 31 bits; and qx's sign: {n,
+  // qx > 0, qx < 0} a lane.
+  function automatic logic [N*33-1:0] gelu_g2(logic [N*32-1:0] qxs, logic [31:0] k0);
+    logic [31:0]     qx, mag;
+    logic [30:0]     k, clip;
+    logic [N*33-1:0] out;
+    k = k0[31] ? 31'd0 : k0[30:0];
+    for (int unsigned j = 0; j < N; j++) begin
+      qx = qxs[32*j +: 32];
+      mag = qx[31] ? 32'd0 - qx : qx;
+      clip = mag < 32'(k) ? mag[30:0] : k;
+      out[33*j +: 33] = {k - clip, !qx[31] && qx != '0, qx[31]};
+    end
+    gelu_g2 = out;
+  endfunction
+  // G3: n * n as n * n[15:0] (47 bits) and n * n[30:16] (46 bits), unsigned:
+  // {hi, lo} a lane.
+  function automatic logic [N*93-1:0] gelu_g3(logic [N*33-1:0] g2);
+    logic [30:0]     n;
+    logic [N*93-1:0] out;
+    for (int unsigned j = 0; j < N; j++) begin
+      n = g2[33*j+2 +: 31];
+      out[93*j +: 93] = {46'(n) * 46'(n[30:16]), 47'(n) * 47'(n[15:0])};
+    end
+    gelu_g3 = out;
+  endfunction
+  // G4: w = sat32(2 k1 - u*u) for qx > 0, sat32(u*u) for qx < 0, k1 for qx
+  // = 0, with u*u = (hi << 16) + lo < 2^62: two sums side by side, one of
+  // three terms.
+  function automatic logic [N*32-1:0] gelu_g4(logic [N*93-1:0] g3, logic [N*33-1:0] g2, logic [31:0] k1);
+    logic [61:0]        uu;
+    logic signed [63:0] twice_minus;
+    logic [N*32-1:0]    w;
+    for (int unsigned j = 0; j < N; j++) begin
+      uu = (62'(g3[93*j+47 +: 46]) << 16) + 62'(g3[93*j +: 47]);
+      twice_minus = (64'($signed(k1)) <<< 1) - (64'(g3[93*j+47 +: 46]) << 16) - 64'(g3[93*j +: 47]);
+      if (g2[33*j+1]) w[32*j +: 32] = sat32_of64(twice_minus);
+      else if (g2[33*j]) w[32*j +: 32] = |uu[61:31] ? 32'h7fffffff : uu[31:0];
+      else w[32*j +: 32] = k1;
+    end
+    gelu_g4 = w;
+  endfunction
+  // G5: qx * w as qx * w[15:0] (w's low half unsigned) and qx * w[31:16], 48
+  // bits each: {hi, lo} a lane.
+  function automatic logic [N*96-1:0] gelu_g5(logic [N*32-1:0] qxs, logic [N*32-1:0] ws);
+    logic signed [47:0] qx;
+    logic [31:0]        w;
+    logic [N*96-1:0]    out;
+    for (int unsigned j = 0; j < N; j++) begin
+      qx = 48'($signed(qxs[32*j +: 32]));
+      w = ws[32*j +: 32];
+      out[96*j +: 96] = {qx * 48'($signed(w[31:16])), qx * $signed({32'd0, w[15:0]})};
+    end
+    gelu_g5 = out;
+  endfunction
+  // The stages' registers: G1's qx, carried to G5; G2's {n, sign}, carried to
+  // G4; G3's products; G4's w; G5's products.
+  logic [N*32-1:0] g1_qx_q, g2_qx_q, g3_qx_q, g4_qx_q, g4_w_q;
+  logic [N*33-1:0] g2_q, g3_sgn_q;
+  logic [N*93-1:0] g3_q;
+  logic [N*96-1:0] g5_q;
+  // G6: v = (hi << 16) + lo, into MUL.
+  logic [N*64-1:0] g6_v;
+  always_comb begin
+    for (int unsigned j = 0; j < N; j++)
+      g6_v[64*j +: 64] = ($signed({{16{g5_q[96*j+95]}}, g5_q[96*j+48 +: 48]}) <<< 16)
+                         + $signed({{16{g5_q[96*j+47]}}, g5_q[96*j +: 48]});
+  end
+
+  // ---- into MUL: an ACT's ACC row (RD), a VEC's combination (V2), a POOL's
+  // finished pixel (AC) or a GELU's v (G6); the controller's write order lets
+  // one a cycle. Values are 64 bits (the others' sign-extended from 32) --------
+  logic [N*64-1:0] x_in, x_q;
   logic [N*8-1:0]  byp_in, x_byp_q;
   ctl_t            x_in_ctl, x_ctl_q;
   logic            pool_done;
   assign pool_done = p0_valid_q && p0_win_end_q;
+  // A row of N 32-bit values, sign-extended to 64 bits a lane.
+  function automatic logic [N*64-1:0] widen(logic [N*32-1:0] v);
+    logic [N*64-1:0] w;
+    for (int unsigned j = 0; j < N; j++) w[64*j +: 64] = 64'($signed(v[32*j +: 32]));
+    widen = w;
+  endfunction
+
   always_comb begin
-    x_in = acc_rd_data_i;
+    x_in = widen(acc_rd_data_i);
     byp_in = '0;
     x_in_ctl = '0;
     if (act_rd) begin
@@ -259,10 +380,19 @@ module tpu_activation_unit
       x_in_ctl.sigmoid = job.flags[FlagActQ];
       x_in_ctl.tanh_f  = job.flags[FlagActT];
     end else if (v1_ctl_q.valid) begin
-      x_in = v2;
+      x_in = widen(v2);
       x_in_ctl = v1_ctl_q;
+    end else if (g_valid_q[5]) begin
+      x_in = g6_v;
+      x_in_ctl.valid  = 1'b1;
+      x_in_ctl.last   = g_last_q[5];
+      x_in_ctl.seq    = job_q.seq;
+      x_in_ctl.ub_row = g_row_q[5*32 +: 32];
+      x_in_ctl.m      = job_q.requant_m;
+      x_in_ctl.s      = job_q.requant_s;
+      x_in_ctl.z      = job_q.requant_z;
     end else if (pool_done) begin
-      x_in = pool_acc;
+      x_in = widen(pool_acc);
       byp_in = pool_byp;
       x_in_ctl.valid  = 1'b1;
       x_in_ctl.last   = p0_last_q;
@@ -276,45 +406,49 @@ module tpu_activation_unit
   end
 
   // ---- MUL: a * M as a * M[15:0] (M's low half unsigned) and a * M[31:16] (signed),
-  // each 48 bits: a * M = hi * 2^16 + lo ------------------------------------------------
-  logic [N*48-1:0] mul_lo, mul_hi, mul_lo_q, mul_hi_q;
-  logic [N*8-1:0]  mul_byp_q;
-  ctl_t            mul_ctl_q;
-  always_comb begin
-    logic signed [47:0] a;
+  // each 80 bits: a * M = hi * 2^16 + lo ------------------------------------------------
+  // {hi, lo} a lane, registered only for a valid row (as GELU's stages).
+  logic [N*160-1:0] mul_q;
+  logic [N*8-1:0]   mul_byp_q;
+  ctl_t             mul_ctl_q;
+  function automatic logic [N*160-1:0] mul_of(logic [N*64-1:0] x, logic [31:0] m);
+    logic signed [79:0] a;
+    logic [N*160-1:0]   out;
     for (int unsigned j = 0; j < N; j++) begin
-      a = 48'($signed(x_q[32*j +: 32]));
-      mul_lo[48*j +: 48] = a * $signed({32'd0, x_ctl_q.m[15:0]});
-      mul_hi[48*j +: 48] = a * 48'($signed(x_ctl_q.m[31:16]));
+      a = 80'($signed(x[64*j +: 64]));
+      out[160*j +: 160] = {a * 80'($signed(m[31:16])), a * $signed({64'd0, m[15:0]})};
     end
-  end
+    mul_of = out;
+  endfunction
 
-  // ---- ADD: ((hi << 16) + lo + r) >>> S, r = S ? 1 << (S - 1) : 0 (64-bit) ----------------
-  logic [N*64-1:0] add_v, add_q;
+  // ---- ADD: ((hi << 16) + lo + r) >>> S, r = S ? 1 << (S - 1) : 0 (96-bit: |a * M| < 2^94) --
+  logic [N*96-1:0] add_q;
   logic [N*8-1:0]  add_byp_q;
   // SAT reads the requantization's z and the function, not m and s.
   /* verilator lint_off UNUSEDSIGNAL */
   ctl_t            add_ctl_q;
   /* verilator lint_on UNUSEDSIGNAL */
-  always_comb begin
-    logic signed [63:0] r, sum;
-    r = mul_ctl_q.s == 6'd0 ? 64'sd0 : 64'sd1 <<< (mul_ctl_q.s - 6'd1);
+  function automatic logic [N*96-1:0] add_of(logic [N*160-1:0] p, logic [5:0] s);
+    logic signed [95:0] r, sum;
+    logic [N*96-1:0]    out;
+    r = s == 6'd0 ? 96'sd0 : 96'sd1 <<< (s - 6'd1);
     for (int unsigned j = 0; j < N; j++) begin
-      sum = ($signed({{16{mul_hi_q[48*j+47]}}, mul_hi_q[48*j +: 48]}) <<< 16)
-            + $signed({{16{mul_lo_q[48*j+47]}}, mul_lo_q[48*j +: 48]}) + r;
-      add_v[64*j +: 64] = sum >>> mul_ctl_q.s;
+      sum = ($signed({{16{p[160*j+159]}}, p[160*j+80 +: 80]}) <<< 16)
+            + $signed({{16{p[160*j+79]}}, p[160*j +: 80]}) + r;
+      out[96*j +: 96] = sum >>> s;
     end
-  end
+    add_of = out;
+  endfunction
 
   // ---- SAT: sat8(x + Z), then the function ------------------------------------------------
-  // x outside [-512, 511] (bits 63..9 not all equal) saturates by its sign
+  // x outside [-512, 511] (bits 95..9 not all equal) saturates by its sign
   // whatever Z; inside, x + Z is an 11-bit add.
-  function automatic logic [7:0] saturate(logic [63:0] x, logic [7:0] z);
+  function automatic logic [7:0] saturate(logic [95:0] x, logic [7:0] z);
     logic               narrow;
     logic signed [10:0] t;
-    narrow = &x[63:9] || ~|x[63:9];
+    narrow = &x[95:9] || ~|x[95:9];
     t = $signed(x[10:0]) + 11'($signed(z));
-    if (!narrow) saturate = x[63] ? 8'h80 : 8'h7f;
+    if (!narrow) saturate = x[95] ? 8'h80 : 8'h7f;
     else if (t < -11'sd128) saturate = 8'h80;
     else if (t > 11'sd127) saturate = 8'h7f;
     else saturate = t[7:0];
@@ -324,7 +458,7 @@ module tpu_activation_unit
   always_comb begin
     logic [7:0] y;
     for (int unsigned j = 0; j < N; j++) begin
-      y = saturate(add_q[64*j +: 64], add_ctl_q.z);
+      y = saturate(add_q[96*j +: 96], add_ctl_q.z);
       if (add_ctl_q.bypass) sat_v[8*j +: 8] = add_byp_q[8*j +: 8];
       else if (add_ctl_q.relu) sat_v[8*j +: 8] = $signed(y) > $signed(add_ctl_q.z) ? y : add_ctl_q.z;
       else if (add_ctl_q.sigmoid) sat_v[8*j +: 8] = sigmoid_lut(y);
@@ -355,8 +489,8 @@ module tpu_activation_unit
       if (wr_q[i*WrBits + WrBits - 1]) wr_busy = 1'b1;
   end
   // Busy from an instruction's start to its last write.
-  assign busy_o = reading || pooling || v0_valid_q || v1_ctl_q.valid || p0_valid_q || x_ctl_q.valid
-                  || mul_ctl_q.valid || add_ctl_q.valid || wr_busy;
+  assign busy_o = reading || pooling || v0_valid_q || v1_ctl_q.valid || p0_valid_q || |g_valid_q
+                  || x_ctl_q.valid || mul_ctl_q.valid || add_ctl_q.valid || wr_busy;
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
@@ -388,6 +522,9 @@ module tpu_activation_unit
       v1_op_q <= '0;
       pool_acc_q <= '0;
       pool_any_q <= 1'b0;
+      g_valid_q <= '0;
+      g_last_q <= '0;
+      g_row_q <= '0;
       x_q <= '0;
       x_byp_q <= '0;
       x_ctl_q <= '0;
@@ -437,6 +574,10 @@ module tpu_activation_unit
         pool_acc_q <= pool_acc;
         pool_any_q <= pool_any;
       end
+      // GELU: RD's control, then one stage a cycle (g_*_q[k] is stage G(k + 1)'s input)
+      g_valid_q <= {g_valid_q[4:0], gelu_rd};
+      g_last_q <= {g_last_q[4:0], row + 1 == job.op2};
+      g_row_q <= {g_row_q[0 +: 5*32], job.op1 + row};
       // into MUL, MUL, ADD, SAT, WR
       x_q <= x_in;
       x_byp_q <= byp_in;
@@ -451,18 +592,33 @@ module tpu_activation_unit
   end
 
   // The wide products and sums take no reset (more than 8k bits at N = 256):
-  // their stage's valid bit, in the control beside them, says when they count.
+  // their stage's valid bit, in the control beside them, says when they count,
+  // and enables them.
   always_ff @(posedge clk_i) begin
-    mul_lo_q <= mul_lo;
-    mul_hi_q <= mul_hi;
-    add_q <= add_v;
+    if (x_ctl_q.valid) mul_q <= mul_of(x_q, x_ctl_q.m);
+    if (mul_ctl_q.valid) add_q <= add_of(mul_q, mul_ctl_q.s);
+    if (g_valid_q[0]) g1_qx_q <= gelu_g1(prd_q, job_q.norm_k2, job_q.norm_sh);
+    if (g_valid_q[1]) begin
+      g2_q <= gelu_g2(g1_qx_q, job_q.norm_k0);
+      g2_qx_q <= g1_qx_q;
+    end
+    if (g_valid_q[2]) begin
+      g3_q <= gelu_g3(g2_q);
+      g3_sgn_q <= g2_q;
+      g3_qx_q <= g2_qx_q;
+    end
+    if (g_valid_q[3]) begin
+      g4_w_q <= gelu_g4(g3_q, g3_sgn_q, job_q.norm_k1);
+      g4_qx_q <= g3_qx_q;
+    end
+    if (g_valid_q[4]) g5_q <= gelu_g5(g4_qx_q, g4_w_q);
   end
 
 `ifndef SYNTHESIS
   // The controller's write order: one front end hands a value to MUL a cycle.
   always_ff @(posedge clk_i) begin
     if (rst_ni) begin
-      assert (32'(act_rd) + 32'(v1_ctl_q.valid) + 32'(pool_done) <= 1)
+      assert (32'(act_rd) + 32'(v1_ctl_q.valid) + 32'(pool_done) + 32'(g_valid_q[5]) <= 1)
         else $error("activation unit: two instructions enter the requantizer in one cycle");
     end
   end

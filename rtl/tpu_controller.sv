@@ -49,6 +49,17 @@
 // runs as an ACT with two more front-end stages and operand B read a cycle
 // ahead (duration rows + A + 3, occupancy rows + 3) and issues, like a POOL,
 // only when no instruction of the activation unit is in flight.
+//
+// NGEO and NCON set the normalization registers (isa::NormRegs), sent with
+// every command like the others. A GELU streams UB rows like a VEC's operand A
+// (duration rows + A + 6, occupancy rows + 6); an SMAX or LNRM makes three
+// passes over each token's G rows (duration 3 * G * rows + A + 8, occupancy
+// 3 * G * rows + 8) and reads and writes the hull of its tokens' rows, UB
+// rows x_row .. x_row + (G - 1) * stride + rows - 1 (isa::NormRegs::span):
+// (G - 1) * stride is kept in a register set with NGEO, and so are 3 * G and
+// the token's values D (NormRegs::token_values). Like a POOL or VEC, each of
+// the three issues only when no instruction of the activation unit is in
+// flight.
 module tpu_controller
   import tpu_isa_pkg::*;
   import tpu_config_pkg::*;
@@ -142,6 +153,16 @@ module tpu_controller
   logic [7:0]        vec_za_q, vec_zb_q;
   logic [15:0]       vec_da_q, vec_db_q;
   logic [2:0]        vec_op_q;
+  // Normalization registers (isa::NormRegs), as encoded, and what NGEO's
+  // operands give: (groups - 1) * stride (a hull's rows beyond its tokens),
+  // 3 * groups (an SMAX's or LNRM's cycles per token) and D.
+  logic [15:0]       norm_groups_q;
+  logic [23:0]       norm_stride_q;
+  logic [3:0]        norm_sh_q;
+  logic [31:0]       norm_k0_q, norm_k1_q, norm_k2_q;
+  logic [39:0]       norm_span0_q;
+  logic [17:0]       norm_passes_q;
+  logic [23:0]       norm_d_q;
   // By unit id: the cycles after this one the unit cannot take an
   // instruction (the array and activation unit: until their previous one
   // has read its rows, or a POOL completed; the weight DMA: none).
@@ -168,11 +189,21 @@ module tpu_controller
   // ---- Decode ----------------------------------------------------------------
   logic [7:0]  opcode, flags;
   logic [31:0] op0, op1, op2;
+  logic [15:0] op3;  // NGEO's width, in the last slot
   assign opcode = fetch_instr_i[OpcodeLsb +: OpcodeBits];
   assign flags  = fetch_instr_i[FlagsLsb +: FlagsBits];
   assign op0    = fetch_instr_i[Slot0Lsb +: SlotBits];
   assign op1    = fetch_instr_i[Slot1Lsb +: SlotBits];
   assign op2    = fetch_instr_i[Slot2Lsb +: SlotBits];
+  assign op3    = fetch_instr_i[Slot3Lsb +: LastSlotBits];
+
+  // An SMAX's or LNRM's hull, (groups - 1) * stride + rows, is at most
+  // 2^40 + 2^24 rows: a count past 34 bits saturates (the instruction then
+  // faults, past any memory's end, as the model does).
+  logic [40:0] norm_span;
+  logic [33:0] norm_count;
+  assign norm_span  = {1'b0, norm_span0_q} + 41'(op2[23:0]);
+  assign norm_count = |norm_span[40:34] ? '1 : norm_span[33:0];
 
   logic [2:0] unit;
   access_t    acc0, acc1, acc2;
@@ -253,6 +284,20 @@ module tpu_controller
         acc1 = {1'b1, SpaceUb, 34'(op1), 34'(op2), 1'b1};
         acc2 = {1'b1, SpaceUb, 34'(vec_b_row_q), vec_broadcast_q ? 34'd1 : 34'(op2), 1'b0};
         duration = CycleW'(op2) + CycleW'(ActLatency) + CycleW'(3);
+      end
+      OpGelu: begin
+        unit = UnitActivation;
+        acc0 = {1'b1, SpaceUb, 34'(op0), 34'(op2), 1'b0};
+        acc1 = {1'b1, SpaceUb, 34'(op1), 34'(op2), 1'b1};
+        duration = CycleW'(op2) + CycleW'(ActLatency) + CycleW'(6);
+      end
+      // Three passes over each token's rows; the third pass's rows written
+      // A + 8 cycles after their read. 3 * groups < 2^18, rows < 2^24.
+      OpSmax, OpLnrm: begin
+        unit = UnitActivation;
+        acc0 = {1'b1, SpaceUb, 34'(op0), norm_count, 1'b0};
+        acc1 = {1'b1, SpaceUb, 34'(op1), norm_count, 1'b1};
+        duration = CycleW'(42'(op2[23:0]) * 42'(norm_passes_q)) + CycleW'(ActLatency) + CycleW'(8);
       end
       default: ;
     endcase
@@ -349,7 +394,8 @@ module tpu_controller
       stalled = sb_busy || weight_dma_busy_i;
       cause = StallDrain;
     end else if (opcode == OpNop || opcode == OpSetq || opcode == OpCmap || opcode == OpCstr ||
-                 opcode == OpCtap || opcode == OpCwin || opcode == OpVsrc || opcode == OpVscl)
+                 opcode == OpCtap || opcode == OpCwin || opcode == OpVsrc || opcode == OpVscl ||
+                 opcode == OpNgeo || opcode == OpNcon)
       stalled = 1'b0;
     else if (unit_wait_q[32'(unit)] != '0) cause = StallUnitBusy;
     else if (unit == UnitMatrix && !array_ready_i) cause = StallUnitBusy;
@@ -357,8 +403,10 @@ module tpu_controller
     else if (unit == UnitHostDma && host_dma_busy_i && !host_dma_retire_i.valid) cause = StallUnitBusy;
     // A POOL reads UB rows its own unit's earlier instructions may still
     // write (an ACT's last rows leave its pipeline after its occupancy): it
-    // waits until every one of them has completed. So does a VEC.
-    else if ((opcode == OpPool || opcode == OpVec) && act_in_flight) cause = StallUnitBusy;
+    // waits until every one of them has completed. So do a VEC, a GELU, an
+    // SMAX and an LNRM.
+    else if ((opcode == OpPool || opcode == OpVec || opcode == OpGelu || opcode == OpSmax ||
+              opcode == OpLnrm) && act_in_flight) cause = StallUnitBusy;
     else if ((is_rw || is_rwu) && (rw_issued_q - tiles_popped_i) >= FifoDepth) cause = StallFifoFull;
     else stalled = 1'b0;
   end
@@ -463,7 +511,22 @@ module tpu_controller
     cmd.vec_da        = vec_da_q;
     cmd.vec_db        = vec_db_q;
     cmd.vec_op        = vec_op_q;
+    cmd.norm_sh       = norm_sh_q;
+    cmd.norm_k0       = norm_k0_q;
+    cmd.norm_k1       = norm_k1_q;
+    cmd.norm_k2       = norm_k2_q;
+    cmd.norm_groups   = norm_groups_q;
+    cmd.norm_stride   = norm_stride_q;
+    cmd.norm_d        = norm_d_q;
   end
+
+  // NGEO's D: width, or groups * N when width is 0 or more than that
+  // (isa::NormRegs::token_values); groups * N < 2^24.
+  logic [15:0] ngeo_g1;  // groups - 1
+  logic [23:0] ngeo_all, ngeo_d;
+  assign ngeo_g1  = op0[15:0] - 16'd1;
+  assign ngeo_all = 24'(op0[15:0]) * 24'(ArrayN);
+  assign ngeo_d   = op3 == '0 || 24'(op3) > ngeo_all ? ngeo_all : 24'(op3);
 
   always_ff @(posedge clk_i) begin
     if (!rst_ni) begin
@@ -495,6 +558,16 @@ module tpu_controller
       vec_da_q <= 16'd1;
       vec_db_q <= 16'd1;
       vec_op_q <= '0;
+      // NormRegs' reset values: tokens of one row, all N values.
+      norm_groups_q <= 16'd1;
+      norm_stride_q <= '0;
+      norm_sh_q <= '0;
+      norm_k0_q <= '0;
+      norm_k1_q <= '0;
+      norm_k2_q <= '0;
+      norm_span0_q <= '0;
+      norm_passes_q <= 18'd3;
+      norm_d_q <= 24'(ArrayN);
       for (int u = 0; u < 5; u++) unit_wait_q[u] <= '0;
       rw_issued_q <= '0;
       host_slot_q <= '0;
@@ -566,11 +639,24 @@ module tpu_controller
               vec_db_q <= op1[15:0];
               vec_op_q <= op2[2:0];
             end
+            OpNgeo: begin
+              norm_groups_q <= op0[15:0];
+              norm_stride_q <= op1[23:0];
+              norm_sh_q <= op2[3:0];
+              norm_span0_q <= 40'(ngeo_g1) * 40'(op1[23:0]);
+              norm_passes_q <= 18'(op0[15:0]) * 18'd3;
+              norm_d_q <= ngeo_d;
+            end
+            OpNcon: begin
+              norm_k0_q <= op0;
+              norm_k1_q <= op1;
+              norm_k2_q <= op2;
+            end
             OpHlt: halted_q <= 1'b1;
             OpRhm, OpWhm, OpHwt: host_dma_cmd_o <= cmd;
             OpRw, OpRwu: weight_dma_cmd_o <= cmd;
             OpMmc: array_cmd_o <= cmd;
-            OpAct, OpPool, OpVec: act_cmd_o <= cmd;
+            OpAct, OpPool, OpVec, OpGelu, OpSmax, OpLnrm: act_cmd_o <= cmd;
             default: ;
           endcase
           // A host transfer is in flight until the host DMA retires it;

@@ -47,7 +47,9 @@ package tpu_core_pkg;
   // complement); the controller keeps the input map's size, in_h * in_w, and
   // the window's, win_h * win_w, for itself (hazards, bounds, POOL's
   // duration). The vector registers (VEC) are VSRC's and VSCL's operands as
-  // encoded (za, zb, da, db two's complement): isa::VecRegs.
+  // encoded (za, zb, da, db two's complement): isa::VecRegs. The
+  // normalization registers (GELU, SMAX, LNRM) are NGEO's and NCON's as
+  // encoded, with D, the values of a token (isa::NormRegs::token_values).
   typedef struct packed {
     logic        valid;
     logic [31:0] seq;
@@ -76,6 +78,13 @@ package tpu_core_pkg;
     logic [15:0] vec_da;
     logic [15:0] vec_db;
     logic [2:0]  vec_op;
+    logic [3:0]  norm_sh;
+    logic [31:0] norm_k0;
+    logic [31:0] norm_k1;
+    logic [31:0] norm_k2;
+    logic [15:0] norm_groups;
+    logic [23:0] norm_stride;
+    logic [23:0] norm_d;
   } unit_cmd_t;
 
   // A UB row on its way through the systolic array, beside its data: valid,

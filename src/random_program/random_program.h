@@ -54,9 +54,9 @@ struct RandomProgram {
 // limits, every operation) between VECs of every activation; NGEO (token
 // widths D of every value, all G * N half the time) and NCON (constants up to
 // the int32 limits) between SMAX, LNRM and GELU, and HWT and RWU (of 1 to
-// N rows, transposed or not; the machines have ub_weight_path); of these only
-// HWT and RWU do the other mix draw too (the RTL, which it feeds, lacks the
-// rest). Every range
+// N rows, transposed or not; the machines have ub_weight_path); the other mix
+// draws these too but SMAX and LNRM (the RTL, which it feeds, lacks them).
+// Every range
 // stays inside its memory (an MMC.C's or a POOL's whole input map inside the
 // UB, as the registers stand when it issues), unless faults are asked for:
 // then about one program in ten has an address past a memory's end (an
@@ -127,6 +127,11 @@ struct Windows {
 // with those in flight. With cfg.ub_weight_path, RWU of 1 to min(N,
 // max_rows) rows of the UB window, transposed or not, counted as an RW
 // against the FIFO's room.
+//
+// NGEO (tokens of 1 to 4 rows whose hull fits the UB window, every shift,
+// every width) and NCON (constants of the sizes the compiler chooses for
+// GELU and SMAX, small ones, or anywhere in int32) set the normalization
+// registers between GELUs of rows in the UB window, in place now and then.
 isa::Program random_program(const ArchConfig& cfg, std::uint64_t seed, const Windows& w = {});
 
 // `cfg` with the memory channels' timing drawn from `seed`: latencies from 0

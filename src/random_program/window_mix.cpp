@@ -164,6 +164,51 @@ class WindowMix : ProgramDraw {
     return make(isa::Opcode::VSCL, 0, da, factor(), static_cast<std::int64_t>(pick(0, 4)));
   }
 
+  // NGEO groups, stride, sh, width: tokens of 1 to 4 rows whose hull fits
+  // the UB window, every shift, a width of every value up to groups * N in
+  // half of them (0, all groups * N values, in the others).
+  isa::Instruction ngeo() {
+    const std::uint64_t groups = pick(1, 4);
+    const std::uint64_t stride = groups == 1 && pick(0, 1) ? 0 : pick(0, (w_.ub_rows - 1) / groups);
+    const std::uint64_t all = groups * cfg_.array_n;
+    const std::uint64_t width = pick(0, 1) ? pick(1, std::min<std::uint64_t>(all, 65535)) : 0;
+    return make(isa::Opcode::NGEO, 0, static_cast<std::int64_t>(groups), static_cast<std::int64_t>(stride),
+                static_cast<std::int64_t>(pick(0, 15)), static_cast<std::int64_t>(width));
+  }
+
+  // NCON k0, k1, k2: constants of the size the compiler chooses for GELU
+  // (a clip of 10^2 to 10^5, an erf scale up to 2^30, a zero point) or for
+  // SMAX (k0 = ln 2 / S, k1 = b / S, k2 = c / (a S^2): 10^2 to 10^5, 10^2 to
+  // 10^5, up to 2^31), small ones, or anywhere in int32, the extremes among them.
+  isa::Instruction ncon() {
+    const auto any = [this]() -> std::int64_t {
+      switch (pick(0, 3)) {
+        case 0: return pick(0, 1) ? INT32_MIN : INT32_MAX;
+        case 1: return pick_signed(-2000, 2000);
+        default: return pick_signed(INT32_MIN, INT32_MAX);
+      }
+    };
+    std::int64_t k0 = 0, k1 = 0, k2 = 0;
+    switch (pick(0, 3)) {
+      case 0:  // GELU's
+        k0 = pick_signed(100, 100000);
+        k1 = pick_signed(1000, std::int64_t{1} << 30);
+        k2 = pick_signed(-128, 127);
+        break;
+      case 1:  // SMAX's
+        k0 = pick_signed(100, 100000);
+        k1 = pick_signed(100, 100000);
+        k2 = pick_signed(0, INT32_MAX);
+        break;
+      default:
+        k0 = any();
+        k1 = any();
+        k2 = any();
+        break;
+    }
+    return make(isa::Opcode::NCON, 0, k0, k1, k2);
+  }
+
   isa::Instruction next() {
     using isa::Opcode;
     const auto i64 = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
@@ -175,7 +220,7 @@ class WindowMix : ProgramDraw {
       if (auto in = pool(rows_written)) return *in;
     }
     for (;;) {
-      switch (pick(0, 25)) {
+      switch (pick(0, 27)) {
         case 0:
         case 1: {
           const std::uint64_t r = rows();
@@ -264,6 +309,13 @@ class WindowMix : ProgramDraw {
           const std::uint64_t r = pick(1, std::min<std::uint64_t>(cfg_.array_n, w_.max_rows));
           const std::uint8_t flags = pick(0, 1) ? isa::kFlagRwuTranspose : 0;
           return make(Opcode::RWU, flags, i64(base(w_.ub_rows, r)), i64(r));
+        }
+        case 26: return pick(0, 1) ? ngeo() : ncon();
+        case 27: {
+          // GELU's rows anywhere in the UB window, in place now and then.
+          const std::uint64_t r = rows();
+          const std::uint64_t x = base(w_.ub_rows, r);
+          return make(Opcode::GELU, 0, i64(x), i64(pick(0, 3) == 0 ? x : base(w_.ub_rows, r)), i64(r));
         }
         default: return make(Opcode::NOP, 0);
       }

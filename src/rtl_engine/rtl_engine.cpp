@@ -204,11 +204,8 @@ void require_build(const ArchConfig& cfg) {
 std::string unimplemented(const isa::Program& prog) {
   for (std::size_t pc = 0; pc < prog.code.size(); ++pc) {
     switch (prog.code[pc].opcode) {
-      case isa::Opcode::NGEO:
-      case isa::Opcode::NCON:
       case isa::Opcode::SMAX:
       case isa::Opcode::LNRM:
-      case isa::Opcode::GELU:
         return fmt::format("the RTL core does not implement {} (pc {}) yet: run this program with "
                            "--engine systemc (the SystemC model)",
                            isa::spec_of(prog.code[pc].opcode).mnemonic, pc);

@@ -55,8 +55,8 @@ bool has_waveforms(const ArchConfig& cfg);
 std::string no_waveforms_reason(const ArchConfig& cfg);
 
 // Why the RTL core cannot run `prog`: the first instruction it does not
-// implement (SMAX, LNRM, GELU and their registers NGEO, NCON exist in the
-// SystemC model only), as one line; empty when it can.
+// implement (SMAX and LNRM exist in the SystemC model only), as one line;
+// empty when it can.
 std::string unimplemented(const isa::Program& prog);
 
 // Runs on the RTL; throws std::runtime_error when no build matches `cfg` or

@@ -10,7 +10,9 @@ an in-place SMAX, an LNRM (epsilon and a zero variance) and a GELU (input zero p
 constants the reference's *_constants functions choose, LNRM and GELU again with fine output
 steps, then an SMAX and an LNRM for each of three token widths D (NGEO's width) below G*N: 1, a
 width that is not a multiple of N (N + N/2 + 1) and 2N; and writes the results to host memory.
-With an RTL build of the preset, --engine rtl must refuse the program with a clear message.
+With an RTL build of the preset, the program's GELUs alone run with --engine both (the RTL in
+lock step with the model) and must give the reference's bytes too, and --engine rtl must refuse
+the whole program at its first SMAX with a clear message.
 
   check_ibert_program.py BIN_DIR SOURCE_DIR PRESET DETAIL
 """
@@ -68,6 +70,17 @@ def program(sm, ln, ge, ln_fine, ge_fine, ln_widths, n):
     for k, ub in enumerate(outputs):
         lines.append(f"WHM {ub}, {span * (k + 1)}, {span}")
     return "\n".join(lines + ["HLT", ""])
+
+
+def gelu_program(ge, ge_fine, n):
+    """The program's GELUs alone, their results written to the same host rows."""
+    span = GROUPS * PLANE
+    return "\n".join([
+        f"RHM 0, 0, {span}",
+        f"NGEO 1, 0, {ge.sh}", f"NCON {ge.k0}, {ge.k1}, {ge.k2}", f"SETQ {ge.m}, {ge.s}, {ge.z}",
+        f"GELU 0, 300, {span}",
+        f"SETQ {ge_fine.m}, {ge_fine.s}, {ge_fine.z}", f"GELU 0, 600, {span}",
+        f"WHM 300, {span * 4}, {span}", f"WHM 600, {span * 6}, {span}", "HLT", ""])
 
 
 def main(bin_dir, source_dir, preset, detail):
@@ -136,8 +149,23 @@ def main(bin_dir, source_dir, preset, detail):
         rtl = subprocess.run(run + ["--out", str(tmp / "rtl.npy"), "--engine", "rtl"],
                              capture_output=True, text=True)
         if "no RTL build" in rtl.stderr or "RTL build" in rtl.stderr and "not implement" not in rtl.stderr:
-            print("(no RTL build of this preset: the refusal is not checked)")
-        elif rtl.returncode == 0 or "does not implement NGEO (pc 2)" not in rtl.stderr:
+            print("(no RTL build of this preset: the RTL is not run)")
+            return 0
+        # The GELUs on both engines in lock step (exit 5 on a divergence).
+        (tmp / "gelu.s").write_text(f".array {n}\n" + gelu_program(ge, ge_fine, n))
+        subprocess.run([str(tool / "tpu-as"), "--preset", preset, str(tmp / "gelu.s"), "-o",
+                        str(tmp / "gelu.tpu")], check=True)
+        subprocess.run([str(tool / "tpu-sim"), "run", str(tmp / "gelu.tpu"), "--preset", preset,
+                        "--hostmem", str(tmp / "host.npy"), "--weights", str(tmp / "weights.npy"),
+                        "--out", str(tmp / "gelu.npy"), "--engine", "both"], check=True)
+        got = np.load(tmp / "gelu.npy")
+        for k in (4, 6):
+            rows = slice(k * span, (k + 1) * span)
+            if not np.array_equal(got[rows], expected[rows]):
+                print(f"FAIL: --engine both: the GELU at host rows {k * span}.. differs from the reference")
+                return 1
+        print("ok: the GELUs on both engines equal the reference")
+        if rtl.returncode == 0 or "does not implement SMAX (pc 5)" not in rtl.stderr:
             print(f"FAIL: --engine rtl: status {rtl.returncode}, stderr {rtl.stderr!r}")
             return 1
         elif (tmp / "rtl.npy").exists():

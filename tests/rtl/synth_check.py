@@ -7,10 +7,12 @@
 - Before any optimization (PRESET.rtl.json, right after proc), the systolic
   array has one $mul per PE, N * N, plus one in MMC.C's address generator
   (iy * in_w, the UB row offset of an input pixel's line), and the activation
-  unit four per lane, 4N (its requantizer's MUL stage, which ACT, POOL.A and
-  VEC share, as two 32 x 16-bit products, a * M[15:0] and a * M[31:16], and
-  VEC's two factor multipliers, da * xa and (MUL ? xa : db) * xb), plus one
-  in POOL's window address generator (iy * in_w, as in the array's): 4N + 1.
+  unit eight per lane, 8N (its requantizer's MUL stage, which ACT, POOL.A,
+  VEC and GELU share, as two 64 x 16-bit products, a * M[15:0] and
+  a * M[31:16]; VEC's two factor multipliers, da * xa and (MUL ? xa : db) *
+  xb; GELU's G3, n * n as n * n[15:0] and n * n[30:16], and G5, qx * w as
+  qx * w[15:0] and qx * w[31:16]), plus one in POOL's window address
+  generator (iy * in_w, as in the array's): 8N + 1.
   Yosys 0.23 accepts some SystemVerilog it then elaborates wrongly without an
   error (a struct member part-selected in a loop kept one lane of N); these
   counts catch a lost PE or lane. They fail, too, if the RTL is written with
@@ -43,9 +45,10 @@ def main():
             return json.load(f)
 
     rtl = load("rtl")["modules"]
-    # The activation unit's 4N: the requantizer's two half products and VEC's
-    # two factor multipliers per lane; + 1: POOL's address generator (iy * in_w).
-    for module, want in (("tpu_systolic_array", n * n + 1), ("tpu_activation_unit", 4 * n + 1)):
+    # The activation unit's 8N: the requantizer's two half products, VEC's
+    # two factor multipliers and GELU's four half products per lane; + 1:
+    # POOL's address generator (iy * in_w).
+    for module, want in (("tpu_systolic_array", n * n + 1), ("tpu_activation_unit", 8 * n + 1)):
         got = rtl[f"\\{module}"]["num_cells_by_type"].get("$mul", 0)
         if got != want:
             fail(f"{module}: {got} $mul cells after proc, want {want}")
@@ -68,7 +71,7 @@ def main():
              f"bits, want 1 of {want_bits} (the weight FIFO)")
     if "$mem_v2" not in kinds:
         fail("no memory cells left after synthesis")
-    print(f"ok: {gates['num_cells']} cells; {n * n} array, 2 address and {4 * n} activation "
+    print(f"ok: {gates['num_cells']} cells; {n * n} array, 2 address and {8 * n} activation "
           f"multipliers")
 
 

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <iterator>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "asm/assembler.h"
@@ -37,12 +39,43 @@ void check_both(const ArchConfig& cfg, const isa::Program& prog, const model::Me
 
 // An instruction from its fields.
 isa::Instruction make(isa::Opcode op, std::uint8_t flags = 0, std::int64_t a = 0, std::int64_t b = 0,
-                      std::int64_t c = 0) {
+                      std::int64_t c = 0, std::int64_t d = 0) {
   isa::Instruction in;
   in.opcode = op;
   in.flags = flags;
-  in.operands = {a, b, c};
+  in.operands = {a, b, c, d};
   return in;
+}
+
+// The GELU constants and requantization of one test program.
+struct GeluRegs {
+  std::int32_t k0, k1, k2;
+  std::uint32_t sh;
+  std::int32_t m;
+  std::uint32_t s;
+  std::int8_t z;
+};
+
+// GELU of one int8 value as docs/quantization.md ("Integer softmax,
+// LayerNorm and GELU") writes it, in 128-bit integers, and the requantization
+// q of its section 1: the reference the two engines are checked against.
+std::int8_t gelu_reference(std::int8_t x, const GeluRegs& g) {
+  using I = __int128;
+  const auto sat = [](I v, int bits) {
+    const I hi = (I{1} << (bits - 1)) - 1;
+    return v > hi ? hi : v < -hi - 1 ? -hi - 1 : v;
+  };
+  const I qx = sat((I{x} - g.k2) * (I{1} << g.sh), 32);
+  const I k = g.k0 > 0 ? I{g.k0} : I{0};
+  const I u = (qx < 0 ? -qx : qx) < k ? (qx < 0 ? -qx : qx) - k : I{0};
+  const I e = (qx > 0 ? 1 : qx < 0 ? -1 : 0) * (g.k1 - u * u);
+  const I v = qx * sat(g.k1 + e, 32);
+  const I r = g.s > 0 ? I{1} << (g.s - 1) : I{0};
+  const I p = v * g.m + r;
+  // Floor division by 2^S (p may be negative).
+  const I d = I{1} << g.s;
+  const I scaled = p >= 0 ? p / d : -((-p + d - 1) / d);
+  return static_cast<std::int8_t>(sat(scaled + g.z, 8));
 }
 
 // The N x N tile that HWT (or RWU) makes of `rows` rows of N bytes: row r is
@@ -231,6 +264,13 @@ TEST_CASE("a fault with instructions in flight runs identically on the RTL", "[r
        {make(Opcode::VSRC, 0, 40, 3, -2), make(Opcode::VSCL, 0, 300, -7, 0),
         make(Opcode::VEC, isa::kFlagActRelu, 0, 20, 6), make(Opcode::RHM, 0, 0, 100, 8),
         make(Opcode::VSRC, 0, 16382, 0, 0), make(Opcode::VEC, 0, 0, 60, 4), make(Opcode::HLT)},
+       100'000},
+      // A GELU in flight (rows + A + 6 cycles) when a second one faults at
+      // issue (UB rows 16382..16385 of 16384), an RHM beside it.
+      {"GELU in flight",
+       {make(Opcode::NGEO, 0, 1, 0, 7), make(Opcode::NCON, 0, 3000, 200000000, -2),
+        make(Opcode::SETQ, 0, 1 << 20, 50, 3), make(Opcode::GELU, 0, 0, 20, 6),
+        make(Opcode::RHM, 0, 0, 100, 8), make(Opcode::GELU, 0, 16382, 60, 4), make(Opcode::HLT)},
        100'000},
       // An ACT and a POOL waiting for it; the cycle limit stops the run.
       {"cycle limit",
@@ -725,4 +765,89 @@ TEST_CASE("RWU runs identically on the RTL, at the closed forms", "[rtl][attenti
   prog.code = {make(Opcode::RWU, 0, 0, static_cast<std::int64_t>(n + 1)), make(Opcode::HLT)};
   model::Memories mem(base);
   CHECK_THROWS_WITH(rtl::run_program(base, prog, mem), Catch::Contains("RWU of 5 rows is more than a weight tile's N = 4 rows"));
+}
+
+// GELU (docs/isa.md; docs/microarchitecture.md, "Softmax, LayerNorm, GELU")
+// on the RTL against the model, and against the documents' closed forms and
+// formula worked out here (gelu_reference): d = c + B + A + 6; an ACT after it
+// at c + B + 6 (the write order), any other instruction of the unit after it
+// or after an ACT of R rows at c' at its completion + 1 (c' + R + A + 1); a
+// GELU of rows an RHM writes at the RHM's d + 1 (RAW), a WHM of its output
+// rows at its d + 1. The constants: a compiler's choice for an input scale
+// of about 0.05 (sh 8), then the corners: no clip (k0 < 0), k1 at the int32
+// extremes, the largest shift, a large multiplier and S = 0 and 62.
+TEST_CASE("GELU runs identically on the RTL, at the closed forms", "[rtl][norm]") {
+  using isa::Opcode;
+  using model::Cycle;
+  const std::string preset = GENERATE(as<std::string>{}, "small4", "small16");
+  const ArchConfig cfg = preset_config(preset);
+  CAPTURE(preset);
+  REQUIRE(rtl::available(cfg));
+  const Cycle a = cfg.act_latency, n = cfg.array_n;
+  REQUIRE(a == 4);
+  for (const GeluRegs g : {GeluRegs{12810, 180'000'000, -3, 8, 1 << 20, 57, -20},
+                           GeluRegs{-5, 2'000'000'000, 7, 15, -77777, 47, 5},
+                           GeluRegs{INT32_MAX, INT32_MIN, -128, 3, INT32_MAX, 62, 0},
+                           GeluRegs{1, INT32_MAX, 127, 0, 3, 0, -1},
+                           GeluRegs{65536, 1 << 30, 0, 12, INT32_MIN, 58, 127}}) {
+    CAPTURE(g.k0, g.k1, g.k2, g.sh, g.m, g.s, g.z);
+    isa::Program prog;
+    prog.array_n = static_cast<std::uint32_t>(n);
+    prog.code = {make(Opcode::NGEO, 0, 1, 0, g.sh),               // 0
+                 make(Opcode::NCON, 0, g.k0, g.k1, g.k2),          // 1
+                 make(Opcode::SETQ, 0, g.m, g.s, g.z),             // 2
+                 make(Opcode::ACT, isa::kFlagActRelu, 0, 40, 3),   // 3
+                 make(Opcode::GELU, 0, 0, 10, 5),                  // 4: after the ACT's completion
+                 make(Opcode::SETQ, 0, 3, 1, 2),                   // 5
+                 make(Opcode::ACT, 0, 4, 50, 2),                   // 6: c4 + 5 + 6
+                 make(Opcode::SETQ, 0, g.m, g.s, g.z),             // 7
+                 make(Opcode::GELU, 0, 10, 10, 4),                 // 8: in place, after the ACT
+                 make(Opcode::RHM, 0, 0, 60, 12),                  // 9
+                 make(Opcode::GELU, 0, 60, 70, 2),                 // 10: RAW on the RHM's rows
+                 make(Opcode::WHM, 0, 70, 100, 2),                 // 11: RAW on the GELU's
+                 make(Opcode::HLT)};                               // 12
+    model::Memories init(cfg);
+    std::mt19937 rng(static_cast<unsigned>(g.k0));
+    for (std::size_t i = 0; i < 8 * init.ub.width(); ++i) init.ub.data()[i] = static_cast<std::int8_t>(rng());
+    for (std::size_t i = 0; i < 2 * init.host.width(); ++i) init.host.data()[i] = static_cast<std::int8_t>(rng());
+    init.ub.data()[0] = -128;  // the int8 extremes, and x = k2
+    init.ub.data()[1] = 127;
+    init.ub.data()[2] = static_cast<std::int8_t>(std::clamp(g.k2, -128, 127));
+    init.host.data()[0] = -128;
+    init.host.data()[1] = 127;
+    for (std::size_t i = 0; i < 8 * init.acc.width(); ++i)
+      init.acc.data()[i] = static_cast<std::int32_t>(rng() % 20001) - 10000;
+    check_both(cfg, prog, init);
+
+    model::Memories mem = init;
+    const model::RunLog log = rtl::run_program(cfg, prog, mem);
+    const auto& r = log.retired;
+    const Cycle c3 = 3, d3 = c3 + 3 + a;
+    const Cycle c4 = d3 + 1, d4 = c4 + 5 + a + 6;
+    const Cycle c6 = c4 + 5 + 6, d6 = c6 + 2 + a;
+    const Cycle c8 = d6 + 1, d8 = c8 + 4 + a + 6;
+    const Cycle c9 = c8 + 1, d9 = c9 + cfg.host_latency + ceil_div(12 * n, cfg.host_bytes_per_cycle);
+    const Cycle c10 = std::max(d8, d9) + 1, d10 = c10 + 2 + a + 6;
+    const Cycle c11 = d10 + 1, d11 = c11 + cfg.host_latency + ceil_div(2 * n, cfg.host_bytes_per_cycle);
+    for (const auto& [pc, c, d] : {std::tuple{3, c3, d3}, std::tuple{4, c4, d4}, std::tuple{6, c6, d6},
+                                   std::tuple{8, c8, d8}, std::tuple{10, c10, d10}, std::tuple{11, c11, d11}}) {
+      CAPTURE(pc);
+      CHECK(r.at(pc).issue == c);
+      CHECK(r.at(pc).completion == d);
+    }
+    CHECK(log.stats.cycles == d11 + 2);
+    // The RHM's completion comes after the GELU's at pc 8: a RAW stall.
+    REQUIRE(d9 > d8);
+    CHECK(log.stats.stall_cycles[static_cast<unsigned>(model::StallCause::Raw)] >= d9 - d8);
+
+    // The values: pc 4 on UB rows 0..4, pc 8 on its output again, pc 10 on host rows 0..1.
+    for (Cycle row = 0; row < 5; ++row)
+      for (Cycle j = 0; j < n; ++j) {
+        CAPTURE(row, j);
+        const std::int8_t once = gelu_reference(init.ub.row(row)[j], g);
+        if (row < 4) CHECK(mem.ub.row(10 + row)[j] == gelu_reference(once, g));
+        else CHECK(mem.ub.row(10 + row)[j] == once);
+        if (row < 2) CHECK(mem.host.row(100 + row)[j] == gelu_reference(init.host.row(row)[j], g));
+      }
+  }
 }
